@@ -1,0 +1,100 @@
+import { z } from 'zod';
+import { FIT_EPSILON, unfittable, type Algorithm, type Transition } from './algorithm.js';
+import { capacityUnits, durationMs, positiveRate } from './params.js';
+
+/** Token bucket parameters (validated). */
+export interface TokenBucketParams {
+  /** Tokens added per `periodMs`. */
+  readonly rate: number;
+  readonly periodMs: number;
+  /** Bucket capacity: the most units admitted at once. */
+  readonly burst: number;
+}
+
+/** Token bucket state: tokens held (fractional) as of `tsMs`. */
+export interface TokenBucketState {
+  readonly tokens: number;
+  readonly tsMs: number;
+}
+
+const paramsSchema = z
+  .object({
+    /** Units added per period, e.g. 100. */
+    rate: positiveRate,
+    /** The period `rate` is counted over. @default "1s" */
+    period: durationMs.default(1_000),
+    /** Capacity. @default ceil(rate) */
+    burst: capacityUnits.optional(),
+  })
+  .strict()
+  .transform(
+    (p): TokenBucketParams => ({
+      rate: p.rate,
+      periodMs: p.period,
+      burst: p.burst ?? Math.max(1, Math.ceil(p.rate)),
+    }),
+  );
+
+/** Milliseconds to refill `units` tokens. Multiply first: keeps integer inputs exact. */
+function refillMs(units: number, p: TokenBucketParams): number {
+  return (units * p.periodMs) / p.rate;
+}
+
+function transition(
+  state: TokenBucketState | undefined,
+  nowMs: number,
+  cost: number,
+  p: TokenBucketParams,
+): Transition<TokenBucketState> {
+  let tokens: number;
+  let tsMs: number;
+  if (state === undefined) {
+    tokens = p.burst;
+    tsMs = nowMs;
+  } else {
+    // Backwards time: elapsed is 0 and tsMs keeps the later instant, so the same
+    // interval is never refilled twice.
+    const elapsedMs = Math.max(0, nowMs - state.tsMs);
+    tokens = Math.min(p.burst, state.tokens + (elapsedMs * p.rate) / p.periodMs);
+    tsMs = Math.max(state.tsMs, nowMs);
+  }
+  if (cost > p.burst) return unfittable({ tokens, tsMs }, p.burst, tokens);
+  if (tokens + FIT_EPSILON >= cost) {
+    const left = Math.max(0, tokens - cost);
+    return {
+      state: { tokens: left, tsMs },
+      decision: {
+        status: 'OK',
+        allowed: true,
+        limit: p.burst,
+        remaining: left,
+        retryAfterMs: 0,
+        resetAfterMs: refillMs(p.burst - left, p),
+      },
+    };
+  }
+  return {
+    state: { tokens, tsMs },
+    decision: {
+      status: 'OVER_LIMIT',
+      allowed: false,
+      limit: p.burst,
+      remaining: tokens,
+      retryAfterMs: refillMs(cost - tokens, p),
+      resetAfterMs: refillMs(p.burst - tokens, p),
+    },
+  };
+}
+
+/**
+ * Token bucket: `burst` tokens at most, refilled continuously at `rate` per `periodMs`;
+ * a request takes `cost` tokens or is denied. Exact rate, explicit burst, no boundary
+ * burst. The default algorithm.
+ */
+export const tokenBucket: Algorithm<TokenBucketParams, TokenBucketState> = {
+  kind: 'token-bucket',
+  paramsSchema,
+  transition,
+  ttlMs: (p) => Math.ceil(refillMs(p.burst, p)),
+  capacity: (p) => p.burst,
+};

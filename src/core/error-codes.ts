@@ -1,0 +1,100 @@
+/**
+ * The one registry of Sluice error codes. A code is never reused for another meaning
+ * once released. Adapters (HTTP, gRPC) map errors through this table and never choose a
+ * status themselves. `docs/errors.md` lists every code; a test keeps the two in sync.
+ */
+
+export type ErrorFamily = 'policy' | 'store' | 'protocol';
+
+export interface ErrorCodeInfo {
+  readonly family: ErrorFamily;
+  /** HTTP status an adapter answers with. */
+  readonly httpStatus: number;
+  /** gRPC status code number an adapter answers with. */
+  readonly grpcStatus: number;
+  /** One line saying what the code means. */
+  readonly summary: string;
+}
+
+// gRPC status numbers (grpc/grpc doc/statuscodes.md).
+const GRPC_INVALID_ARGUMENT = 3;
+const GRPC_DEADLINE_EXCEEDED = 4;
+const GRPC_FAILED_PRECONDITION = 9;
+const GRPC_UNAVAILABLE = 14;
+
+export const ERROR_CODES = Object.freeze({
+  SLUICE_ERR_CONFIG_READ: {
+    family: 'policy',
+    httpStatus: 500,
+    grpcStatus: GRPC_FAILED_PRECONDITION,
+    summary: 'A policy file or directory could not be read.',
+  },
+  SLUICE_ERR_CONFIG_PARSE: {
+    family: 'policy',
+    httpStatus: 500,
+    grpcStatus: GRPC_FAILED_PRECONDITION,
+    summary: 'A policy file is not valid YAML or JSON.',
+  },
+  SLUICE_ERR_CONFIG_INVALID: {
+    family: 'policy',
+    httpStatus: 500,
+    grpcStatus: GRPC_FAILED_PRECONDITION,
+    summary: 'Policies are well-formed YAML/JSON but break the schema; every issue is listed.',
+  },
+  SLUICE_ERR_POLICY_UNKNOWN: {
+    family: 'policy',
+    httpStatus: 400,
+    grpcStatus: GRPC_INVALID_ARGUMENT,
+    summary: 'A check named a policy that is not loaded.',
+  },
+  SLUICE_ERR_DESCRIPTOR_INVALID: {
+    family: 'policy',
+    httpStatus: 400,
+    grpcStatus: GRPC_INVALID_ARGUMENT,
+    summary: 'A descriptor is empty, has duplicate or empty keys, or a value that is not a well-formed string within the length limit.',
+  },
+  SLUICE_ERR_DESCRIPTOR_UNMATCHED: {
+    family: 'policy',
+    httpStatus: 400,
+    grpcStatus: GRPC_INVALID_ARGUMENT,
+    summary: 'A check named a policy whose match entries the descriptor does not satisfy.',
+  },
+  SLUICE_ERR_COST_INVALID: {
+    family: 'policy',
+    httpStatus: 400,
+    grpcStatus: GRPC_INVALID_ARGUMENT,
+    summary: 'A cost is not a non-negative safe integer.',
+  },
+  SLUICE_ERR_COST_EXCEEDS_CAPACITY: {
+    family: 'policy',
+    httpStatus: 400,
+    grpcStatus: GRPC_INVALID_ARGUMENT,
+    summary: "A cost is larger than the policy's capacity, so it could never be admitted.",
+  },
+  SLUICE_ERR_STORE_UNAVAILABLE: {
+    family: 'store',
+    httpStatus: 503,
+    grpcStatus: GRPC_UNAVAILABLE,
+    summary: 'The store could not be reached or answered with an error; nothing is known to be applied.',
+  },
+  SLUICE_ERR_STORE_TIMEOUT: {
+    family: 'store',
+    httpStatus: 503,
+    grpcStatus: GRPC_DEADLINE_EXCEEDED,
+    summary: 'The store did not answer within the deadline; the operation may or may not have been applied.',
+  },
+  SLUICE_ERR_STORE_CLOSED: {
+    family: 'store',
+    httpStatus: 503,
+    grpcStatus: GRPC_UNAVAILABLE,
+    summary: 'The store was used after close().',
+  },
+  SLUICE_ERR_PROTOCOL_BAD_REQUEST: {
+    family: 'protocol',
+    httpStatus: 400,
+    grpcStatus: GRPC_INVALID_ARGUMENT,
+    summary: 'An HTTP or gRPC request is malformed.',
+  },
+} satisfies Record<string, ErrorCodeInfo>);
+
+export type ErrorCode = keyof typeof ERROR_CODES;

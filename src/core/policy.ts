@@ -1,0 +1,61 @@
+import type { DescriptorEntry } from './descriptor.js';
+
+/** Every algorithm Sluice implements. */
+export const ALGORITHM_KINDS = Object.freeze([
+  'token-bucket',
+  'gcra',
+  'fixed-window',
+  'sliding-log',
+  'sliding-window-counter',
+  'leaky-bucket',
+] as const);
+export type AlgorithmKind = (typeof ALGORITHM_KINDS)[number];
+
+/**
+ * What happens when the store cannot decide (timeout, outage):
+ * - `open`: allow, and count it as a fail-open allow;
+ * - `closed`: deny with status `UNAVAILABLE` (never `OVER_LIMIT`), counted as fail-closed.
+ */
+export type FailureMode = 'open' | 'closed';
+
+/**
+ * One entry a descriptor must have for a policy to apply. With a `value`, the
+ * descriptor's value must equal it (scope: "what is limited"). Without, any value
+ * matches and each distinct value gets its own bucket (e.g. one bucket per tenant).
+ */
+export interface MatchEntry {
+  readonly key: string;
+  readonly value?: string;
+}
+
+/** A cost rule: when every entry of `when` is in the descriptor, the cost is `cost`. */
+export interface CostRule {
+  readonly when: readonly DescriptorEntry[];
+  readonly cost: number;
+}
+
+/**
+ * A validated, frozen policy. Build policies with `parsePolicies` / `loadPolicyFile`
+ * (or pass plain inputs to `createLimiter`, which validates them the same way).
+ */
+export interface Policy {
+  /** Stable public name returned to clients, e.g. `payments-tenant`. */
+  readonly name: string;
+  /** Entries a descriptor must have; see {@link MatchEntry}. Never empty. */
+  readonly match: readonly MatchEntry[];
+  /**
+   * Match keys (without values) whose values say who is limited. They form the storage
+   * key's hash tag, so one identity's buckets share a Redis Cluster slot. Empty for a
+   * global policy.
+   */
+  readonly identity: readonly string[];
+  readonly algorithm: AlgorithmKind;
+  /** Algorithm parameters, validated by the algorithm; times in ms. */
+  readonly params: Readonly<Record<string, number | string>>;
+  /** Cost of one request: the first matching rule, else `defaultCost`. */
+  readonly cost: { readonly defaultCost: number; readonly rules: readonly CostRule[] };
+  readonly failureMode: FailureMode;
+  /** Decide and record, never enforce: the policy's denials never block a request. */
+  readonly shadow: boolean;
+  readonly description?: string;
+}
