@@ -7,7 +7,10 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   {
     rules: {
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
+      ],
       'no-restricted-properties': [
         'error',
         { object: 'describe', property: 'only' },
@@ -24,8 +27,16 @@ export default tseslint.config(
     rules: {
       'no-restricted-properties': [
         'error',
-        { object: 'Date', property: 'now', message: 'Algorithms take nowMs; never read the clock.' },
-        { object: 'performance', property: 'now', message: 'Algorithms take nowMs; never read the clock.' },
+        {
+          object: 'Date',
+          property: 'now',
+          message: 'Algorithms take nowMs; never read the clock.',
+        },
+        {
+          object: 'performance',
+          property: 'now',
+          message: 'Algorithms take nowMs; never read the clock.',
+        },
       ],
     },
   },

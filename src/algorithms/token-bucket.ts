@@ -27,17 +27,24 @@ const paramsSchema = z
     burst: capacityUnits.optional(),
   })
   .strict()
-  .transform(
-    (p): TokenBucketParams => ({
-      rate: p.rate,
-      periodMs: p.period,
-      burst: p.burst ?? Math.max(1, Math.ceil(p.rate)),
-    }),
-  );
+  .transform((p): TokenBucketParams => ({
+    rate: p.rate,
+    periodMs: p.period,
+    burst: p.burst ?? Math.max(1, Math.ceil(p.rate)),
+  }));
 
 /** Milliseconds to refill `units` tokens. Multiply first: keeps integer inputs exact. */
 function refillMs(units: number, p: TokenBucketParams): number {
   return (units * p.periodMs) / p.rate;
+}
+
+/**
+ * Tolerance in tokens for "does the cost fit": FIT_EPSILON plus what one rounding step of
+ * an epoch-ms timestamp (about 2.4e-4 ms at 1.7e12) refills. Without the second part, a
+ * caller that comes back exactly at `nowMs + retryAfterMs` can be denied by rounding.
+ */
+function fitSlack(tsMs: number, p: TokenBucketParams): number {
+  return FIT_EPSILON + (2 * Math.abs(tsMs) * Number.EPSILON * p.rate) / p.periodMs;
 }
 
 function transition(
@@ -59,7 +66,10 @@ function transition(
     tsMs = Math.max(state.tsMs, nowMs);
   }
   if (cost > p.burst) return unfittable({ tokens, tsMs }, p.burst, tokens);
-  if (tokens + FIT_EPSILON >= cost) {
+  // The state is as of tsMs, which is later than nowMs when time went backwards: waits
+  // start from there, or a caller would be told to come back before tokens exist.
+  const lagMs = tsMs - nowMs;
+  if (tokens + fitSlack(tsMs, p) >= cost) {
     const left = Math.max(0, tokens - cost);
     return {
       state: { tokens: left, tsMs },
@@ -69,7 +79,7 @@ function transition(
         limit: p.burst,
         remaining: left,
         retryAfterMs: 0,
-        resetAfterMs: refillMs(p.burst - left, p),
+        resetAfterMs: lagMs + refillMs(p.burst - left, p),
       },
     };
   }
@@ -80,8 +90,8 @@ function transition(
       allowed: false,
       limit: p.burst,
       remaining: tokens,
-      retryAfterMs: refillMs(cost - tokens, p),
-      resetAfterMs: refillMs(p.burst - tokens, p),
+      retryAfterMs: lagMs + refillMs(cost - tokens, p),
+      resetAfterMs: lagMs + refillMs(p.burst - tokens, p),
     },
   };
 }

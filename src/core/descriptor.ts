@@ -60,7 +60,9 @@ export function toDescriptor(
       throw invalid(`value of "${key}" must be a string, got ${typeName(value)}`);
     }
     if (value.length > maxValueLength) {
-      throw invalid(`value of "${key}" is ${value.length} characters long; the limit is ${maxValueLength}`);
+      throw invalid(
+        `value of "${key}" is ${value.length} characters long; the limit is ${maxValueLength}`,
+      );
     }
     if (!key.isWellFormed() || !value.isWellFormed()) {
       throw invalid(`entry "${key}" contains a lone UTF-16 surrogate`);

@@ -51,7 +51,8 @@ export const ERROR_CODES = Object.freeze({
     family: 'policy',
     httpStatus: 400,
     grpcStatus: GRPC_INVALID_ARGUMENT,
-    summary: 'A descriptor is empty, has duplicate or empty keys, or a value that is not a well-formed string within the length limit.',
+    summary:
+      'A descriptor is empty, has duplicate or empty keys, or a value that is not a well-formed string within the length limit.',
   },
   SLUICE_ERR_DESCRIPTOR_UNMATCHED: {
     family: 'policy',
@@ -75,13 +76,15 @@ export const ERROR_CODES = Object.freeze({
     family: 'store',
     httpStatus: 503,
     grpcStatus: GRPC_UNAVAILABLE,
-    summary: 'The store could not be reached or answered with an error; nothing is known to be applied.',
+    summary:
+      'The store could not be reached or answered with an error; nothing is known to be applied.',
   },
   SLUICE_ERR_STORE_TIMEOUT: {
     family: 'store',
     httpStatus: 503,
     grpcStatus: GRPC_DEADLINE_EXCEEDED,
-    summary: 'The store did not answer within the deadline; the operation may or may not have been applied.',
+    summary:
+      'The store did not answer within the deadline; the operation may or may not have been applied.',
   },
   SLUICE_ERR_STORE_CLOSED: {
     family: 'store',

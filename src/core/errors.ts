@@ -68,5 +68,7 @@ export class ProtocolError extends SluiceError {
 
 /** Formats an issue as `file: path: message`, leaving out the parts that are absent. */
 export function formatIssue(issue: PolicyIssue): string {
-  return [issue.file, issue.path, issue.message].filter((p) => p !== undefined && p !== '').join(': ');
+  return [issue.file, issue.path, issue.message]
+    .filter((p) => p !== undefined && p !== '')
+    .join(': ');
 }

@@ -65,7 +65,12 @@ export function run<P, S>(
   for (const s of steps) {
     nowMs += s.dtMs;
     maxNowMs = Math.max(maxNowMs, nowMs);
-    const t = alg.transition(state === undefined ? undefined : deepFreeze(state), nowMs, s.cost, params);
+    const t = alg.transition(
+      state === undefined ? undefined : deepFreeze(state),
+      nowMs,
+      s.cost,
+      params,
+    );
     state = t.state;
     decisions.push(t.decision);
   }
@@ -135,7 +140,10 @@ export function describeInvariants<P, S>(
             );
           } else {
             expect(after.decision.remaining).toBeCloseTo(before.decision.remaining, 9);
-            expectSameDecision(alg.transition(act.state, t, last.cost, params).decision, act.decision);
+            expectSameDecision(
+              alg.transition(act.state, t, last.cost, params).decision,
+              act.decision,
+            );
           }
         }),
         opts,
@@ -163,7 +171,12 @@ export function describeInvariants<P, S>(
           const { state, maxNowMs } = run(alg, params, steps);
           const cap = alg.capacity(params);
           const atTtl = alg.transition(state, maxNowMs + alg.ttlMs(params), 0, params).decision;
-          const muchLater = alg.transition(state, maxNowMs + k * alg.ttlMs(params), 0, params).decision;
+          const muchLater = alg.transition(
+            state,
+            maxNowMs + k * alg.ttlMs(params),
+            0,
+            params,
+          ).decision;
           expect(atTtl.remaining).toBeCloseTo(cap, 6);
           expect(muchLater.remaining).toBeCloseTo(cap, 6);
           expect(muchLater.remaining).toBeLessThanOrEqual(cap + EPS);
@@ -217,6 +230,28 @@ export function describeInvariants<P, S>(
         opts,
       );
     });
+
+    for (const startMs of [1_000_000, 1_700_000_000_000.25]) {
+      it(`retry-after is honest: asking again at nowMs + retryAfterMs admits (start ${startMs})`, () => {
+        fc.assert(
+          fc.property(scenario, ({ params, steps }) => {
+            const { state, nowMs } = run(alg, params, steps.slice(0, -1), startMs);
+            const last = steps[steps.length - 1]!;
+            const t = nowMs + Math.max(0, last.dtMs);
+            const denied = alg.transition(state, t, last.cost, params);
+            if (denied.decision.allowed) return;
+            const later = alg.transition(
+              denied.state,
+              t + denied.decision.retryAfterMs,
+              last.cost,
+              params,
+            );
+            expect(later.decision.allowed).toBe(true);
+          }),
+          opts,
+        );
+      });
+    }
 
     it('a cost above capacity is INVALID_POLICY and changes nothing', () => {
       fc.assert(

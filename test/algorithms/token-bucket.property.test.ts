@@ -4,7 +4,10 @@ import { tokenBucket, type TokenBucketParams } from '../../src/algorithms/token-
 import { describeInvariants, NUM_RUNS, run, stepsArb } from './invariants.js';
 
 const paramsArb: fc.Arbitrary<TokenBucketParams> = fc.record({
-  rate: fc.oneof(fc.integer({ min: 1, max: 10_000 }), fc.double({ min: 0.01, max: 1000, noNaN: true })),
+  rate: fc.oneof(
+    fc.integer({ min: 1, max: 10_000 }),
+    fc.double({ min: 0.01, max: 1000, noNaN: true }),
+  ),
   periodMs: fc.constantFrom(1, 10, 1_000, 60_000, 3_600_000),
   burst: fc.integer({ min: 1, max: 1_000 }),
 });
@@ -16,13 +19,21 @@ describe('token-bucket: specific properties', () => {
     fc.assert(
       fc.property(
         paramsArb.chain((params) =>
-          fc.record({ params: fc.constant(params), steps: stepsArb(params.periodMs, params.burst, 80) }),
+          fc.record({
+            params: fc.constant(params),
+            steps: stepsArb(params.periodMs, params.burst, 80),
+          }),
         ),
         ({ params, steps }) => {
           const forward = steps.map((s) => ({ ...s, dtMs: Math.abs(s.dtMs) }));
           const r = run(tokenBucket, params, forward, 0);
-          const admitted = r.decisions.reduce((a, d, i) => a + (d.allowed ? forward[i]!.cost : 0), 0);
-          expect(admitted).toBeLessThanOrEqual(params.burst + (r.nowMs * params.rate) / params.periodMs + 1e-6);
+          const admitted = r.decisions.reduce(
+            (a, d, i) => a + (d.allowed ? forward[i]!.cost : 0),
+            0,
+          );
+          expect(admitted).toBeLessThanOrEqual(
+            params.burst + (r.nowMs * params.rate) / params.periodMs + 1e-6,
+          );
         },
       ),
       { numRuns: NUM_RUNS },

@@ -1,0 +1,128 @@
+import { z } from 'zod';
+import { FIT_EPSILON, unfittable, type Algorithm, type Transition } from './algorithm.js';
+import { capacityUnits, durationMs, positiveRate } from './params.js';
+
+/**
+ * What a leaky bucket does with a request that fits:
+ * - `reject`: a policer; admit at once (no `delayMs`), deny what overflows;
+ * - `delay`: a shaper; admit with `delayMs`, the wait until the queue ahead has leaked.
+ */
+export type LeakyBucketMode = 'reject' | 'delay';
+
+/** Leaky bucket parameters (validated). */
+export interface LeakyBucketParams {
+  /** Units leaking out per `periodMs`. */
+  readonly rate: number;
+  readonly periodMs: number;
+  /** Queue size in units: the most units held at once. */
+  readonly capacity: number;
+  readonly mode: LeakyBucketMode;
+}
+
+/** Leaky bucket state: units queued (fractional, 0..capacity) as of `tsMs`. */
+export interface LeakyBucketState {
+  readonly level: number;
+  readonly tsMs: number;
+}
+
+const paramsSchema = z
+  .object({
+    /** Units leaking out per period, e.g. 100. */
+    rate: positiveRate,
+    /** The period `rate` is counted over. @default "1s" */
+    period: durationMs.default(1_000),
+    /** Queue size in units. @default ceil(rate) */
+    capacity: capacityUnits.optional(),
+    /** `reject` (police) or `delay` (shape). @default "reject" */
+    mode: z.enum(['reject', 'delay']).default('reject'),
+  })
+  .strict()
+  .transform((p): LeakyBucketParams => ({
+    rate: p.rate,
+    periodMs: p.period,
+    capacity: p.capacity ?? Math.max(1, Math.ceil(p.rate)),
+    mode: p.mode,
+  }));
+
+/** Milliseconds for `units` to leak out. Multiply first: keeps integer inputs exact. */
+function leakMs(units: number, p: LeakyBucketParams): number {
+  return (units * p.periodMs) / p.rate;
+}
+
+/**
+ * Tolerance in units for "does the cost fit": FIT_EPSILON plus what one rounding step of
+ * an epoch-ms timestamp leaks, so coming back exactly at `nowMs + retryAfterMs` admits.
+ */
+function fitSlack(tsMs: number, p: LeakyBucketParams): number {
+  return FIT_EPSILON + (2 * Math.abs(tsMs) * Number.EPSILON * p.rate) / p.periodMs;
+}
+
+function transition(
+  state: LeakyBucketState | undefined,
+  nowMs: number,
+  cost: number,
+  p: LeakyBucketParams,
+): Transition<LeakyBucketState> {
+  let level: number;
+  let tsMs: number;
+  if (state === undefined) {
+    level = 0;
+    tsMs = nowMs;
+  } else {
+    // Backwards time: elapsed is 0 and tsMs keeps the later instant, so the same
+    // interval never leaks twice.
+    const elapsedMs = Math.max(0, nowMs - state.tsMs);
+    level = Math.max(0, state.level - (elapsedMs * p.rate) / p.periodMs);
+    tsMs = Math.max(state.tsMs, nowMs);
+  }
+  if (cost > p.capacity) return unfittable({ level, tsMs }, p.capacity, p.capacity - level);
+  // Waits start from tsMs, which is later than nowMs when time went backwards.
+  const lagMs = tsMs - nowMs;
+  if (level + cost <= p.capacity + fitSlack(tsMs, p)) {
+    const after = Math.min(p.capacity, level + cost);
+    const decision = {
+      status: 'OK',
+      allowed: true,
+      limit: p.capacity,
+      remaining: p.capacity - after,
+      retryAfterMs: 0,
+      resetAfterMs: lagMs + leakMs(after, p),
+    } as const;
+    return {
+      state: { level: after, tsMs },
+      // Shaping: the units already queued leave first, at exactly `rate`, so this
+      // request's turn comes when they have leaked out (nginx limit_req without nodelay).
+      decision: p.mode === 'delay' ? { ...decision, delayMs: lagMs + leakMs(level, p) } : decision,
+    };
+  }
+  // A denial gets no delayMs in either mode: it is not queued, and retryAfterMs is its wait.
+  return {
+    state: { level, tsMs },
+    decision: {
+      status: 'OVER_LIMIT',
+      allowed: false,
+      limit: p.capacity,
+      remaining: p.capacity - level,
+      retryAfterMs: lagMs + leakMs(level + cost - p.capacity, p),
+      resetAfterMs: lagMs + leakMs(level, p),
+    },
+  };
+}
+
+/**
+ * Leaky bucket: a queue of at most `capacity` units draining continuously at `rate` per
+ * `periodMs`; a request adds `cost` units if they fit, else it is denied and adds nothing.
+ *
+ * In `reject` mode it admits exactly what a token bucket with `burst = capacity` admits
+ * (level = capacity − tokens). In `delay` mode an admitted request also gets `delayMs`:
+ * waiting that long before proceeding makes admitted units leave at no more than `rate`,
+ * in arrival order, smoothing bursts instead of passing them through. `remaining` is the
+ * free queue space, `resetAfterMs` the time until the queue is empty.
+ */
+export const leakyBucket: Algorithm<LeakyBucketParams, LeakyBucketState> = {
+  kind: 'leaky-bucket',
+  paramsSchema,
+  transition,
+  ttlMs: (p) => Math.ceil(leakMs(p.capacity, p)),
+  capacity: (p) => p.capacity,
+};

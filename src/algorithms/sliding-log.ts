@@ -1,0 +1,96 @@
+import { unfittable, type Algorithm, type Transition } from './algorithm.js';
+import { windowParamsSchema, type WindowParams } from './fixed-window.js';
+
+/** Sliding log parameters (validated). */
+export type SlidingLogParams = WindowParams;
+
+/** One admitted request: when it was admitted (ms) and the units it took. */
+export type SlidingLogEntry = readonly [tMs: number, cost: number];
+
+/**
+ * Sliding log state: one entry per admitted request still inside the window, oldest
+ * first. Never mutated; every transition builds a new array when the log changes.
+ */
+export interface SlidingLogState {
+  readonly entries: readonly SlidingLogEntry[];
+}
+
+/**
+ * An entry counts for exactly `windowMs`: from `tMs` until `tMs + windowMs`, exclusive.
+ * Written as one sum (not `tMs <= nowMs - windowMs`) so that the expiry instant and the
+ * retry-after computed from it are the same double.
+ */
+function expiresAtMs([tMs]: SlidingLogEntry, p: SlidingLogParams): number {
+  return tMs + p.windowMs;
+}
+
+function transition(
+  state: SlidingLogState | undefined,
+  nowMs: number,
+  cost: number,
+  p: SlidingLogParams,
+): Transition<SlidingLogState> {
+  const log = state?.entries ?? [];
+  // Sorted by time, so the expired entries are a prefix.
+  let firstLive = 0;
+  while (firstLive < log.length && expiresAtMs(log[firstLive]!, p) <= nowMs) firstLive++;
+  const entries = log.slice(firstLive);
+  const used = entries.reduce((sum, [, c]) => sum + c, 0);
+  const newest = entries.at(-1);
+  const resetAfterMs = (last: SlidingLogEntry | undefined): number =>
+    last === undefined ? 0 : expiresAtMs(last, p) - nowMs;
+
+  if (cost > p.limit) return unfittable({ entries }, p.limit, p.limit - used);
+  // Costs are whole units, so the comparison is exact: no FIT_EPSILON.
+  if (used + cost <= p.limit) {
+    // Cost 0 only reads: no entry, so the log holds at most `limit` entries.
+    // After backwards time the entry is stamped at the newest entry's instant: the log
+    // stays sorted, and no entry (this one included) expires before its turn.
+    const next: readonly SlidingLogEntry[] =
+      cost === 0 ? entries : [...entries, [Math.max(nowMs, newest?.[0] ?? nowMs), cost]];
+    return {
+      state: { entries: next },
+      decision: {
+        status: 'OK',
+        allowed: true,
+        limit: p.limit,
+        remaining: p.limit - used - cost,
+        retryAfterMs: 0,
+        resetAfterMs: resetAfterMs(next.at(-1)),
+      },
+    };
+  }
+  // The cost fits once enough of the oldest entries have expired: find the last of those.
+  let freed = 0;
+  let i = 0;
+  while (used - freed + cost > p.limit) freed += entries[i++]![1];
+  return {
+    state: { entries },
+    decision: {
+      status: 'OVER_LIMIT',
+      allowed: false,
+      limit: p.limit,
+      remaining: p.limit - used,
+      retryAfterMs: expiresAtMs(entries[i - 1]!, p) - nowMs,
+      resetAfterMs: resetAfterMs(newest),
+    },
+  };
+}
+
+/**
+ * Sliding log: at most `limit` units admitted in any `windowMs` interval — an exact
+ * rolling limit with no boundary burst. An admitted request counts for exactly
+ * `windowMs` after it was admitted.
+ *
+ * Memory: one entry per admitted request with cost > 0 in the last `windowMs`, so at
+ * most `limit` entries per key (e.g. limit 10,000 can mean 10,000 entries), and every
+ * transition reads the whole log. Meant for low-volume, audit-grade policies; prefer the
+ * sliding window counter or token bucket for high limits.
+ */
+export const slidingLog: Algorithm<SlidingLogParams, SlidingLogState> = {
+  kind: 'sliding-log',
+  paramsSchema: windowParamsSchema,
+  transition,
+  ttlMs: (p) => p.windowMs,
+  capacity: (p) => p.limit,
+};

@@ -1,0 +1,222 @@
+import { z } from 'zod';
+import { ALGORITHMS } from '../algorithms/index.js';
+import type { DescriptorEntry } from '../core/descriptor.js';
+import { PolicyError, formatIssue, type PolicyIssue } from '../core/errors.js';
+import { ALGORITHM_KINDS, type MatchEntry, type Policy } from '../core/policy.js';
+
+/** A policy name: stable, public, safe inside storage keys and metric labels. */
+export const POLICY_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+
+const nonEmpty = z.string().min(1, 'must not be empty');
+const costValue = z.number().int('must be a whole number').min(0).max(Number.MAX_SAFE_INTEGER);
+
+const matchEntry = z.union([
+  nonEmpty.transform((key): MatchEntry => ({ key })),
+  z
+    .object({ key: nonEmpty, value: z.string().optional() })
+    .strict()
+    .transform((e): MatchEntry =>
+      e.value === undefined ? { key: e.key } : { key: e.key, value: e.value },
+    ),
+]);
+
+const costRule = z
+  .object({ when: z.record(nonEmpty, z.string()), cost: costValue })
+  .strict()
+  .refine((r) => Object.keys(r.when).length > 0, { message: '"when" needs at least one entry' });
+
+const costField = z.union([
+  costValue.transform((c) => ({ default: c, rules: [] as z.infer<typeof costRule>[] })),
+  z.object({ default: costValue.default(1), rules: z.array(costRule).default([]) }).strict(),
+]);
+
+/** The fields every policy has; the rest belong to its algorithm. */
+const baseFields = {
+  name: z
+    .string()
+    .regex(
+      POLICY_NAME,
+      'must start with a letter or digit and use only letters, digits, "_", "." or "-" (at most 128)',
+    ),
+  description: z.string().optional(),
+  match: z.array(matchEntry).min(1, 'needs at least one entry'),
+  identity: z.array(nonEmpty).optional(),
+  algorithm: z.enum(ALGORITHM_KINDS).default('token-bucket'),
+  cost: costField.default({ default: 1, rules: [] }),
+  failureMode: z.enum(['open', 'closed']).default('open'),
+  shadow: z.boolean().default(false),
+};
+const BASE_KEYS = new Set(Object.keys(baseFields));
+const baseSchema = z.object(baseFields);
+
+const fileSchema = z.object({ policies: z.array(z.unknown()) }).strict();
+
+/**
+ * The user-facing shape of one policy, as written in a policy file or passed to
+ * `createLimiter`: the base fields plus the algorithm's own fields, flat. See
+ * docs/policies.md for every field and its default.
+ */
+export type PolicyInput = z.input<typeof baseSchema> & Record<string, unknown>;
+
+/** A validated, frozen list of policies with unique names. */
+export interface PolicySet {
+  readonly policies: readonly Policy[];
+  /** Where the policies came from (a file path), when they came from a file. */
+  readonly source?: string;
+}
+
+function pathOf(prefix: readonly PropertyKey[], path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const p of [...prefix, ...path]) {
+    out += typeof p === 'number' ? `[${p}]` : out === '' ? String(p) : `.${String(p)}`;
+  }
+  return out;
+}
+
+function issuesOf(error: z.ZodError, prefix: readonly PropertyKey[], file?: string): PolicyIssue[] {
+  return error.issues.map((i) => {
+    const issue = { path: pathOf(prefix, i.path), message: i.message };
+    return file === undefined ? issue : { ...issue, file };
+  });
+}
+
+function parseOne(
+  raw: unknown,
+  at: readonly PropertyKey[],
+  issues: PolicyIssue[],
+  file?: string,
+): Policy | undefined {
+  const add = (path: readonly PropertyKey[], message: string): void => {
+    issues.push(
+      file === undefined
+        ? { path: pathOf(at, path), message }
+        : { file, path: pathOf(at, path), message },
+    );
+  };
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    add([], 'expected a policy object');
+    return undefined;
+  }
+  const base = baseSchema.safeParse(raw);
+  if (!base.success) {
+    issues.push(...issuesOf(base.error, at, file));
+    return undefined;
+  }
+  const b = base.data;
+  const rest = Object.fromEntries(Object.entries(raw).filter(([k]) => !BASE_KEYS.has(k)));
+  const algorithm = ALGORITHMS[b.algorithm];
+  const params = algorithm.paramsSchema.safeParse(rest);
+  if (!params.success) {
+    for (const i of params.error.issues) {
+      const message =
+        i.code === 'unrecognized_keys'
+          ? `${i.message} (not a policy field, nor a field of algorithm "${b.algorithm}")`
+          : i.message;
+      add(i.path, message);
+    }
+    return undefined;
+  }
+  const before = issues.length;
+  const keys = b.match.map((m) => m.key);
+  keys.forEach((k, i) => {
+    if (keys.indexOf(k) !== i) add(['match', i], `key "${k}" appears more than once`);
+  });
+  const free = b.match.filter((m) => m.value === undefined).map((m) => m.key);
+  // Default identity: the first match key without a fixed value (usually the tenant),
+  // so one identity's policies share a Redis Cluster slot. None: a global policy.
+  const identity = b.identity ?? free.slice(0, 1);
+  identity.forEach((k, i) => {
+    if (!free.includes(k)) add(['identity', i], `"${k}" must be a match key without a fixed value`);
+  });
+  const capacity = algorithm.capacity(params.data);
+  const tooBig = (c: number, path: PropertyKey[]): void => {
+    if (c > capacity) {
+      add(path, `cost ${c} exceeds the policy's capacity ${capacity}: it could never be admitted`);
+    }
+  };
+  tooBig(b.cost.default, ['cost', 'default']);
+  b.cost.rules.forEach((r, i) => tooBig(r.cost, ['cost', 'rules', i, 'cost']));
+  if (issues.length > before) return undefined;
+
+  const policy: Policy = {
+    name: b.name,
+    match: b.match.map((m) => Object.freeze(m)),
+    identity,
+    algorithm: b.algorithm,
+    params: params.data as Policy['params'],
+    cost: {
+      defaultCost: b.cost.default,
+      rules: b.cost.rules.map((r) => ({
+        when: Object.entries(r.when).map(([key, value]): DescriptorEntry => ({ key, value })),
+        cost: r.cost,
+      })),
+    },
+    failureMode: b.failureMode,
+    shadow: b.shadow,
+    ...(b.description === undefined ? {} : { description: b.description }),
+  };
+  return deepFreeze(policy);
+}
+
+function deepFreeze<T>(v: T): T {
+  if (typeof v === 'object' && v !== null) {
+    for (const x of Object.values(v)) deepFreeze(x);
+    Object.freeze(v);
+  }
+  return v;
+}
+
+function fail(issues: readonly PolicyIssue[]): never {
+  throw new PolicyError(
+    'SLUICE_ERR_CONFIG_INVALID',
+    `invalid policies (${issues.length} issue${issues.length === 1 ? '' : 's'}):\n` +
+      issues.map((i) => `  ${formatIssue(i)}`).join('\n'),
+    { issues },
+  );
+}
+
+/**
+ * Validates policy inputs. Reports every issue at once in a `PolicyError`
+ * (`SLUICE_ERR_CONFIG_INVALID`) whose `issues` name the file (when given), the path
+ * inside it (`policies[0].burst`) and the problem.
+ */
+export function parsePolicies(
+  inputs: readonly unknown[],
+  file?: string,
+  prefix: readonly PropertyKey[] = [],
+): PolicySet {
+  const issues: PolicyIssue[] = [];
+  const policies: Policy[] = [];
+  inputs.forEach((raw, i) => {
+    const p = parseOne(raw, [...prefix, i], issues, file);
+    if (p !== undefined) policies.push(p);
+  });
+  const seen = new Map<string, number>();
+  inputs.forEach((raw, i) => {
+    const name = (raw as { name?: unknown } | null)?.name;
+    if (typeof name !== 'string') return;
+    const first = seen.get(name);
+    if (first === undefined) seen.set(name, i);
+    else {
+      const message = `duplicate policy name "${name}" (first at ${pathOf(prefix, [first])})`;
+      issues.push(
+        file === undefined
+          ? { path: pathOf(prefix, [i, 'name']), message }
+          : { file, path: pathOf(prefix, [i, 'name']), message },
+      );
+    }
+  });
+  if (issues.length > 0) fail(issues);
+  return Object.freeze(
+    file === undefined
+      ? { policies: Object.freeze(policies) }
+      : { policies: Object.freeze(policies), source: file },
+  );
+}
+
+/** Validates a parsed policy document: `{ policies: [...] }`. */
+export function parsePolicyDocument(doc: unknown, file?: string): PolicySet {
+  const top = fileSchema.safeParse(doc);
+  if (!top.success) fail(issuesOf(top.error, [], file));
+  return parsePolicies(top.data.policies, file, ['policies']);
+}

@@ -1,0 +1,42 @@
+import type { Algorithm } from '../algorithms/algorithm.js';
+import type { AlgorithmDecision } from '../core/decision.js';
+import type { StoreError } from '../core/errors.js';
+
+/** One bucket transition a store is asked to run. */
+export interface StoreRequest {
+  /** The bucket's key from `bucketKey` (stores add their own prefix). */
+  readonly key: string;
+  readonly algorithm: Algorithm<unknown, unknown>;
+  /** Params produced by `algorithm.paramsSchema`. */
+  readonly params: unknown;
+  /** Units to consume: a non-negative safe integer within the algorithm's capacity. */
+  readonly cost: number;
+  /** False for shadow policies: their denial never blocks the rest of the batch. */
+  readonly enforce: boolean;
+}
+
+/** The outcome of one request of a batch, in request order. */
+export type StoreResult =
+  | { readonly ok: true; readonly decision: AlgorithmDecision }
+  | { readonly ok: false; readonly error: StoreError };
+
+export interface StoreApplyOptions {
+  /** The caller's clock reading; stores that use a server clock may ignore it. */
+  readonly nowMs: number;
+  /** Aborts waiting for the store; the outcome of an aborted call is unknown. */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * Runs batches of bucket transitions atomically. A batch is all-or-nothing: when any
+ * enforced request is denied, nothing in the batch is consumed; otherwise every enforced
+ * request and every shadow request that fits is consumed. Requests that fit but were not
+ * consumed report their current (unconsumed) remaining capacity.
+ */
+export interface Store {
+  apply(
+    batch: readonly StoreRequest[],
+    options: StoreApplyOptions,
+  ): Promise<readonly StoreResult[]>;
+  close(): Promise<void>;
+}

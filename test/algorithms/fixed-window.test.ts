@@ -1,0 +1,139 @@
+/**
+ * Known answers for the fixed window, as rows [nowMs, cost, allowed, remaining,
+ * retryAfterMs] over named instants (STYLE.md §6.2). Rows run in order on one state;
+ * each comment derives its expectation by hand. Window w is [w * windowMs, (w + 1) * windowMs).
+ */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { AlgorithmDecision } from '../../src/core/decision.js';
+import {
+  fixedWindow,
+  type FixedWindowParams,
+  type FixedWindowState,
+} from '../../src/algorithms/fixed-window.js';
+
+type Row = readonly [
+  nowMs: number,
+  cost: number,
+  allowed: boolean,
+  remaining: number,
+  retryAfterMs: number,
+];
+
+/** The fields a row checks (resetAfterMs has its own test). */
+const pick = ({ status, allowed, limit, remaining, retryAfterMs }: AlgorithmDecision) => ({
+  status,
+  allowed,
+  limit,
+  remaining,
+  retryAfterMs,
+});
+
+/** Plays rows on one state. Status follows: cost > limit is INVALID_POLICY, else OK iff allowed. */
+function play(params: FixedWindowParams, rows: readonly Row[]): void {
+  let state: FixedWindowState | undefined;
+  rows.forEach(([nowMs, cost, allowed, remaining, retryAfterMs], row) => {
+    const t = fixedWindow.transition(state, nowMs, cost, params);
+    expect({ row, ...pick(t.decision) }).toEqual({
+      row,
+      status: cost > params.limit ? 'INVALID_POLICY' : allowed ? 'OK' : 'OVER_LIMIT',
+      allowed,
+      limit: params.limit,
+      remaining,
+      retryAfterMs,
+    });
+    state = t.state;
+  });
+}
+
+describe('fixed-window: known answers', () => {
+  it('limit 10 / window 1000ms, costs 5 and 1', () => {
+    const params = fixedWindow.paramsSchema.parse({ limit: 10, window: 1_000 });
+    const t0 = 5_000; // window 5 starts: [5000, 6000)
+    const t1 = 5_400; // mid window 5
+    const t2 = 5_999; // last ms of window 5
+    const t3 = 6_000; // window 6 starts: t2 + the retry-after given at t2
+    const t4 = 5_500; // backwards, into window 5
+    const t5 = 8_250; // window 8: two windows after 6
+    play(params, [
+      // fresh: window 5, count 0; 0 + 5 <= 10 admitted; 10 - 5 = 5 left
+      [t0, 5, true, 5, 0],
+      // 5 + 5 = 10 <= 10 admitted; nothing left
+      [t1, 5, true, 0, 0],
+      // exhausted: 10 + 1 > 10 denied; window 5 ends at 6000, 6000 - 5400 = 600
+      [t1, 1, false, 0, 600],
+      // cost 0 peeks: 10 + 0 <= 10 admitted, consumes nothing
+      [t1, 0, true, 0, 0],
+      // still window 5 (floor(5999 / 1000) = 5): 6000 - 5999 = 1
+      [t2, 1, false, 0, 1],
+      // exact retry-after: at 5999 + 1 window 6 starts empty; 0 + 1 <= 10; 9 left
+      [t3, 1, true, 9, 0],
+      // backwards into window 5: read as window 6, count 1 kept (window 5's spent 10 is not
+      // reopened, window 6's 1 is not forgotten); 1 + 1 <= 10; 8 left
+      [t4, 1, true, 8, 0],
+      // backwards, denied: 2 + 9 > 10; the effective window 6 ends at 7000: 7000 - 5500 = 1500
+      [t4, 9, false, 8, 1_500],
+      // window roll over an idle window: 8 > 6, count resets; 0 + 10 <= 10; 0 left
+      [t5, 10, true, 0, 0],
+      // cost above the limit can never fit: INVALID_POLICY, state unchanged (count 10)
+      [t5, 11, false, 0, 0],
+      // still window 8, count 10: denied until 9000, 9000 - 8250 = 750
+      [t5, 1, false, 0, 750],
+    ]);
+  });
+
+  it('limit 100 / window 1s: the boundary lets 2x through', () => {
+    const params = fixedWindow.paramsSchema.parse({ limit: 100, window: '1s' });
+    const t0 = 999; // last ms of window 0
+    const t1 = 1_000; // window 1 starts
+    play(params, [
+      // fresh window 0: 0 + 100 <= 100 admitted; 0 left
+      [t0, 100, true, 0, 0],
+      // 100 + 1 > 100 denied; window 0 ends at 1000: 1 ms
+      [t0, 1, false, 0, 1],
+      // window 1 starts empty: another 100 admitted 1 ms after the first 100
+      [t1, 100, true, 0, 0],
+      // 100 + 1 > 100 denied until 2000: 1000 ms
+      [t1, 1, false, 0, 1_000],
+    ]);
+  });
+
+  it('resetAfterMs is the time to the window end while the count is above 0', () => {
+    const params = fixedWindow.paramsSchema.parse({ limit: 10, window: 1_000 });
+    // fresh peek: count 0, already full
+    expect(fixedWindow.transition(undefined, 5_400, 0, params).decision.resetAfterMs).toBe(0);
+    // count 3 in window 5: full again at 6000, 600 ms after 5400
+    const t = fixedWindow.transition(undefined, 5_400, 3, params);
+    expect(t.decision.resetAfterMs).toBe(600);
+    expect(fixedWindow.ttlMs(params)).toBe(1_000);
+    expect(fixedWindow.capacity(params)).toBe(10);
+  });
+});
+
+describe('fixed-window: params', () => {
+  const parse = (input: unknown) => fixedWindow.paramsSchema.safeParse(input);
+
+  it('accepts ms numbers and duration strings', () => {
+    expect(parse({ limit: 100, window: '1s' })).toEqual({
+      success: true,
+      data: { limit: 100, windowMs: 1_000 },
+    });
+    expect(parse({ limit: 1, window: 250 })).toEqual({
+      success: true,
+      data: { limit: 1, windowMs: 250 },
+    });
+  });
+
+  // z.prettifyError is how the message reads with its path ("✖ problem\n  → at field").
+  it.each([
+    ['limit 0', { limit: 0, window: '1s' }, '>=1\n  → at limit'],
+    ['limit 1.5', { limit: 1.5, window: '1s' }, 'expected int, received number\n  → at limit'],
+    ['window "5 parsecs"', { limit: 10, window: '5 parsecs' }, 'got "5 parsecs"\n  → at window'],
+    ['missing window', { limit: 10 }, '→ at window'],
+    ['unknown field', { limit: 10, window: '1s', burst: 5 }, 'Unrecognized key: "burst"'],
+  ])('rejects %s, naming the field', (_name, input, message) => {
+    const r = parse(input);
+    expect(r.success).toBe(false);
+    expect(z.prettifyError(r.error!)).toContain(message);
+  });
+});

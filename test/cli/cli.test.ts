@@ -1,0 +1,80 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const root = join(import.meta.dirname, '../..');
+const bin = join(root, 'dist/cli/main.js');
+
+async function sluice(
+  ...args: string[]
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { cwd: root });
+    return { code: 0, stdout, stderr };
+  } catch (e) {
+    const err = e as { code: number; stdout: string; stderr: string };
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+  }
+}
+
+describe('sluice CLI (built dist/, spawned)', () => {
+  it('check: four transfers of cost 5 fit the burst of 20, the fifth is denied with its retry-after', async () => {
+    const r = await sluice(
+      'check',
+      '--config',
+      'test/cli/fixtures/slow.yaml',
+      '--repeat',
+      '5',
+      'tenant=acme',
+      'route=POST /transfers',
+    );
+    expect(r.code).toBe(0);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines.slice(0, 4).every((l) => l.includes('allowed OK'))).toBe(true);
+    expect(lines[3]).toContain('policy=payments-tenant remaining=0/20');
+    expect(lines[4]).toMatch(
+      /^#5 denied\s+OVER_LIMIT\s+policy=payments-tenant remaining=0\/20 retry_after_ms=(1799\d{4}|18000000)$/,
+    ); // 5 units at 1 per hour
+  });
+
+  it('check --json prints decisions as JSON', async () => {
+    const r = await sluice(
+      'check',
+      '-c',
+      'examples/policies.yaml',
+      '--json',
+      '--cost',
+      '3',
+      'tenant=acme',
+    );
+    const d = JSON.parse(r.stdout) as {
+      request: number;
+      allowed: boolean;
+      decisions: { remaining: number }[];
+    };
+    expect(d).toMatchObject({ request: 1, allowed: true, status: 'OK' });
+    expect(d.decisions[0]!.remaining).toBe(17);
+  });
+
+  it('check: a malformed descriptor argument and a too-large cost are clear errors, exit 1', async () => {
+    const bad = await sluice('check', '-c', 'examples/policies.yaml', 'tenant');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('descriptor entry "tenant" must look like key=value');
+    const big = await sluice('check', '-c', 'examples/policies.yaml', '--cost', '21', 'tenant=a');
+    expect(big.code).toBe(1);
+    expect(big.stderr).toContain(
+      'cost 21 exceeds the capacity 20 of policy "payments-tenant": it could never be admitted [SLUICE_ERR_COST_EXCEEDS_CAPACITY]',
+    );
+  });
+
+  it('validate: ok for the example, every issue and exit 1 for a broken file', async () => {
+    const ok = await sluice('validate', 'examples/policies.yaml');
+    expect(ok).toMatchObject({ code: 0, stdout: 'examples/policies.yaml: ok (1 policy)\n' });
+    const bad = await sluice('validate', 'test/config/fixtures/many-issues.yaml');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('invalid policies (3 issues):');
+    expect(bad.stderr).toContain('test/config/fixtures/many-issues.yaml: policies[1].algorithm: ');
+  });
+});

@@ -1,0 +1,163 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadPolicyFile } from '../../src/config/load.js';
+import { parsePolicies } from '../../src/config/policies.js';
+import { PolicyError } from '../../src/core/errors.js';
+
+const fixture = (name: string): string => join(import.meta.dirname, 'fixtures', name);
+
+async function errorOf(file: string): Promise<PolicyError> {
+  const e = await loadPolicyFile(fixture(file)).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  expect(e).toBeInstanceOf(PolicyError);
+  return e as PolicyError;
+}
+
+describe('policy files: one fixture per mistake, exact messages', () => {
+  const cases: [file: string, code: string, issues: [path: string, message: string][]][] = [
+    [
+      'unknown-field.yaml',
+      'SLUICE_ERR_CONFIG_INVALID',
+      [
+        [
+          'policies[0]',
+          'Unrecognized key: "bursts" (not a policy field, nor a field of algorithm "token-bucket")',
+        ],
+      ],
+    ],
+    [
+      'negative-rate.yaml',
+      'SLUICE_ERR_CONFIG_INVALID',
+      [['policies[0].rate', 'Too small: expected number to be >0']],
+    ],
+    [
+      'bad-duration.yaml',
+      'SLUICE_ERR_CONFIG_INVALID',
+      [
+        [
+          'policies[0].window',
+          'expected a duration of at least 1ms as whole ms (number) or a string like "500ms", "1s", "1m", "1h", "1d"; got "5 parsecs"',
+        ],
+      ],
+    ],
+    [
+      'cost-exceeds-burst.yaml',
+      'SLUICE_ERR_CONFIG_INVALID',
+      [
+        [
+          'policies[0].cost.rules[0].cost',
+          "cost 50 exceeds the policy's capacity 20: it could never be admitted",
+        ],
+      ],
+    ],
+    [
+      'duplicate-name.yaml',
+      'SLUICE_ERR_CONFIG_INVALID',
+      [['policies[1].name', 'duplicate policy name "api" (first at policies[0])']],
+    ],
+    [
+      'bad-identity.yaml',
+      'SLUICE_ERR_CONFIG_INVALID',
+      [['policies[0].identity[0]', '"route" must be a match key without a fixed value']],
+    ],
+    [
+      'no-policies-key.json',
+      'SLUICE_ERR_CONFIG_INVALID',
+      [
+        ['policies', 'Invalid input: expected array, received undefined'],
+        ['', 'Unrecognized key: "rules"'],
+      ],
+    ],
+  ];
+  for (const [file, code, issues] of cases) {
+    it(file, async () => {
+      const e = await errorOf(file);
+      expect(e.code).toBe(code);
+      expect(e.issues.map((i) => [i.path, i.message])).toEqual(issues);
+      for (const i of e.issues) expect(i.file).toBe(fixture(file));
+      expect(e.message).toContain(`${fixture(file)}: `);
+    });
+  }
+
+  it('reports every issue of a file at once', async () => {
+    const e = await errorOf('many-issues.yaml');
+    expect(e.issues.map((i) => i.path)).toEqual([
+      'policies[0].name',
+      'policies[0].match',
+      'policies[1].algorithm',
+    ]);
+    expect(e.message).toMatch(/^invalid policies \(3 issues\):/);
+  });
+
+  it('names the line of a YAML syntax error', async () => {
+    const e = await errorOf('not-yaml.yaml');
+    expect(e.code).toBe('SLUICE_ERR_CONFIG_PARSE');
+    expect(e.message).toMatch(/not-yaml\.yaml: not valid YAML: .*at line \d+, column \d+/);
+  });
+
+  it('refuses duplicate keys in YAML rather than keeping the last', async () => {
+    const e = await errorOf('duplicate-key.yaml');
+    expect(e.code).toBe('SLUICE_ERR_CONFIG_PARSE');
+    expect(e.message).toMatch(/Map keys must be unique/);
+  });
+
+  it('names a JSON syntax error', async () => {
+    const e = await errorOf('not-json.json');
+    expect(e.code).toBe('SLUICE_ERR_CONFIG_PARSE');
+    expect(e.message).toMatch(/not-json\.json: not valid JSON: /);
+  });
+
+  it('names a missing file', async () => {
+    const e = await errorOf('does-not-exist.yaml');
+    expect(e.code).toBe('SLUICE_ERR_CONFIG_READ');
+    expect(e.message).toMatch(/does-not-exist\.yaml: cannot read policy file: ENOENT/);
+  });
+});
+
+describe('policy validation: defaults and shapes', () => {
+  it('loads the payments example with its documented values', async () => {
+    const set = await loadPolicyFile(join(import.meta.dirname, '../../examples/policies.yaml'));
+    expect(set.policies).toHaveLength(1);
+    const p = set.policies[0]!;
+    expect(p).toMatchObject({
+      name: 'payments-tenant',
+      match: [{ key: 'tenant' }],
+      identity: ['tenant'],
+      algorithm: 'token-bucket',
+      params: { rate: 100, periodMs: 1_000, burst: 20 },
+      failureMode: 'closed',
+      shadow: false,
+    });
+    expect(p.cost.rules.map((r) => r.cost)).toEqual([5, 1]);
+    expect(
+      Object.isFrozen(p) && Object.isFrozen(p.params) && Object.isFrozen(p.cost.rules[0]),
+    ).toBe(true);
+  });
+
+  it('applies documented defaults: token bucket, burst ceil(rate), period 1s, cost 1, open, not shadow', () => {
+    const [p] = parsePolicies([{ name: 'x', match: ['user'], rate: 2.5 }]).policies;
+    expect(p).toMatchObject({
+      algorithm: 'token-bucket',
+      params: { rate: 2.5, periodMs: 1_000, burst: 3 },
+      cost: { defaultCost: 1, rules: [] },
+      failureMode: 'open',
+      shadow: false,
+      identity: ['user'],
+    });
+  });
+
+  it('makes a policy without free match keys global (empty identity)', () => {
+    const [p] = parsePolicies([
+      { name: 'g', match: [{ key: 'route', value: 'POST /x' }], rate: 1 },
+    ]).policies;
+    expect(p!.identity).toEqual([]);
+  });
+
+  it('rejects a non-object policy and names its index', () => {
+    expect(() => parsePolicies([42])).toThrow(
+      expect.objectContaining({ issues: [{ path: '[0]', message: 'expected a policy object' }] }),
+    );
+  });
+});

@@ -1,0 +1,122 @@
+/**
+ * The behaviour every Store must have, run against each store with `describeStore`.
+ * Stores that use a server clock run this in client-clock mode, so `nowMs` drives them.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import { tokenBucket } from '../../src/algorithms/token-bucket.js';
+import type { Algorithm } from '../../src/algorithms/algorithm.js';
+import type { Store, StoreRequest } from '../../src/stores/store.js';
+
+export interface StoreHarness {
+  readonly store: Store;
+  /** Removes every bucket so each test starts from nothing. */
+  reset(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const tb = { rate: 100, periodMs: 1_000, burst: 20 };
+const fw = { limit: 10, windowMs: 1_000 };
+
+function req(key: string, cost: number, enforce = true, alg: 'tb' | 'fw' = 'tb'): StoreRequest {
+  return {
+    key,
+    algorithm: (alg === 'tb' ? tokenBucket : fixedWindow) as Algorithm<unknown, unknown>,
+    params: alg === 'tb' ? tb : fw,
+    cost,
+    enforce,
+  };
+}
+
+export function describeStore(name: string, make: () => Promise<StoreHarness>): void {
+  describe(`${name}: store conformance`, () => {
+    let h: StoreHarness;
+    let n = 0;
+    const key = (s: string): string => `{t${++n}}:${s}`;
+    beforeAll(async () => {
+      h = await make();
+    });
+    afterAll(async () => {
+      await h.close();
+    });
+
+    async function decide(batch: StoreRequest[], nowMs: number) {
+      const results = await h.store.apply(batch, { nowMs });
+      return results.map((r) => {
+        if (!r.ok) throw r.error;
+        return r.decision;
+      });
+    }
+
+    it('consumes exactly the cost and denies what does not fit, with exact retry-after', async () => {
+      const k = key('a');
+      const t = 1_000_000;
+      expect((await decide([req(k, 15)], t))[0]).toMatchObject({ allowed: true, remaining: 5 });
+      const denied = (await decide([req(k, 6)], t))[0]!;
+      expect(denied).toMatchObject({ allowed: false, status: 'OVER_LIMIT', remaining: 5 });
+      expect(denied.retryAfterMs).toBeCloseTo(10, 9); // 1 missing unit at 100/s
+      expect((await decide([req(k, 5)], t))[0]).toMatchObject({ allowed: true, remaining: 0 });
+    });
+
+    it('keeps different keys isolated', async () => {
+      const a = key('a');
+      const b = key('b');
+      await decide([req(a, 20)], 5_000);
+      expect((await decide([req(b, 20)], 5_000))[0]!.allowed).toBe(true);
+      expect((await decide([req(a, 1)], 5_000))[0]!.allowed).toBe(false);
+    });
+
+    it('is all-or-nothing: one enforced denial consumes nothing anywhere in the batch', async () => {
+      const a = key('tenant');
+      const b = key('route');
+      await decide([req(b, 18)], 10_000);
+      const ds = await decide([req(a, 5), req(b, 5)], 10_000);
+      expect(ds.map((d) => d.allowed)).toEqual([true, false]);
+      expect(ds[0]!.remaining).toBe(20); // reported unconsumed
+      const peek = await decide([req(a, 0), req(b, 0)], 10_000);
+      expect(peek.map((d) => d.remaining)).toEqual([20, 2]);
+    });
+
+    it('never lets a shadow denial block the batch, and consumes a fitting shadow request', async () => {
+      const real = key('real');
+      const shadow = key('shadow');
+      await decide([req(shadow, 20)], 20_000);
+      const ds = await decide([req(real, 3), req(shadow, 3, false)], 20_000);
+      expect(ds.map((d) => d.allowed)).toEqual([true, false]);
+      const ds2 = await decide([req(real, 0), req(key('s2'), 4, false)], 20_000);
+      expect(ds2[1]).toMatchObject({ allowed: true, remaining: 16 });
+      expect((await decide([req(real, 0)], 20_000))[0]!.remaining).toBe(17);
+    });
+
+    it('chains two requests on the same key within one batch', async () => {
+      const k = key('dup');
+      const ds = await decide([req(k, 12), req(k, 12)], 30_000);
+      expect(ds.map((d) => d.allowed)).toEqual([true, false]);
+      expect((await decide([req(k, 0)], 30_000))[0]!.remaining).toBe(20);
+      const ok = await decide([req(k, 12), req(k, 8)], 30_000);
+      expect(ok.map((d) => d.remaining)).toEqual([8, 0]);
+    });
+
+    it('refills with time and recreates an idle key as full after its TTL', async () => {
+      const k = key('ttl');
+      await decide([req(k, 20)], 40_000);
+      expect((await decide([req(k, 0)], 40_050))[0]!.remaining).toBeCloseTo(5, 9);
+      const ttl = tokenBucket.ttlMs(tb);
+      expect((await decide([req(k, 0)], 40_000 + ttl + 1))[0]!.remaining).toBe(20);
+    });
+
+    it('runs window algorithms on the same keys without mixing state', async () => {
+      const k = key('fw');
+      const ds = await decide([req(k, 10, true, 'fw')], 50_000);
+      expect(ds[0]).toMatchObject({ allowed: true, remaining: 0 });
+      expect((await decide([req(k, 1, true, 'fw')], 50_999))[0]).toMatchObject({
+        allowed: false,
+        retryAfterMs: 1,
+      });
+      expect((await decide([req(k, 1, true, 'fw')], 51_000))[0]).toMatchObject({
+        allowed: true,
+        remaining: 9,
+      });
+    });
+  });
+}
