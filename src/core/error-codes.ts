@@ -60,6 +60,13 @@ export const ERROR_CODES = Object.freeze({
     grpcStatus: GRPC_INVALID_ARGUMENT,
     summary: 'A check named a policy whose match entries the descriptor does not satisfy.',
   },
+  SLUICE_ERR_POLICY_UNSUPPORTED: {
+    family: 'policy',
+    httpStatus: 500,
+    grpcStatus: GRPC_FAILED_PRECONDITION,
+    summary:
+      'The store cannot run a policy as configured (e.g. a sliding log limit above the Redis store maximum).',
+  },
   SLUICE_ERR_COST_INVALID: {
     family: 'policy',
     httpStatus: 400,
@@ -85,6 +92,13 @@ export const ERROR_CODES = Object.freeze({
     grpcStatus: GRPC_DEADLINE_EXCEEDED,
     summary:
       'The store did not answer within the deadline; the operation may or may not have been applied.',
+  },
+  SLUICE_ERR_STORE_STATE_CORRUPT: {
+    family: 'store',
+    httpStatus: 503,
+    grpcStatus: GRPC_UNAVAILABLE,
+    summary:
+      'A bucket key holds a value that is not Sluice state (wrong type or format); it is left untouched.',
   },
   SLUICE_ERR_STORE_CLOSED: {
     family: 'store',

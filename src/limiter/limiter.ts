@@ -65,7 +65,13 @@ export class Limiter {
     this.#store = options.store;
     this.#clock = options.clock ?? systemClock;
     this.#maxValueLength = options.maxDescriptorValueLength ?? 1024;
-    this.#set = toPolicySet(options.policies);
+    this.#set = this.#accept(options.policies);
+  }
+
+  #accept(policies: PolicySet | readonly PolicyInput[]): PolicySet {
+    const set = toPolicySet(policies);
+    for (const p of set.policies) this.#store.checkPolicy?.(p);
+    return set;
   }
 
   /** The policies in force. */
@@ -79,7 +85,7 @@ export class Limiter {
    * that keep their name and key shape keep their state.
    */
   setPolicies(policies: PolicySet | readonly PolicyInput[]): void {
-    this.#set = toPolicySet(policies);
+    this.#set = this.#accept(policies);
   }
 
   /** {@link Limiter.checkAt} at the limiter clock's current time. */

@@ -34,7 +34,11 @@ export function decideBatch(
     if (r.enforce && !t.decision.allowed) admitted = false;
   });
   if (admitted) {
-    return { decisions, writes: next.map((s, i) => (decisions[i]!.allowed ? s : undefined)) };
+    // A cost-0 request only reads: writing its refreshed state would change nothing.
+    return {
+      decisions,
+      writes: next.map((s, i) => (decisions[i]!.allowed && batch[i]!.cost > 0 ? s : undefined)),
+    };
   }
   // Nothing is consumed: re-read every request that fit as a cost-0 peek of its
   // original state, so its remaining capacity is reported unconsumed.

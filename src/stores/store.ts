@@ -1,6 +1,7 @@
 import type { Algorithm } from '../algorithms/algorithm.js';
 import type { AlgorithmDecision } from '../core/decision.js';
 import type { StoreError } from '../core/errors.js';
+import type { Policy } from '../core/policy.js';
 
 /** One bucket transition a store is asked to run. */
 export interface StoreRequest {
@@ -39,4 +40,9 @@ export interface Store {
     options: StoreApplyOptions,
   ): Promise<readonly StoreResult[]>;
   close(): Promise<void>;
+  /**
+   * Throws a `PolicyError` when this store cannot run the policy as configured. The
+   * limiter calls it for every policy it is given, before using them.
+   */
+  checkPolicy?(policy: Policy): void;
 }

@@ -1,0 +1,2 @@
+// The `sluice/redis` entry point.
+export { RedisStore, type RedisStoreOptions } from './stores/redis/redis-store.js';

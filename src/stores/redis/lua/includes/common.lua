@@ -1,0 +1,36 @@
+-- Shared helpers for every algorithm include.
+local ABSENT = {}
+-- The same constants as src/algorithms/algorithm.ts and Number.EPSILON.
+local FIT_EPSILON = 1e-9
+local DBL_EPSILON = 2 ^ -52
+
+-- %.17g round-trips every double, so no fraction is lost on the way to the client.
+local function fmt(x)
+  return string.format('%.17g', x)
+end
+
+-- Reads a string-valued key. Returns (value or nil, ok); ok is false when the key holds
+-- another type, so a foreign key is reported instead of overwritten.
+local function getString(key)
+  local v = redis.pcall('GET', key)
+  if type(v) == 'table' and v.err then return nil, false end
+  if v == false then return nil, true end
+  return v, true
+end
+
+-- Splits "a b c" into numbers; nil when the text is not exactly `count` numbers.
+local function numbers(text, count)
+  local out = {}
+  for part in string.gmatch(text, '%S+') do
+    local x = tonumber(part)
+    if x == nil then return nil end
+    out[#out + 1] = x
+  end
+  if #out ~= count then return nil end
+  return out
+end
+
+-- Writes a state string that expires when the bucket is as good as fresh.
+local function setState(key, text, ttlMs)
+  redis.call('SET', key, text, 'PX', math.max(1, math.ceil(ttlMs)))
+end

@@ -1,0 +1,1 @@
+-- TODO(port): placeholder until the port lands in this session

@@ -1,0 +1,41 @@
+-- Token bucket: a line-for-line port of src/algorithms/token-bucket.ts.
+-- Params: p1 rate, p2 periodMs, p3 burst. State string: "<tokens> <tsMs>".
+local function tokenBucketFitSlack(ts, rate, periodMs)
+  return FIT_EPSILON + (2 * math.abs(ts) * DBL_EPSILON * rate) / periodMs
+end
+
+ALG[1] = {
+  load = function(key)
+    local v, ok = getString(key)
+    if not ok then return nil, false end
+    if v == nil then return nil, true end
+    local x = numbers(v, 2)
+    if x == nil then return nil, false end
+    return { tokens = x[1], ts = x[2] }, true
+  end,
+
+  step = function(s, now, cost, rate, periodMs, burst)
+    local tokens, ts
+    if s == nil then
+      tokens = burst
+      ts = now
+    else
+      local elapsed = math.max(0, now - s.ts)
+      tokens = math.min(burst, s.tokens + (elapsed * rate) / periodMs)
+      ts = math.max(s.ts, now)
+    end
+    if cost > burst then return { tokens = tokens, ts = ts }, 2, tokens, 0, 0 end
+    local lag = ts - now
+    if tokens + tokenBucketFitSlack(ts, rate, periodMs) >= cost then
+      local left = math.max(0, tokens - cost)
+      return { tokens = left, ts = ts }, 0, left, 0, lag + ((burst - left) * periodMs) / rate
+    end
+    return { tokens = tokens, ts = ts }, 1, tokens,
+      lag + ((cost - tokens) * periodMs) / rate, lag + ((burst - tokens) * periodMs) / rate
+  end,
+
+  save = function(key, s, now, ttl)
+    -- the state is as of s.ts (later than now after backwards time): expire from there
+    setState(key, fmt(s.tokens) .. ' ' .. fmt(s.ts), ttl + math.max(0, s.ts - now))
+  end,
+}

@@ -1,0 +1,58 @@
+import type { AlgorithmDecision } from '../../core/decision.js';
+import { StoreError } from '../../core/errors.js';
+import type { StoreRequest } from '../store.js';
+
+const STATUS = ['OK', 'OVER_LIMIT', 'INVALID_POLICY'] as const;
+const FIELDS = 5;
+
+/**
+ * Decodes applyBatch.lua's reply into decisions, in request order. Domain failures come
+ * back as `[-code, item]` and become a `StoreError`; this is the one place that knows
+ * those codes. `keys` are the full Redis keys, for the error message.
+ */
+export function decodeApplyBatch(
+  reply: unknown,
+  batch: readonly StoreRequest[],
+  keys: readonly string[],
+): AlgorithmDecision[] {
+  if (!Array.isArray(reply)) throw malformed(reply);
+  if (typeof reply[0] === 'number' && reply[0] < 0) {
+    const item = Number(reply[1]) - 1;
+    if (reply[0] === -1) {
+      return fail(
+        new StoreError(
+          'SLUICE_ERR_STORE_STATE_CORRUPT',
+          `Redis key ${JSON.stringify(keys[item] ?? '?')} holds a value that is not ${batch[item]?.algorithm.kind ?? 'Sluice'} state; it was left untouched`,
+        ),
+      );
+    }
+    throw malformed(reply);
+  }
+  if (reply.length !== batch.length * FIELDS) throw malformed(reply);
+  return batch.map((r, i): AlgorithmDecision => {
+    const j = i * FIELDS;
+    const status = STATUS[reply[j] as number];
+    if (status === undefined) throw malformed(reply);
+    const delay = reply[j + 4] as string;
+    const d: AlgorithmDecision = {
+      status,
+      allowed: status === 'OK',
+      limit: r.algorithm.capacity(r.params),
+      remaining: Number(reply[j + 1]),
+      retryAfterMs: Number(reply[j + 2]),
+      resetAfterMs: Number(reply[j + 3]),
+    };
+    return delay === '' ? d : { ...d, delayMs: Number(delay) };
+  });
+}
+
+function fail(e: StoreError): never {
+  throw e;
+}
+
+function malformed(reply: unknown): StoreError {
+  return new StoreError(
+    'SLUICE_ERR_STORE_UNAVAILABLE',
+    `unexpected reply from applyBatch.lua: ${JSON.stringify(reply)?.slice(0, 200)}`,
+  );
+}

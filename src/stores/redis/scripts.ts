@@ -1,0 +1,42 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Cluster, Redis } from 'ioredis';
+
+const LUA_DIR = join(dirname(fileURLToPath(import.meta.url)), 'lua');
+const INCLUDE = /^--- @include "([\w/]+)"\s*$/gm;
+
+/**
+ * Reads a Lua entry script and splices in its `--- @include "includes/x"` lines
+ * (recursively, each file once), so shared step bodies live in one place.
+ */
+export function loadLua(name: string, seen = new Set<string>()): string {
+  seen.add(name);
+  const text = readFileSync(join(LUA_DIR, `${name}.lua`), 'utf8');
+  return text.replace(INCLUDE, (_, inc: string) => (seen.has(inc) ? '' : loadLua(inc, seen)));
+}
+
+/** The full source of applyBatch.lua, loaded once. */
+export const APPLY_BATCH_LUA = loadLua('applyBatch');
+
+const COMMAND = 'sluiceApplyBatch';
+
+/** The one client surface RedisStore uses: its script, plus what it needs for checks. */
+type ScriptClient = (Redis | Cluster) & {
+  [COMMAND]?: (...args: (string | number)[]) => Promise<unknown>;
+};
+
+/**
+ * Registers applyBatch on the client (once). ioredis sends it as EVALSHA and resends it
+ * as EVAL on NOSCRIPT, so a flushed script cache, a restarted server or a promoted
+ * replica never surfaces as an error. Never call it inside MULTI: there is no NOSCRIPT
+ * fallback there.
+ */
+export function applyBatchScript(
+  client: Redis | Cluster,
+): (keys: readonly string[], args: readonly (string | number)[]) => Promise<unknown> {
+  const c = client as ScriptClient;
+  if (typeof c[COMMAND] !== 'function') client.defineCommand(COMMAND, { lua: APPLY_BATCH_LUA });
+  const call = c[COMMAND] as (...args: (string | number)[]) => Promise<unknown>;
+  return (keys, args) => call.call(client, keys.length, ...keys, ...args);
+}
