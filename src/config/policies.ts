@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ALGORITHMS } from '../algorithms/index.js';
+import { durationMs } from '../algorithms/params.js';
 import type { DescriptorEntry } from '../core/descriptor.js';
 import { PolicyError, formatIssue, type PolicyIssue } from '../core/errors.js';
 import { ALGORITHM_KINDS, type MatchEntry, type Policy } from '../core/policy.js';
@@ -30,6 +31,9 @@ const costField = z.union([
   z.object({ default: costValue.default(1), rules: z.array(costRule).default([]) }).strict(),
 ]);
 
+/** Default store deadline per policy, in ms. */
+export const DEFAULT_TIMEOUT_MS = 10;
+
 /** The fields every policy has; the rest belong to its algorithm. */
 const baseFields = {
   name: z
@@ -43,7 +47,15 @@ const baseFields = {
   identity: z.array(nonEmpty).optional(),
   algorithm: z.enum(ALGORITHM_KINDS).default('token-bucket'),
   cost: costField.default({ default: 1, rules: [] }),
-  failureMode: z.enum(['open', 'closed']).default('open'),
+  failureMode: z.enum(['open', 'closed', 'stale']).default('open'),
+  stale: z
+    .object({
+      ttl: durationMs.default(10_000),
+      fallback: z.enum(['open', 'closed']).default('closed'),
+    })
+    .strict()
+    .optional(),
+  timeout: durationMs.default(DEFAULT_TIMEOUT_MS),
   shadow: z.boolean().default(false),
 };
 const BASE_KEYS = new Set(Object.keys(baseFields));
@@ -134,6 +146,9 @@ function parseOne(
       add(path, `cost ${c} exceeds the policy's capacity ${capacity}: it could never be admitted`);
     }
   };
+  if (b.stale !== undefined && b.failureMode !== 'stale') {
+    add(['stale'], 'only applies with failureMode: stale');
+  }
   tooBig(b.cost.default, ['cost', 'default']);
   b.cost.rules.forEach((r, i) => tooBig(r.cost, ['cost', 'rules', i, 'cost']));
   if (issues.length > before) return undefined;
@@ -152,6 +167,10 @@ function parseOne(
       })),
     },
     failureMode: b.failureMode,
+    ...(b.failureMode === 'stale'
+      ? { stale: { ttlMs: b.stale?.ttl ?? 10_000, fallback: b.stale?.fallback ?? 'closed' } }
+      : {}),
+    timeoutMs: b.timeout,
     shadow: b.shadow,
     ...(b.description === undefined ? {} : { description: b.description }),
   };

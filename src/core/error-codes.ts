@@ -79,6 +79,18 @@ export const ERROR_CODES = Object.freeze({
     grpcStatus: GRPC_INVALID_ARGUMENT,
     summary: "A cost is larger than the policy's capacity, so it could never be admitted.",
   },
+  SLUICE_ERR_REQUEST_ID_INVALID: {
+    family: 'policy',
+    httpStatus: 400,
+    grpcStatus: GRPC_INVALID_ARGUMENT,
+    summary: 'A request id is empty, longer than 128 characters or not a well-formed string.',
+  },
+  SLUICE_ERR_TIMEOUT_INVALID: {
+    family: 'policy',
+    httpStatus: 400,
+    grpcStatus: GRPC_INVALID_ARGUMENT,
+    summary: "A check's timeoutMs is not a positive number.",
+  },
   SLUICE_ERR_STORE_UNAVAILABLE: {
     family: 'store',
     httpStatus: 503,

@@ -14,9 +14,19 @@ export type AlgorithmKind = (typeof ALGORITHM_KINDS)[number];
 /**
  * What happens when the store cannot decide (timeout, outage):
  * - `open`: allow, and count it as a fail-open allow;
- * - `closed`: deny with status `UNAVAILABLE` (never `OVER_LIMIT`), counted as fail-closed.
+ * - `closed`: deny with status `UNAVAILABLE` (never `OVER_LIMIT`), counted as fail-closed;
+ * - `stale`: keep deciding from the last budget the store reported for the bucket, in a
+ *   local bucket, for `stale.ttlMs` after that report; then `stale.fallback` applies.
  */
-export type FailureMode = 'open' | 'closed';
+export type FailureMode = 'open' | 'closed' | 'stale';
+
+/** Settings of the `stale` failure mode. */
+export interface StaleSettings {
+  /** How long after the store's last answer for a bucket its budget may still be spent. */
+  readonly ttlMs: number;
+  /** What applies without a usable budget: no answer yet, or older than `ttlMs`. */
+  readonly fallback: 'open' | 'closed';
+}
 
 /**
  * One entry a descriptor must have for a policy to apply. With a `value`, the
@@ -55,6 +65,14 @@ export interface Policy {
   /** Cost of one request: the first matching rule, else `defaultCost`. */
   readonly cost: { readonly defaultCost: number; readonly rules: readonly CostRule[] };
   readonly failureMode: FailureMode;
+  /** Present when `failureMode` is `stale`. */
+  readonly stale?: StaleSettings;
+  /**
+   * Longest wait for the store, in ms; past it the failure mode decides. A check of
+   * several policies waits for the smallest of their timeouts (and never longer than
+   * the caller's own `timeoutMs`).
+   */
+  readonly timeoutMs: number;
   /** Decide and record, never enforce: the policy's denials never block a request. */
   readonly shadow: boolean;
   readonly description?: string;

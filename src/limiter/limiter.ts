@@ -8,6 +8,7 @@ import { parsePolicies, type PolicyInput, type PolicySet } from '../config/polic
 import { bucketKey } from '../stores/key.js';
 import type { Store, StoreRequest, StoreResult } from '../stores/store.js';
 import { combineDecisions, type CheckResult } from './check-result.js';
+import { StaleBudgets } from './stale-budgets.js';
 
 export interface LimiterOptions {
   readonly store: Store;
@@ -30,6 +31,17 @@ export interface CheckOptions {
    * otherwise the check throws. @default every policy the descriptor matches
    */
   readonly policies?: readonly string[];
+  /**
+   * The caller's own budget for this check, in ms: the store is never waited on longer
+   * than this or than any matched policy's `timeout`.
+   */
+  readonly timeoutMs?: number;
+  /**
+   * Makes the consume idempotent: a retry with the same id (and descriptor) within the
+   * store's dedup TTL returns the first decision without charging again. Up to 128
+   * characters. Without it, nothing is ever retried automatically.
+   */
+  readonly requestId?: string;
 }
 
 function toPolicySet(p: PolicySet | readonly PolicyInput[]): PolicySet {
@@ -60,6 +72,7 @@ export class Limiter {
   readonly #clock: Clock;
   readonly #maxValueLength: number;
   #set: PolicySet;
+  readonly #stale = new StaleBudgets();
 
   constructor(options: LimiterOptions) {
     this.#store = options.store;
@@ -130,10 +143,54 @@ export class Limiter {
       };
     });
     if (batch.length === 0) return combineDecisions([]);
+    const requestId =
+      options.requestId === undefined ? undefined : validateRequestId(options.requestId);
+    if (options.timeoutMs !== undefined && !(options.timeoutMs > 0)) {
+      throw new PolicyError(
+        'SLUICE_ERR_TIMEOUT_INVALID',
+        `timeoutMs must be a positive number of ms, got ${String(options.timeoutMs)}`,
+      );
+    }
+    const timeoutMs = Math.min(options.timeoutMs ?? Infinity, ...selected.map((p) => p.timeoutMs));
 
-    let results: readonly StoreResult[];
+    const results = await this.#apply(batch, nowMs, timeoutMs, requestId);
+    // A batch is atomic: if any item failed, nothing is known about the others.
+    if (results.some((r) => !r.ok)) return this.#failed(selected, batch, nowMs);
+    const decisions = selected.map((policy, i): Decision => {
+      const decision = (results[i] as { ok: true; decision: Decision }).decision;
+      if (policy.failureMode === 'stale') this.#stale.record(batch[i]!.key, decision, nowMs);
+      return { ...decision, policy: policy.name, path: policy.shadow ? 'shadow' : 'store' };
+    });
+    return combineDecisions(decisions);
+  }
+
+  /** Runs the batch with a deadline; a late, thrown or failed answer becomes per-item errors. */
+  async #apply(
+    batch: readonly StoreRequest[],
+    nowMs: number,
+    timeoutMs: number,
+    requestId: string | undefined,
+  ): Promise<readonly StoreResult[]> {
+    let timer: NodeJS.Timeout | undefined;
+    const controller = new AbortController();
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        controller.abort();
+        reject(
+          new StoreError(
+            'SLUICE_ERR_STORE_TIMEOUT',
+            `store did not answer within ${timeoutMs}ms; the request may or may not have been applied`,
+          ),
+        );
+      }, timeoutMs);
+    });
     try {
-      results = await this.#store.apply(batch, { nowMs });
+      const apply = this.#store.apply(batch, {
+        nowMs,
+        signal: controller.signal,
+        ...(requestId === undefined ? {} : { requestId }),
+      });
+      return await (Number.isFinite(timeoutMs) ? Promise.race([apply, deadline]) : apply);
     } catch (cause) {
       const error =
         cause instanceof StoreError
@@ -143,16 +200,35 @@ export class Limiter {
               `store failed: ${(cause as Error)?.message ?? String(cause)}`,
               { cause },
             );
-      results = batch.map(() => ({ ok: false as const, error }));
+      return batch.map(() => ({ ok: false as const, error }));
+    } finally {
+      clearTimeout(timer);
     }
-    // A batch is atomic: if any item failed, nothing is known about the others.
-    const failed = results.some((r) => !r.ok);
+  }
+
+  /**
+   * Decides without the store: each policy's failure mode, all-or-nothing like a store
+   * batch (stale budgets are spent only when the request is admitted as a whole).
+   */
+  #failed(selected: readonly Policy[], batch: readonly StoreRequest[], nowMs: number): CheckResult {
     const decisions = selected.map((policy, i): Decision => {
-      const r = results[i];
-      if (failed || r === undefined || !r.ok) return failureDecision(policy, batch[i]!);
-      return { ...r.decision, policy: policy.name, path: policy.shadow ? 'shadow' : 'store' };
+      const r = batch[i]!;
+      if (policy.failureMode === 'stale') {
+        const d = this.#stale.peek(r.key, policy, r.cost, nowMs);
+        if (d !== undefined)
+          return { ...d, policy: policy.name, path: policy.shadow ? 'shadow' : 'stale' };
+      }
+      return failureDecision(policy, r);
     });
-    return combineDecisions(decisions);
+    const result = combineDecisions(decisions);
+    if (result.allowed) {
+      selected.forEach((policy, i) => {
+        if (decisions[i]!.path === 'stale' && decisions[i]!.allowed) {
+          this.#stale.spend(batch[i]!.key, policy, batch[i]!.cost, nowMs);
+        }
+      });
+    }
+    return result;
   }
 
   #select(
@@ -192,10 +268,22 @@ function validateCost(cost: unknown): void {
   }
 }
 
+function validateRequestId(id: unknown): string {
+  if (typeof id !== 'string' || id.length === 0 || id.length > 128 || !id.isWellFormed()) {
+    throw new PolicyError(
+      'SLUICE_ERR_REQUEST_ID_INVALID',
+      `requestId must be a non-empty, well-formed string of at most 128 characters, got ${typeof id === 'string' ? `${id.length} characters` : typeof id}`,
+    );
+  }
+  return id;
+}
+
 function failureDecision(policy: Policy, request: StoreRequest): Decision {
   const limit = request.algorithm.capacity(request.params);
   const base = { limit, retryAfterMs: 0, resetAfterMs: 0, policy: policy.name };
-  if (policy.shadow || policy.failureMode === 'open') {
+  const mode =
+    policy.failureMode === 'stale' ? (policy.stale?.fallback ?? 'closed') : policy.failureMode;
+  if (policy.shadow || mode === 'open') {
     // Nothing is known about the bucket; report no remaining capacity rather than invent some.
     return {
       ...base,

@@ -42,3 +42,18 @@ export function bucketKey(policy: Policy, descriptor: Descriptor): string {
   const scope = scopeKeys.length === 0 ? '' : `:${pairs(scopeKeys, descriptor)}`;
   return `{${identity}}:${policy.name}${scope}`;
 }
+
+/** The hash tag of a bucket key (the text between its first `{` and the next `}`). */
+export function hashTagOf(key: string): string {
+  const open = key.indexOf('{');
+  const close = key.indexOf('}', open + 1);
+  return open >= 0 && close > open + 1 ? key.slice(open + 1, close) : key;
+}
+
+/**
+ * The bucket-key-shaped name of a request id's dedup record: in the hash tag of the
+ * batch's first key, so Redis keeps it in the same slot as the buckets it guards.
+ */
+export function dedupKey(firstBucketKey: string, requestId: string): string {
+  return `{${hashTagOf(firstBucketKey)}}:rid:${encodeURIComponent(requestId)}`;
+}

@@ -26,6 +26,11 @@ export interface StoreApplyOptions {
   readonly nowMs: number;
   /** Aborts waiting for the store; the outcome of an aborted call is unknown. */
   readonly signal?: AbortSignal;
+  /**
+   * Idempotency key: a batch repeated with the same id (and the same first key's hash
+   * tag) within the store's dedup TTL returns the first results without applying again.
+   */
+  readonly requestId?: string;
 }
 
 /**

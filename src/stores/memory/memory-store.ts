@@ -1,5 +1,6 @@
 import { StoreError } from '../../core/errors.js';
 import { decideBatch } from '../batch.js';
+import { dedupKey } from '../key.js';
 import type { Store, StoreApplyOptions, StoreRequest, StoreResult } from '../store.js';
 
 export interface MemoryStoreOptions {
@@ -11,6 +12,10 @@ export interface MemoryStoreOptions {
    * @default 1_000_000
    */
   readonly maxKeys?: number;
+  /** How long a request id's first results are remembered, in ms. @default 60_000 */
+  readonly dedupTtlMs?: number;
+  /** Most request ids remembered at once (least recently seen dropped first). @default 100_000 */
+  readonly maxRequestIds?: number;
 }
 
 export interface MemoryStoreStats {
@@ -47,6 +52,9 @@ export class MemoryStore implements Store {
   #evictedLive = 0;
   #expired = 0;
   #lastNowMs = -Infinity;
+  readonly #dedupTtlMs: number;
+  readonly #maxRequestIds: number;
+  readonly #requests = new Map<string, { results: readonly StoreResult[]; expiresAtMs: number }>();
 
   constructor(options: MemoryStoreOptions = {}) {
     const maxKeys = options.maxKeys ?? 1_000_000;
@@ -56,6 +64,8 @@ export class MemoryStore implements Store {
       );
     }
     this.#maxKeys = maxKeys;
+    this.#dedupTtlMs = options.dedupTtlMs ?? 60_000;
+    this.#maxRequestIds = options.maxRequestIds ?? 100_000;
   }
 
   apply(
@@ -67,6 +77,15 @@ export class MemoryStore implements Store {
       return Promise.resolve(batch.map(() => ({ ok: false as const, error })));
     }
     const { nowMs } = options;
+    const rid =
+      options.requestId === undefined || batch.length === 0
+        ? undefined
+        : dedupKey(batch[0]!.key, options.requestId);
+    if (rid !== undefined) {
+      const seen = this.#requests.get(rid);
+      if (seen !== undefined && nowMs < seen.expiresAtMs) return Promise.resolve(seen.results);
+      this.#requests.delete(rid);
+    }
     this.#lastNowMs = Math.max(this.#lastNowMs, nowMs);
     this.#sweep(nowMs);
     const states = batch.map((r) => this.#read(r.key, nowMs));
@@ -76,7 +95,14 @@ export class MemoryStore implements Store {
       const r = batch[i]!;
       this.#write(r.key, state, nowMs + r.algorithm.ttlMs(r.params));
     });
-    return Promise.resolve(outcome.decisions.map((decision) => ({ ok: true as const, decision })));
+    const results = outcome.decisions.map((decision) => ({ ok: true as const, decision }));
+    if (rid !== undefined) {
+      if (this.#requests.size >= this.#maxRequestIds) {
+        this.#requests.delete(this.#requests.keys().next().value as string);
+      }
+      this.#requests.set(rid, { results, expiresAtMs: nowMs + this.#dedupTtlMs });
+    }
+    return Promise.resolve(results);
   }
 
   stats(): MemoryStoreStats {
@@ -91,6 +117,7 @@ export class MemoryStore implements Store {
   close(): Promise<void> {
     this.#closed = true;
     this.#entries.clear();
+    this.#requests.clear();
     return Promise.resolve();
   }
 

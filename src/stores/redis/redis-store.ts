@@ -1,14 +1,33 @@
-import { Redis, type Cluster } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { PolicyError, StoreError } from '../../core/errors.js';
 import type { Policy } from '../../core/policy.js';
+import { dedupKey } from '../key.js';
 import type { Store, StoreApplyOptions, StoreRequest, StoreResult } from '../store.js';
 import { LUA_ALGORITHM_CODE, luaParams } from './lua-args.js';
 import { decodeApplyBatch } from './reply.js';
 import { applyBatchScript } from './scripts.js';
 
 export interface RedisStoreOptions {
-  /** An ioredis client (standalone). The store never closes a client it was given. */
+  /**
+   * An ioredis client (standalone or Cluster) whose settings the store copies: it opens
+   * its own connection with `client.duplicate(...)`, adding the settings that keep a
+   * consume from ever being applied twice or late behind the caller's back (no resend of
+   * unanswered commands after a reconnect, no offline queue, no per-request retries).
+   * The given client is not used for commands and never closed by the store.
+   */
   readonly client: Redis | Cluster;
+  /**
+   * Most store calls waiting for Redis at once. Past it, calls fail at once with
+   * `UNAVAILABLE` instead of queueing, so a stalled Redis cannot grow memory without
+   * bound. @default 10_000
+   */
+  readonly maxInFlight?: number;
+  /**
+   * A call unanswered for this long means the connection is stuck (e.g. a silent
+   * network partition): the store drops and reopens it, failing what was pending.
+   * @default 2_000
+   */
+  readonly stuckAfterMs?: number;
   /** Prefix of every key: `<prefix>:{<identity>}:<policy>[:<scope>]`. No `{` or `}`. @default "sl" */
   readonly prefix?: string;
   /**
@@ -23,6 +42,11 @@ export interface RedisStoreOptions {
    * request in the window, and each decision reads them all. @default 1000
    */
   readonly maxSlidingLogLimit?: number;
+  /**
+   * How long a request id's first reply is kept (a small string key per request id, in
+   * the slot of the batch's first key), in ms. @default 60_000
+   */
+  readonly dedupTtlMs?: number;
 }
 
 /**
@@ -36,10 +60,17 @@ export class RedisStore implements Store {
   readonly #prefix: string;
   readonly #clientClock: boolean;
   readonly #maxSlidingLogLimit: number;
+  readonly #dedupTtlMs: number;
   readonly #apply: ReturnType<typeof applyBatchScript>;
+  readonly #maxInFlight: number;
+  readonly #stuckAfterMs: number;
+  /** Start time (performance.now) of each pending call; insertion order = oldest first. */
+  readonly #pending = new Map<number, number>();
+  #nextCall = 0;
+  #ready: Promise<void> | undefined;
   #closed = false;
 
-  constructor(options: RedisStoreOptions & { /** @internal */ ownsClient?: boolean }) {
+  constructor(options: RedisStoreOptions) {
     const prefix = options.prefix ?? 'sl';
     if (prefix === '' || /[{}]/.test(prefix)) {
       throw new RangeError(
@@ -52,17 +83,54 @@ export class RedisStore implements Store {
         `RedisStore: maxSlidingLogLimit must be a positive integer, got ${String(max)}`,
       );
     }
-    this.#client = options.client;
-    this.#ownsClient = options.ownsClient ?? false;
+    this.#client = safeConnection(options.client);
+    this.#ownsClient = true;
+    this.#maxInFlight = options.maxInFlight ?? 10_000;
+    this.#stuckAfterMs = options.stuckAfterMs ?? 2_000;
     this.#prefix = prefix;
     this.#clientClock = options.clock === 'client';
     this.#maxSlidingLogLimit = max;
-    this.#apply = applyBatchScript(options.client);
+    this.#dedupTtlMs = options.dedupTtlMs ?? 60_000;
+    this.#apply = applyBatchScript(this.#client);
+    // Connection errors surface per call as StoreError; without a listener ioredis
+    // would report each one as an unhandled 'error' event.
+    this.#client.on('error', () => undefined);
   }
 
-  /** A store on a new standalone client for `url` (`redis://host:port/db`); close() quits it. */
+  /** A store on a standalone Redis at `url` (`redis://host:port/db`). */
   static connect(url: string, options: Omit<RedisStoreOptions, 'client'> = {}): RedisStore {
-    return new RedisStore({ ...options, client: new Redis(url), ownsClient: true });
+    const seed = new Redis(url, { lazyConnect: true });
+    const store = new RedisStore({ ...options, client: seed });
+    seed.disconnect();
+    return store;
+  }
+
+  /** Resolves once the store's connection is ready (calls before that wait for it, within their deadline). */
+  async ready(): Promise<void> {
+    await this.#whenReady(undefined);
+  }
+
+  /**
+   * Resolves when the connection is ready, or rejects when `signal` aborts first or the
+   * client has ended. All waiters share one 'ready' listener.
+   */
+  #whenReady(signal: AbortSignal | undefined): Promise<void> {
+    const client = this.#client;
+    if (client.status === 'ready') return Promise.resolve();
+    if (client.status === 'end') {
+      return Promise.reject(
+        new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', 'Redis connection is closed'),
+      );
+    }
+    this.#ready ??= new Promise<void>((resolve) => {
+      client.once('ready', () => {
+        this.#ready = undefined;
+        resolve();
+      });
+    });
+    return signal === undefined
+      ? this.#ready
+      : Promise.race([this.#ready, aborted(signal, client)]);
   }
 
   /** The full Redis key of a bucket key. */
@@ -90,7 +158,12 @@ export class RedisStore implements Store {
       return failAll(batch, new StoreError('SLUICE_ERR_STORE_CLOSED', 'RedisStore is closed'));
     if (batch.length === 0) return [];
     const keys = batch.map((r) => this.redisKey(r.key));
-    const args: (string | number)[] = [this.#clientClock ? String(options.nowMs) : ''];
+    const rid = options.requestId;
+    const args: (string | number)[] = [
+      this.#clientClock ? String(options.nowMs) : '',
+      rid ?? '',
+      this.#dedupTtlMs,
+    ];
     for (const r of batch) {
       args.push(
         LUA_ALGORITHM_CODE[r.algorithm.kind],
@@ -100,16 +173,35 @@ export class RedisStore implements Store {
       );
       args.push(...luaParams(r.algorithm.kind, r.params as Readonly<Record<string, unknown>>));
     }
+    if (this.#pending.size > 0) this.#checkStuck();
+    if (this.#pending.size >= this.#maxInFlight) {
+      return failAll(
+        batch,
+        new StoreError(
+          'SLUICE_ERR_STORE_UNAVAILABLE',
+          `Redis: ${this.#pending.size} calls already waiting (maxInFlight)`,
+        ),
+      );
+    }
+    const id = this.#nextCall++;
+    this.#pending.set(id, performance.now());
     let reply: unknown;
     try {
-      reply = await this.#apply(keys, args);
+      await this.#whenReady(options.signal ?? AbortSignal.timeout(this.#stuckAfterMs));
+      const scriptKeys =
+        rid === undefined ? keys : [...keys, this.redisKey(dedupKey(batch[0]!.key, rid))];
+      reply = await this.#apply(scriptKeys, args);
     } catch (cause) {
       return failAll(
         batch,
-        new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', `Redis: ${(cause as Error).message}`, {
-          cause,
-        }),
+        cause instanceof StoreError
+          ? cause
+          : new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', `Redis: ${(cause as Error).message}`, {
+              cause,
+            }),
       );
+    } finally {
+      this.#pending.delete(id);
     }
     try {
       return decodeApplyBatch(reply, batch, keys).map((decision) => ({
@@ -121,11 +213,53 @@ export class RedisStore implements Store {
     }
   }
 
+  /** Calls waiting for Redis now (bounded by `maxInFlight`). */
+  get inFlight(): number {
+    return this.#pending.size;
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#ownsClient) await this.#client.quit().catch(() => undefined);
+    if (this.#ownsClient) await this.#client.quit().catch(() => this.#client.disconnect());
   }
+
+  #checkStuck(): void {
+    const oldest = this.#pending.values().next().value as number;
+    if (performance.now() - oldest < this.#stuckAfterMs) return;
+    // Replies come back in order; one this late means the connection is silently dead.
+    // Reconnecting rejects what is pending (their outcome is unknown, and reported so).
+    this.#pending.clear();
+    this.#client.disconnect(true);
+  }
+}
+
+/** ioredis settings under which a command is sent at most once, and only when asked. */
+const SAFE = { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 } as const;
+
+function safeConnection(client: Redis | Cluster): Redis | Cluster {
+  if (client instanceof Cluster) {
+    return client.duplicate(undefined, {
+      enableOfflineQueue: false,
+      redisOptions: { ...client.options.redisOptions, ...SAFE },
+    } as never);
+  }
+  return client.duplicate({ ...SAFE, enableOfflineQueue: false, lazyConnect: false } as never);
+}
+
+/** Rejects when `signal` aborts; never settles otherwise. */
+function aborted(signal: AbortSignal, client: Redis | Cluster): Promise<never> {
+  return new Promise((_, reject) => {
+    const fail = (): void =>
+      reject(
+        new StoreError(
+          'SLUICE_ERR_STORE_UNAVAILABLE',
+          `Redis is not connected (status ${client.status})`,
+        ),
+      );
+    if (signal.aborted) fail();
+    else signal.addEventListener('abort', fail, { once: true });
+  });
 }
 
 function failAll(batch: readonly StoreRequest[], error: StoreError): StoreResult[] {

@@ -28,9 +28,9 @@ type ScriptClient = (Redis | Cluster) & {
 
 /**
  * Registers applyBatch on the client (once). ioredis sends it as EVALSHA and resends it
- * as EVAL on NOSCRIPT, so a flushed script cache, a restarted server or a promoted
- * replica never surfaces as an error. Never call it inside MULTI: there is no NOSCRIPT
- * fallback there.
+ * on NOSCRIPT; if that fails again, the source goes as EVAL. So a flushed script cache, a
+ * restarted server or a promoted replica never surfaces as an error. Never call it
+ * inside MULTI: there is no NOSCRIPT fallback there.
  */
 export function applyBatchScript(
   client: Redis | Cluster,
@@ -38,5 +38,15 @@ export function applyBatchScript(
   const c = client as ScriptClient;
   if (typeof c[COMMAND] !== 'function') client.defineCommand(COMMAND, { lua: APPLY_BATCH_LUA });
   const call = c[COMMAND] as (...args: (string | number)[]) => Promise<unknown>;
-  return (keys, args) => call.call(client, keys.length, ...keys, ...args);
+  return async (keys, args) => {
+    try {
+      return await call.call(client, keys.length, ...keys, ...args);
+    } catch (error) {
+      // ioredis resends once on NOSCRIPT, as EVALSHA when another call on the socket has
+      // just loaded the script; a flush in between fails that too. NOSCRIPT means the
+      // script never ran, so sending the source itself is safe: EVAL needs no cache.
+      if (!(error instanceof Error) || !error.message.includes('NOSCRIPT')) throw error;
+      return client.eval(APPLY_BATCH_LUA, keys.length, ...keys, ...args);
+    }
+  };
 }

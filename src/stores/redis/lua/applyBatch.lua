@@ -2,9 +2,13 @@
 applyBatch: decide a batch of bucket transitions in one atomic step, all-or-nothing.
 The batch semantics are those of decideBatch() in src/stores/batch.ts.
 
-KEYS[i]   the bucket key of item i (every key in one hash slot)
+KEYS[i]   the bucket key of item i (every key in one hash slot); with a request id, one
+          more key last: the request id's dedup record
 ARGV[1]   now in ms, or '' to read the Redis server clock (TIME)
-ARGV[2..] 8 fields per item: algorithm code, cost, enforce (1|0), ttlMs, p1, p2, p3, p4
+ARGV[2]   request id ('' for none): a repeat within the dedup TTL returns the first reply
+          and applies nothing
+ARGV[3]   dedup TTL in ms
+ARGV[4..] 8 fields per item: algorithm code, cost, enforce (1|0), ttlMs, p1, p2, p3, p4
           (codes and params: src/stores/redis/lua-args.ts)
 
 Reply     5 fields per item: status (0 OK, 1 OVER_LIMIT, 2 INVALID_POLICY), remaining,
@@ -29,13 +33,29 @@ else
   now = tonumber(ARGV[1])
 end
 
-local n = #KEYS
+local FIRST = 4
+local n = (#ARGV - FIRST + 1) / 8
+local dedup = ARGV[2] ~= '' and KEYS[n + 1] or nil
+if dedup then
+  local seen, ok = getString(dedup)
+  if not ok then return { -1, n + 1 } end
+  if seen then
+    -- the first reply, stored as its fields joined by newlines (none contains one)
+    local reply, j = {}, 0
+    for field in string.gmatch(seen .. '\n', '([^\n]*)\n') do
+      if j % 5 == 0 then reply[j + 1] = tonumber(field) else reply[j + 1] = field end
+      j = j + 1
+    end
+return reply
+  end
+end
+
 local items = {}
 local original = {} -- key -> state as read; ABSENT when there is none
 local current = {}  -- key -> state after the admitted steps so far in this batch
 local admitted = true
 for i = 1, n do
-  local b = 2 + (i - 1) * 8
+  local b = FIRST + (i - 1) * 8
   local it = {
     key = KEYS[i], alg = ALG[tonumber(ARGV[b])], cost = tonumber(ARGV[b + 1]),
     enforce = ARGV[b + 2] == '1', ttl = tonumber(ARGV[b + 3]),
@@ -78,4 +98,5 @@ for i = 1, n do
   reply[j + 4] = fmt(it.reset)
   reply[j + 5] = it.delay == nil and '' or fmt(it.delay)
 end
+if dedup then redis.call('SET', dedup, table.concat(reply, '\n'), 'PX', ARGV[3]) end
 return reply

@@ -23,7 +23,8 @@ local function numbers(text, count)
   local out = {}
   for part in string.gmatch(text, '%S+') do
     local x = tonumber(part)
-    if x == nil then return nil end
+    -- x ~= x is NaN; inf and nan are not states Sluice writes
+    if x == nil or x ~= x or x == math.huge or x == -math.huge then return nil end
     out[#out + 1] = x
   end
   if #out ~= count then return nil end

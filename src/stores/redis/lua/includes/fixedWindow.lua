@@ -1,1 +1,46 @@
--- TODO(port): placeholder until the port lands in this session
+-- Fixed window: a line-for-line port of src/algorithms/fixed-window.ts.
+-- Params: p1 limit, p2 windowMs. State string: "<window> <count>", where window is
+-- floor(nowMs / windowMs) of the window the count belongs to. One key per bucket: the
+-- value carries the window number, so backwards time reads it exactly as the TS does.
+ALG[4] = {
+  load = function(key)
+    local v, ok = getString(key)
+    if not ok then return nil, false end
+    if v == nil then return nil, true end
+    local x = numbers(v, 2)
+    if x == nil then return nil, false end
+    return { window = x[1], count = x[2] }, true
+  end,
+
+  step = function(s, now, cost, limit, windowMs)
+    local nowWindow = math.floor(now / windowMs)
+    -- A later window starts empty; an earlier one (time went backwards) is read as the
+    -- state's window, count kept.
+    local window
+    if s == nil then window = nowWindow else window = math.max(s.window, nowWindow) end
+    local count = 0
+    if s ~= nil and s.window == window then count = s.count end
+    -- From the effective window, so after backwards time this can exceed windowMs.
+    local untilEnd = (window + 1) * windowMs - now
+    local function resetAfter(n)
+      if n > 0 then return untilEnd end
+      return 0
+    end
+
+    if cost > limit then return { window = window, count = count }, 2, limit - count, 0, 0 end
+    -- Counts are whole units, so the comparison is exact: no FIT_EPSILON.
+    if count + cost <= limit then
+      local used = count + cost
+      return { window = window, count = used }, 0, limit - used, 0, resetAfter(used)
+    end
+    -- The next window starts empty and cost <= limit, so it fits then.
+    return { window = window, count = count }, 1, limit - count, untilEnd, resetAfter(count)
+  end,
+
+  save = function(key, s, now, ttl, limit, windowMs)
+    -- Once the state's window has ended, the next step reads count 0 in the window of
+    -- now, exactly as from no state: expire then (later than now + windowMs after
+    -- backwards time), never before.
+    setState(key, fmt(s.window) .. ' ' .. fmt(s.count), (s.window + 1) * windowMs - now)
+  end,
+}

@@ -1,1 +1,50 @@
--- TODO(port): placeholder until the port lands in this session
+-- GCRA: a line-for-line port of src/algorithms/gcra.ts.
+-- Params: p1 rate, p2 periodMs, p3 burst. State string: "<tatMs>".
+local function gcraEmissionMs(units, rate, periodMs)
+  return (units * periodMs) / rate
+end
+
+local function gcraFreeUnits(aheadMs, rate, periodMs, burst)
+  return math.min(burst, math.max(0, burst - (aheadMs * rate) / periodMs))
+end
+
+local function gcraSlackMs(tat, rate, periodMs, burst)
+  return FIT_EPSILON * gcraEmissionMs(1, rate, periodMs) + (burst * math.abs(tat) * DBL_EPSILON) / 2
+end
+
+ALG[2] = {
+  load = function(key)
+    local v, ok = getString(key)
+    if not ok then return nil, false end
+    if v == nil then return nil, true end
+    local x = numbers(v, 1)
+    if x == nil then return nil, false end
+    return { tat = x[1] }, true
+  end,
+
+  step = function(s, now, cost, rate, periodMs, burst)
+    local tat = now
+    if s ~= nil then tat = s.tat end
+    tat = math.max(tat, now)
+    local unchanged = s
+    if unchanged == nil then unchanged = { tat = now } end
+    local ahead = tat - now
+    if cost > burst then return unchanged, 2, gcraFreeUnits(ahead, rate, periodMs, burst), 0, 0 end
+    local newAhead = ahead + gcraEmissionMs(cost, rate, periodMs)
+    local over = newAhead - gcraEmissionMs(burst, rate, periodMs)
+    if cost == 0 or over <= gcraSlackMs(tat, rate, periodMs, burst) then
+      return { tat = tat + gcraEmissionMs(cost, rate, periodMs) }, 0,
+        gcraFreeUnits(newAhead, rate, periodMs, burst), 0, newAhead
+    end
+    return unchanged, 1, gcraFreeUnits(ahead, rate, periodMs, burst), over, ahead
+  end,
+
+  save = function(key, s, now, ttl)
+    -- A state with tat <= now decides exactly like a fresh one, so tat - now is its exact
+    -- remaining life. Saved states come from admitted costs, where tat - now <= ttl + the
+    -- fit slack (1e-4 ms at epoch ms): ttl, the algorithm's ttlMs, is kept as the floor
+    -- (what MemoryStore keeps, and what the differential tests rely on), and tat - now
+    -- wins only when the slack pushes it past ttl.
+    setState(key, fmt(s.tat), math.max(ttl, s.tat - now))
+  end,
+}

@@ -1,1 +1,51 @@
--- TODO(port): placeholder until the port lands in this session
+-- Leaky bucket: a line-for-line port of src/algorithms/leaky-bucket.ts.
+-- Params: p1 rate, p2 periodMs, p3 capacity, p4 mode (0 reject, 1 delay).
+-- State string: "<level> <tsMs>". step returns delayMs (6th value) only in delay mode.
+local function leakyBucketLeakMs(units, rate, periodMs)
+  return (units * periodMs) / rate
+end
+
+local function leakyBucketFitSlack(ts, rate, periodMs)
+  return FIT_EPSILON + (2 * math.abs(ts) * DBL_EPSILON * rate) / periodMs
+end
+
+ALG[3] = {
+  load = function(key)
+    local v, ok = getString(key)
+    if not ok then return nil, false end
+    if v == nil then return nil, true end
+    local x = numbers(v, 2)
+    if x == nil then return nil, false end
+    return { level = x[1], ts = x[2] }, true
+  end,
+
+  step = function(s, now, cost, rate, periodMs, capacity, mode)
+    local level, ts
+    if s == nil then
+      level = 0
+      ts = now
+    else
+      local elapsed = math.max(0, now - s.ts)
+      level = math.max(0, s.level - (elapsed * rate) / periodMs)
+      ts = math.max(s.ts, now)
+    end
+    if cost > capacity then return { level = level, ts = ts }, 2, capacity - level, 0, 0 end
+    local lag = ts - now
+    if level + cost <= capacity + leakyBucketFitSlack(ts, rate, periodMs) then
+      local after = math.min(capacity, level + cost)
+      local delay = nil
+      if mode == 1 then delay = lag + leakyBucketLeakMs(level, rate, periodMs) end
+      return { level = after, ts = ts }, 0, capacity - after, 0,
+        lag + leakyBucketLeakMs(after, rate, periodMs), delay
+    end
+    return { level = level, ts = ts }, 1, capacity - level,
+      lag + leakyBucketLeakMs(level + cost - capacity, rate, periodMs),
+      lag + leakyBucketLeakMs(level, rate, periodMs)
+  end,
+
+  save = function(key, s, now, ttl)
+    -- the state is as of s.ts (later than now after backwards time) and empties within
+    -- ttl of it: expire from there
+    setState(key, fmt(s.level) .. ' ' .. fmt(s.ts), ttl + math.max(0, s.ts - now))
+  end,
+}

@@ -1,1 +1,87 @@
--- TODO(port): placeholder until the port lands in this session
+-- Sliding window counter: a line-for-line port of src/algorithms/sliding-window-counter.ts.
+-- Params: p1 limit, p2 windowMs. State string: "<window> <current> <previous>": units
+-- admitted in window number `window` (floor(nowMs / windowMs)) and in the one before it.
+
+-- The state as of nowWindow: counts of windows that have passed move back or drop out.
+local function swcRollTo(s, nowWindow)
+  if s == nil or nowWindow >= s.window + 2 then
+    return { window = nowWindow, current = 0, previous = 0 }
+  end
+  if nowWindow == s.window + 1 then
+    return { window = nowWindow, current = 0, previous = s.current }
+  end
+  -- Same window, or time went backwards into an earlier one: keep the state's window.
+  return s
+end
+
+-- The instant a denied cost fits (see fitsAtMs in the TS).
+local function swcFitsAt(s, cost, limit, windowMs)
+  local start = s.window * windowMs
+  if s.current + cost <= limit then
+    local excess = s.previous + s.current + cost - limit
+    return start + (excess * windowMs) / s.previous
+  end
+  local excess = s.current + cost - limit
+  return start + windowMs + (excess * windowMs) / s.current
+end
+
+-- The state rolled to now's window, and the estimate of units in use at now.
+local function swcObserve(state, now, windowMs)
+  local s = swcRollTo(state, math.floor(now / windowMs))
+  local elapsed = math.min(1, math.max(0, (now - s.window * windowMs) / windowMs))
+  return s, s.previous * (1 - elapsed) + s.current
+end
+
+local function swcFits(estimate, cost, limit)
+  return estimate + cost <= limit + FIT_EPSILON
+end
+
+-- The wait from now until a denied cost fits, nudged by a few ulps of the instant only
+-- when asking again at exactly now + wait would still be denied by rounding.
+local function swcRetryAfter(s, now, cost, limit, windowMs)
+  local at = swcFitsAt(s, cost, limit, windowMs)
+  local wait = at - now
+  if wait > 0 then
+    local _, estimate = swcObserve(s, now + wait, windowMs)
+    if swcFits(estimate, cost, limit) then return wait end
+  end
+  return wait + 4 * math.max(1, math.abs(at), math.abs(now)) * DBL_EPSILON
+end
+
+ALG[5] = {
+  load = function(key)
+    local v, ok = getString(key)
+    if not ok then return nil, false end
+    if v == nil then return nil, true end
+    local x = numbers(v, 3)
+    if x == nil then return nil, false end
+    return { window = x[1], current = x[2], previous = x[3] }, true
+  end,
+
+  step = function(state, now, cost, limit, windowMs)
+    local s, estimate = swcObserve(state, now, windowMs)
+    local start = s.window * windowMs
+    -- Until the estimate reaches 0: current still has the next window to decay through.
+    local function resetAfter(current)
+      if current > 0 then return start + 2 * windowMs - now end
+      if s.previous > 0 then return start + windowMs - now end
+      return 0
+    end
+
+    if cost > limit then return s, 2, math.max(0, limit - estimate), 0, 0 end
+    if swcFits(estimate, cost, limit) then
+      local current = s.current + cost
+      return { window = s.window, current = current, previous = s.previous }, 0,
+        math.max(0, limit - estimate - cost), 0, resetAfter(current)
+    end
+    return s, 1, math.max(0, limit - estimate),
+      swcRetryAfter(s, now, cost, limit, windowMs), resetAfter(s.current)
+  end,
+
+  save = function(key, s, now, ttl, limit, windowMs)
+    -- From window + 2 on, the state rolls to a fresh one: expire then (later than
+    -- now + 2 * windowMs after backwards time), never before.
+    setState(key, fmt(s.window) .. ' ' .. fmt(s.current) .. ' ' .. fmt(s.previous),
+      (s.window + 2) * windowMs - now)
+  end,
+}

@@ -1,0 +1,805 @@
+/**
+ * The limiter under real faults: a real redis-server, a RedisStore connected through
+ * FaultProxy (or straight to the server when the server itself is what fails), and only
+ * the public Limiter API. Every test prints what it observed against what the policy
+ * permits (`[failure] …` lines); docs/failure-modes.md quotes those figures.
+ *
+ * Timings are asserted as bounds with generous slack, never as exact values: these tests
+ * must pass on a loaded 2-core CI machine. The seed client given to each RedisStore sets
+ * only a fast `retryStrategy` (25 ms), so reconnects are quick; every other connection
+ * setting is what RedisStore itself chooses.
+ */
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { systemClock, type Clock } from '../../src/core/clock.js';
+import type { Decision } from '../../src/core/decision.js';
+import { toDescriptor, type DescriptorInput } from '../../src/core/descriptor.js';
+import { parsePolicies, type PolicyInput } from '../../src/config/policies.js';
+import type { CheckResult } from '../../src/limiter/check-result.js';
+import { createLimiter, type CheckOptions, type Limiter } from '../../src/limiter/limiter.js';
+import { bucketKey, dedupKey } from '../../src/stores/key.js';
+import { MemoryStore } from '../../src/stores/memory/memory-store.js';
+import { RedisStore, type RedisStoreOptions } from '../../src/stores/redis/redis-store.js';
+import type { Store } from '../../src/stores/store.js';
+import { closeAllFaultProxies, FaultProxy, type ProxyTarget } from '../support/fault-proxy.js';
+import {
+  RedisServer,
+  type RedisServerOptions,
+  stopAllRedisServers,
+} from '../support/redis-server.js';
+import { sleep, waitFor } from '../support/wait.js';
+
+/** Slack on top of a deadline before a late answer counts as a failure (timer and CI lag). */
+const SLACK_MS = 150;
+
+function report(line: string): void {
+  console.log(`[failure] ${line}`);
+}
+
+const ms = (x: number): string => `${Math.round(x)}ms`;
+
+// ---------------------------------------------------------------------------------------
+// Rig: servers, proxies and stores made here are torn down after each test.
+
+const cleanups: (() => unknown)[] = [];
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) {
+    await Promise.resolve()
+      .then(cleanup)
+      .catch(() => undefined);
+  }
+});
+
+afterAll(async () => {
+  await closeAllFaultProxies();
+  await stopAllRedisServers();
+});
+
+async function startServer(options: RedisServerOptions = {}): Promise<RedisServer> {
+  const server = await RedisServer.start(options);
+  cleanups.push(() => server.stop());
+  return server;
+}
+
+async function startProxy(target: ProxyTarget): Promise<FaultProxy> {
+  const proxy = await FaultProxy.start(target);
+  cleanups.push(() => proxy.close());
+  return proxy;
+}
+
+interface Connected {
+  readonly store: RedisStore;
+  /** The store's own connection (the duplicate it made of the seed), for observation only. */
+  readonly connection: () => Redis;
+  /** How many times that connection became ready (1 = never reconnected). */
+  readonly readyCount: () => number;
+}
+
+/** A RedisStore whose seed client points at `target` (a proxy or a server). */
+function connectStore(
+  target: ProxyTarget,
+  options: Omit<RedisStoreOptions, 'client'> = {},
+): Connected {
+  const seed = new Redis({
+    host: target.host,
+    port: target.port,
+    lazyConnect: true,
+    retryStrategy: () => 25,
+  });
+  let connection: Redis | undefined;
+  let ready = 0;
+  // Observe the connection RedisStore duplicates from the seed (status, reconnects).
+  seed.duplicate = ((override?: Parameters<Redis['duplicate']>[0]) => {
+    connection = Redis.prototype.duplicate.call(seed, override) as Redis;
+    connection.on('ready', () => {
+      ready += 1;
+    });
+    return connection;
+  }) as Redis['duplicate'];
+  const store = new RedisStore({ ...options, client: seed });
+  cleanups.push(async () => {
+    // quit() waits for Redis; a partitioned or dead server must not hang the teardown.
+    await Promise.race([store.close(), sleep(1_000)]);
+    connection?.disconnect();
+  });
+  return { store, connection: () => connection!, readyCount: () => ready };
+}
+
+/** The full Redis key of a policy's bucket for a descriptor. */
+function rawKey(limiter: Limiter, store: RedisStore, policy: string, d: DescriptorInput): string {
+  const p = limiter.policies.find((x) => x.name === policy);
+  if (p === undefined) throw new Error(`no policy ${policy}`);
+  return store.redisKey(bucketKey(p, toDescriptor(d)));
+}
+
+/** Tokens in a token-bucket state string ("<tokens> <tsMs>"), or undefined when absent. */
+async function tokensIn(direct: Redis, key: string): Promise<number | undefined> {
+  const v = await direct.get(key);
+  return v === null ? undefined : Number(v.split(' ')[0]);
+}
+
+const byStore = (r: CheckResult): boolean =>
+  r.decisions.length > 0 && r.decisions.every((d) => d.path === 'store');
+
+/** Polls `check` until the store decides again; returns how long that took, in ms. */
+async function untilStore(
+  check: () => Promise<CheckResult>,
+  what: string,
+  timeoutMs = 5_000,
+): Promise<number> {
+  const t0 = performance.now();
+  await waitFor(async () => (byStore(await check()) ? true : undefined), {
+    what,
+    timeoutMs,
+    intervalMs: 20,
+  });
+  return performance.now() - t0;
+}
+
+/** Like {@link untilStore} but resolves `undefined` instead of throwing on timeout. */
+async function storeBackWithin(
+  check: () => Promise<CheckResult>,
+  timeoutMs: number,
+): Promise<number | undefined> {
+  const t0 = performance.now();
+  while (performance.now() - t0 < timeoutMs) {
+    if (byStore(await check())) return performance.now() - t0;
+    await sleep(20);
+  }
+  return undefined;
+}
+
+const first = (r: CheckResult): Decision => {
+  const d = r.decisions[0];
+  if (d === undefined) throw new Error('no decision');
+  return d;
+};
+
+/** Refill of one unit per hour: within a test the capacity is the burst. */
+const slow = { rate: 1, period: '1h', burst: 10 } as const;
+/** Practically unlimited, so a healthy store always says OK. */
+const roomy = { rate: 100_000, burst: 100_000 } as const;
+
+// ---------------------------------------------------------------------------------------
+
+describe('1. timeout before the write (upstream blackhole)', () => {
+  it('answers within the deadline with each failure mode, never OVER_LIMIT, and consumes nothing', async () => {
+    const server = await startServer();
+    const proxy = await startProxy(server);
+    const { store } = connectStore(proxy);
+    const direct = server.client();
+    const limiter = createLimiter({
+      store,
+      policies: [
+        { name: 'closed', match: ['closed'], ...slow, failureMode: 'closed', timeout: '50ms' },
+        { name: 'open', match: ['open'], ...slow, failureMode: 'open', timeout: '50ms' },
+        {
+          name: 'stale',
+          match: ['stale'],
+          ...slow,
+          failureMode: 'stale',
+          stale: { ttl: '10s', fallback: 'closed' },
+          timeout: '50ms',
+        },
+        {
+          name: 'shadow',
+          match: ['shadow'],
+          ...slow,
+          failureMode: 'closed',
+          shadow: true,
+          timeout: '50ms',
+        },
+        // The caller's budget (50ms) is shorter than this policy's timeout: it applies.
+        { name: 'budget', match: ['budget'], ...slow, failureMode: 'closed', timeout: '5s' },
+      ],
+    });
+    // A store answer for the stale policy's bucket (a cost-0 read writes nothing).
+    await untilStore(() => limiter.check({ stale: 'x' }, { cost: 0 }), 'the store to answer');
+
+    proxy.blackhole('upstream');
+    const cases: [string, DescriptorInput, CheckOptions][] = [
+      ['closed', { closed: 'x' }, {}],
+      ['open', { open: 'x' }, {}],
+      ['stale', { stale: 'x' }, {}],
+      ['shadow', { shadow: 'x' }, {}],
+      ['budget', { budget: 'x' }, { timeoutMs: 50 }],
+    ];
+    const seen: Record<string, { r: CheckResult; ms: number }> = {};
+    for (const [name, d, options] of cases) {
+      const t0 = performance.now();
+      const r = await limiter.check(d, options);
+      seen[name] = { r, ms: performance.now() - t0 };
+    }
+    const line = Object.entries(seen)
+      .map(([n, { r, ms: t }]) => `${n} → ${r.status}/${first(r).path} in ${ms(t)}`)
+      .join('; ');
+
+    proxy.heal();
+    proxy.resetAll(); // the dropped commands left the connection's RESP stream out of step
+    await untilStore(() => limiter.check({ closed: 'x' }, { cost: 0 }), 'the store to come back');
+    const charged: number[] = [];
+    for (const [name, d] of cases) {
+      const tokens = await tokensIn(direct, rawKey(limiter, store, name, d));
+      charged.push(tokens === undefined ? 0 : slow.burst - tokens);
+    }
+    const totalCharged = charged.reduce((a, b) => a + b, 0);
+    report(
+      `timeout before the write (upstream blackhole, deadline 50ms): ${line}; ` +
+        `Redis charged ${totalCharged} time(s) for ${cases.length} attempts (permitted 0: no command reached Redis)`,
+    );
+
+    for (const { r, ms: t } of Object.values(seen)) {
+      expect(t).toBeGreaterThanOrEqual(45);
+      expect(t).toBeLessThan(50 + SLACK_MS);
+      expect(r.status).not.toBe('OVER_LIMIT');
+    }
+    expect(seen['closed']!.r).toMatchObject({ allowed: false, status: 'UNAVAILABLE' });
+    expect(first(seen['closed']!.r).path).toBe('fail-closed');
+    expect(seen['open']!.r).toMatchObject({ allowed: true, status: 'OK' });
+    expect(first(seen['open']!.r).path).toBe('fail-open');
+    expect(seen['stale']!.r).toMatchObject({ allowed: true, status: 'OK' });
+    expect(first(seen['stale']!.r).path).toBe('stale');
+    expect(seen['shadow']!.r).toMatchObject({ allowed: true, status: 'OK' });
+    expect(first(seen['shadow']!.r).path).toBe('shadow');
+    expect(seen['budget']!.r).toMatchObject({ allowed: false, status: 'UNAVAILABLE' });
+    expect(charged).toEqual([0, 0, 0, 0, 0]);
+    for (const [, d] of cases) {
+      expect(first(await limiter.check(d, { cost: 0 })).remaining).toBeCloseTo(slow.burst, 2);
+    }
+  });
+});
+
+describe('2. reply lost after the write', () => {
+  it('is ambiguous; a retry with the same request id returns the original decision and charges once; without an id nothing is resent', async () => {
+    const server = await startServer();
+    const proxy = await startProxy(server);
+    const { store } = connectStore(proxy);
+    const direct = server.client();
+    const policies: PolicyInput[] = [
+      { name: 'p', match: ['tenant'], ...slow, failureMode: 'closed', timeout: '1s' },
+    ];
+    const limiter = createLimiter({ store, policies });
+    // Load the script first: the lost reply must be the one of a script that ran.
+    await untilStore(() => limiter.check({ tenant: 'warm' }, { cost: 0 }), 'the store to answer');
+    const keyA = rawKey(limiter, store, 'p', { tenant: 'a' });
+    const keyB = rawKey(limiter, store, 'p', { tenant: 'b' });
+
+    // With a request id.
+    proxy.dropNextReply({ thenReset: true });
+    const lost = await limiter.check({ tenant: 'a' }, { cost: 3, requestId: 'r1' });
+    expect(proxy.stats().repliesDropped).toBe(1);
+    expect(lost).toMatchObject({ allowed: false, status: 'UNAVAILABLE' });
+    expect(first(lost).path).toBe('fail-closed');
+    expect(await tokensIn(direct, keyA)).toBe(7); // it was applied all the same
+    const record = await direct.get(
+      store.redisKey(
+        dedupKey(bucketKey(limiter.policies[0]!, toDescriptor({ tenant: 'a' })), 'r1'),
+      ),
+    );
+    expect(record).not.toBeNull();
+
+    const retry = await limiter.check({ tenant: 'a' }, { cost: 3, requestId: 'r1' });
+    const afterRetry = await tokensIn(direct, keyA);
+    const directStore = connectStore(server).store;
+    const peek = await createLimiter({ store: directStore, policies }).check(
+      { tenant: 'a' },
+      { cost: 0 },
+    );
+    const chargesA = slow.burst - (afterRetry ?? slow.burst);
+    report(
+      `reply lost, retried with request id: first attempt ${lost.status}/${first(lost).path}, ` +
+        `retry ${retry.status}/${first(retry).path} remaining ${first(retry).remaining}; ` +
+        `charged ${chargesA / 3} time(s) for 2 attempts (permitted 1)`,
+    );
+    expect(retry).toMatchObject({ allowed: true, status: 'OK' });
+    expect(first(retry).path).toBe('store');
+    // The original decision, as Redis recorded it when it applied the first attempt.
+    const [status, remaining, retryAfter, resetAfter] = (record ?? '').split('\n');
+    expect(status).toBe('0');
+    expect(first(retry).remaining).toBe(Number(remaining));
+    expect(first(retry).retryAfterMs).toBe(Number(retryAfter));
+    expect(first(retry).resetAfterMs).toBe(Number(resetAfter));
+    expect(first(retry).remaining).toBe(7);
+    expect(afterRetry).toBe(7);
+    expect(first(peek).path).toBe('store');
+    expect(first(peek).remaining).toBeCloseTo(7, 2);
+
+    // Without a request id: the store's connection never resends the lost command.
+    proxy.dropNextReply({ thenReset: true });
+    const lostB = await limiter.check({ tenant: 'b' }, { cost: 3 });
+    expect(lostB.status).toBe('UNAVAILABLE');
+    expect(await tokensIn(direct, keyB)).toBe(7);
+    await untilStore(() => limiter.check({ tenant: 'warm' }, { cost: 0 }), 'a reconnect');
+    await sleep(200);
+    const afterReconnect = await tokensIn(direct, keyB);
+    // A blind retry by the caller (no id) is a new request: it is charged again.
+    const blind = await limiter.check({ tenant: 'b' }, { cost: 3 });
+    const afterBlind = await tokensIn(direct, keyB);
+    report(
+      `reply lost, no request id: charged ${(slow.burst - (afterReconnect ?? slow.burst)) / 3} time(s) ` +
+        `after the reconnect (permitted 1; nothing resent); a blind caller retry ${blind.status} → ` +
+        `charged ${(slow.burst - (afterBlind ?? slow.burst)) / 3} times for one logical request (permitted 1)`,
+    );
+    expect(afterReconnect).toBe(7);
+    expect(blind.status).toBe('OK');
+    expect(afterBlind).toBe(4);
+  });
+});
+
+describe('3. Redis killed under traffic', () => {
+  it('decides by failure mode within the deadline, stays bounded, and resumes after restart with the same store', async () => {
+    const MAX_IN_FLIGHT = 16;
+    const DEADLINE = 50;
+    const server = await startServer();
+    const { store, readyCount } = connectStore(server, { maxInFlight: MAX_IN_FLIGHT });
+    const limiter = createLimiter({
+      store,
+      policies: [
+        { name: 'closed', match: ['closed'], ...roomy, failureMode: 'closed', timeout: DEADLINE },
+        { name: 'open', match: ['open'], ...roomy, failureMode: 'open', timeout: DEADLINE },
+      ],
+    });
+    let unhandled = 0;
+    const onUnhandled = (): void => {
+      unhandled += 1;
+    };
+    process.on('unhandledRejection', onUnhandled);
+    cleanups.push(() => process.off('unhandledRejection', onUnhandled));
+    await untilStore(() => limiter.check({ closed: 'x' }, { cost: 0 }), 'the store to answer');
+
+    interface Rec {
+      start: number;
+      end: number;
+      mode: 'closed' | 'open';
+      r: CheckResult;
+    }
+    const recs: Rec[] = [];
+    let stop = false;
+    let maxInFlight = 0;
+    const worker = async (w: number): Promise<void> => {
+      for (let i = w; !stop; i++) {
+        const mode = i % 2 === 0 ? 'closed' : 'open';
+        const start = performance.now();
+        const pending = limiter.check({ [mode]: 'x' });
+        maxInFlight = Math.max(maxInFlight, store.inFlight);
+        const r = await pending;
+        recs.push({ start, end: performance.now(), mode, r });
+        await sleep(4);
+      }
+    };
+    const workers = Array.from({ length: 8 }, (_, w) => worker(w));
+
+    await sleep(300);
+    await server.kill();
+    const killedAt = performance.now();
+    await sleep(600);
+    const restartAt = performance.now();
+    await server.restart();
+    const restartedAt = performance.now();
+    const back = await waitFor(
+      () => {
+        const modes = new Set(
+          recs.filter((x) => x.start >= restartedAt && byStore(x.r)).map((x) => x.mode),
+        );
+        return modes.size === 2
+          ? Math.min(
+              ...recs.filter((x) => x.start >= restartedAt && byStore(x.r)).map((x) => x.end),
+            )
+          : undefined;
+      },
+      {
+        what: 'store decisions for both policies after the restart',
+        timeoutMs: 5_000,
+        intervalMs: 10,
+      },
+    );
+    await sleep(100);
+    stop = true;
+    await Promise.all(workers);
+
+    const down = recs.filter((x) => x.start >= killedAt && x.end <= restartAt);
+    const downClosed = down.filter((x) => x.mode === 'closed');
+    const downOpen = down.filter((x) => x.mode === 'open');
+    const maxLatency = Math.max(...recs.map((x) => x.end - x.start));
+    const outageMs = restartAt - killedAt;
+    report(
+      `Redis killed under traffic: ${recs.length} checks, ${down.length} during the ${ms(outageMs)} outage: ` +
+        `closed → ${downClosed.filter((x) => x.r.status === 'UNAVAILABLE').length}/${downClosed.length} UNAVAILABLE ` +
+        `(under-use: all denied), open → ${downOpen.filter((x) => x.r.allowed).length}/${downOpen.length} admitted unaccounted ` +
+        `(overshoot unbounded by the policy); max latency ${ms(maxLatency)} (deadline ${DEADLINE}ms); ` +
+        `max inFlight ${maxInFlight} (cap ${MAX_IN_FLIGHT}); unhandled rejections ${unhandled}; ` +
+        `store path back ${ms(back - restartedAt)} after restart() resolved (${ms(back - restartAt)} after it was called), ` +
+        `same limiter and store, connection ready ${readyCount()} times`,
+    );
+
+    expect(recs.length).toBeGreaterThan(200);
+    expect(downClosed.length).toBeGreaterThan(0);
+    expect(downOpen.length).toBeGreaterThan(0);
+    for (const x of downClosed) {
+      expect(x.r).toMatchObject({ allowed: false, status: 'UNAVAILABLE' });
+      expect(first(x.r).path).toBe('fail-closed');
+    }
+    for (const x of downOpen) {
+      expect(x.r).toMatchObject({ allowed: true, status: 'OK' });
+      expect(first(x.r).path).toBe('fail-open');
+    }
+    expect(recs.filter((x) => x.r.status === 'OVER_LIMIT')).toHaveLength(0);
+    expect(maxLatency).toBeLessThan(DEADLINE + SLACK_MS);
+    expect(maxInFlight).toBeLessThanOrEqual(MAX_IN_FLIGHT);
+    expect(unhandled).toBe(0);
+    expect(readyCount()).toBeGreaterThanOrEqual(2); // the same connection object reconnected
+  });
+});
+
+describe('4. stuck connection (both directions blackholed)', () => {
+  /**
+   * Blackholes both directions for `holdMs` under traffic, heals, and measures how long
+   * until the same store decides again (undefined: not within `recoverWithinMs`).
+   */
+  async function stuck(holdMs: number, recoverWithinMs: number) {
+    const MAX_IN_FLIGHT = 50;
+    const server = await startServer();
+    const proxy = await startProxy(server);
+    const { store, connection } = connectStore(proxy, {
+      maxInFlight: MAX_IN_FLIGHT,
+      stuckAfterMs: 300,
+    });
+    const limiter = createLimiter({
+      store,
+      policies: [{ name: 'p', match: ['t'], ...roomy, failureMode: 'closed', timeout: '50ms' }],
+    });
+    await untilStore(() => limiter.check({ t: 'x' }, { cost: 0 }), 'the store to answer');
+    proxy.blackhole('both');
+    const t0 = performance.now();
+    let maxInFlight = 0;
+    let checks = 0;
+    const paths = new Map<string, number>();
+    await Promise.all(
+      Array.from({ length: 10 }, async () => {
+        while (performance.now() - t0 < holdMs) {
+          const pending = limiter.check({ t: 'x' });
+          maxInFlight = Math.max(maxInFlight, store.inFlight);
+          const r = await pending;
+          checks += 1;
+          const key = `${r.status}/${first(r).path}`;
+          paths.set(key, (paths.get(key) ?? 0) + 1);
+          await sleep(5);
+        }
+      }),
+    );
+    const statusAtHeal = connection().status;
+    const connectionsBeforeHeal = proxy.stats().accepted;
+    proxy.heal();
+    const recoveredMs = await storeBackWithin(
+      () => limiter.check({ t: 'x' }, { cost: 0 }),
+      recoverWithinMs,
+    );
+    return {
+      maxInFlight,
+      MAX_IN_FLIGHT,
+      checks,
+      paths,
+      statusAtHeal,
+      connectionsBeforeHeal,
+      connections: proxy.stats().accepted,
+      recoveredMs,
+    };
+  }
+
+  const describeRun = (holdMs: number, r: Awaited<ReturnType<typeof stuck>>): string =>
+    `stuck connection for ${holdMs}ms (stuckAfterMs 300, maxInFlight ${r.MAX_IN_FLIGHT}): ${r.checks} checks → ` +
+    [...r.paths].map(([k, n]) => `${n} ${k}`).join(', ') +
+    `; max inFlight ${r.maxInFlight}; connection status at heal "${r.statusAtHeal}", ` +
+    `${r.connectionsBeforeHeal} TCP connection(s) opened by then, ${r.connections} in all; ` +
+    (r.recoveredMs === undefined
+      ? 'store path NOT back within 5000ms after heal'
+      : `store path back ${ms(r.recoveredMs)} after heal, same store`);
+
+  it('a partition shorter than the watchdog cycle: bounded in-flight, the watchdog reconnects, the store works after heal', async () => {
+    const r = await stuck(1_000, 5_000);
+    report(describeRun(1_000, r));
+    expect(r.maxInFlight).toBeLessThanOrEqual(r.MAX_IN_FLIGHT);
+    expect([...r.paths.keys()]).toEqual(['UNAVAILABLE/fail-closed']);
+    expect(r.recoveredMs).toBeDefined();
+    expect(r.connections).toBeGreaterThanOrEqual(2); // reconnected, not recreated
+  });
+
+  it('a partition that lasts (3s): in-flight stays bounded and the store works again after heal', async () => {
+    // Long enough for the watchdog's reconnect (stuckAfterMs + ioredis' 2s disconnect
+    // timeout for the FIN that the partition swallows) to happen inside the partition.
+    const r = await stuck(3_000, 5_000);
+    report(describeRun(3_000, r));
+    expect(r.maxInFlight).toBeLessThanOrEqual(r.MAX_IN_FLIGHT);
+    expect([...r.paths.keys()]).toEqual(['UNAVAILABLE/fail-closed']);
+    expect(r.recoveredMs).toBeDefined();
+  });
+});
+
+describe('5. stale mode on Redis', () => {
+  it('spends at most the last known remaining plus the refill over the TTL, then falls back', async () => {
+    const TTL = 1_000;
+    const server = await startServer();
+    const { store } = connectStore(server);
+    const limiter = createLimiter({
+      store,
+      policies: [
+        {
+          name: 'stale',
+          match: ['tenant'],
+          rate: 10,
+          burst: 20,
+          failureMode: 'stale',
+          stale: { ttl: TTL, fallback: 'closed' },
+          timeout: '1s',
+        },
+      ],
+    });
+    await untilStore(() => limiter.check({ tenant: 'warm' }, { cost: 0 }), 'the store to answer');
+    const spend = await limiter.check({ tenant: 'a' }, { cost: 15 });
+    const reportedBy = systemClock.nowMs(); // the store's answer is no later than this
+    expect(first(spend).path).toBe('store');
+    expect(first(spend).remaining).toBe(5);
+    await server.kill();
+
+    const runs: Promise<{ at: number; r: CheckResult }>[] = [];
+    const t0 = performance.now();
+    while (performance.now() - t0 < 1_500) {
+      const at = systemClock.nowMs();
+      runs.push(limiter.check({ tenant: 'a' }, { timeoutMs: 20 }).then((r) => ({ at, r })));
+      await sleep(10);
+    }
+    const results = await Promise.all(runs);
+    const admitted = results.filter((x) => x.r.allowed);
+    const afterTtl = results.filter((x) => x.at - reportedBy > TTL + 5);
+    const permitted = 5 + (10 * TTL) / 1_000;
+    report(
+      `stale mode, Redis killed (rate 10/s, burst 20, last known remaining 5, ttl 1s): ` +
+        `admitted ${admitted.length} of ${results.length} attempts over 1.5s (permitted ${permitted} = 5 + 10 refilled over the TTL), ` +
+        `all on path ${[...new Set(admitted.map((x) => first(x.r).path))].join('/')}; ` +
+        `after the TTL ${afterTtl.filter((x) => x.r.status === 'UNAVAILABLE').length}/${afterTtl.length} UNAVAILABLE (fallback closed)`,
+    );
+    expect(admitted.length).toBeLessThanOrEqual(permitted);
+    expect(admitted.length).toBeGreaterThanOrEqual(5);
+    for (const x of admitted) expect(first(x.r).path).toBe('stale');
+    expect(afterTtl.length).toBeGreaterThan(10);
+    for (const x of afterTtl) {
+      expect(x.r).toMatchObject({ allowed: false, status: 'UNAVAILABLE' });
+      expect(first(x.r).path).toBe('fail-closed');
+    }
+    // Within the TTL, a denial is the local budget's OVER_LIMIT, still on the stale path.
+    for (const x of results.filter((y) => !y.r.allowed && y.r.status === 'OVER_LIMIT')) {
+      expect(first(x.r).path).toBe('stale');
+    }
+  });
+});
+
+describe('6. clocks of two owners', () => {
+  const policies: PolicyInput[] = [
+    { name: 'p', match: ['tenant'], rate: 10, burst: 20, failureMode: 'closed', timeout: '1s' },
+  ];
+  const ahead: Clock = { nowMs: () => systemClock.nowMs() + 10_000 };
+
+  it('client clock: the owner 10s behind creates no capacity and its retry-after includes the lag; the owner ahead does', async () => {
+    const server = await startServer();
+    const a = connectStore(server, { clock: 'client' }).store;
+    const b = connectStore(server, { clock: 'client' }).store;
+    const limiterA = createLimiter({ store: a, policies, clock: ahead });
+    const limiterB = createLimiter({ store: b, policies, clock: systemClock });
+
+    // A (10s ahead) empties the bucket; B (10s behind A) checks at once.
+    const takenA = await limiterA.check({ tenant: 'x' }, { cost: 20 });
+    const deniedB = await limiterB.check({ tenant: 'x' });
+    let admittedB = 0;
+    const t0 = performance.now();
+    while (performance.now() - t0 < 300) {
+      if ((await limiterB.check({ tenant: 'x' })).allowed) admittedB += 1;
+      await sleep(20);
+    }
+    const elapsed = performance.now() - t0;
+
+    // The other way round: B (behind) empties, A (10s ahead) refills 10s early.
+    const takenB = await limiterB.check({ tenant: 'y' }, { cost: 20 });
+    let admittedA = 0;
+    for (let i = 0; i < 40; i++)
+      if ((await limiterA.check({ tenant: 'y' })).allowed) admittedA += 1;
+
+    report(
+      `client clock, A 10s ahead of B: after A took the burst, B denied (${deniedB.status}) with retry-after ` +
+        `${ms(deniedB.retryAfterMs)} (lag 10000ms + 100ms for one unit); B admitted ${admittedB} in the next ` +
+        `${ms(elapsed)} (permitted ${Math.floor((elapsed * 10) / 1000)} by real time: under-use); reverse: after B took the burst, ` +
+        `A admitted ${admittedA} at once (permitted 0: overshoot ${admittedA}, capped by the burst)`,
+    );
+    expect(takenA.allowed).toBe(true);
+    expect(deniedB).toMatchObject({ allowed: false, status: 'OVER_LIMIT' });
+    expect(first(deniedB).path).toBe('store');
+    expect(deniedB.retryAfterMs).toBeGreaterThan(9_000);
+    expect(deniedB.retryAfterMs).toBeLessThanOrEqual(10_100 + 1);
+    expect(admittedB).toBe(0);
+    expect(takenB.allowed).toBe(true);
+    expect(admittedA).toBeLessThanOrEqual(20);
+  });
+
+  it('server clock: one clock, so both owners see the same state whatever their own clocks say', async () => {
+    const server = await startServer();
+    const a = connectStore(server).store; // clock: 'server' (the default)
+    const b = connectStore(server).store;
+    const limiterA = createLimiter({ store: a, policies, clock: ahead });
+    const limiterB = createLimiter({ store: b, policies, clock: systemClock });
+
+    await limiterA.check({ tenant: 'x' }, { cost: 20 });
+    const deniedB = await limiterB.check({ tenant: 'x' });
+    const [peekA, peekB] = [
+      await limiterA.check({ tenant: 'x' }, { cost: 0 }),
+      await limiterB.check({ tenant: 'x' }, { cost: 0 }),
+    ];
+    await limiterB.check({ tenant: 'y' }, { cost: 20 });
+    let admittedA = 0;
+    for (let i = 0; i < 40; i++)
+      if ((await limiterA.check({ tenant: 'y' })).allowed) admittedA += 1;
+    report(
+      `server clock, limiter clocks 10s apart: after A took the burst, B denied with retry-after ` +
+        `${ms(deniedB.retryAfterMs)} (one unit: 100ms); remaining seen by A ${first(peekA).remaining.toFixed(3)}, ` +
+        `by B ${first(peekB).remaining.toFixed(3)}; reverse: A admitted ${admittedA} at once (permitted ≈ refill only)`,
+    );
+    expect(deniedB).toMatchObject({ allowed: false, status: 'OVER_LIMIT' });
+    expect(deniedB.retryAfterMs).toBeGreaterThan(0);
+    expect(deniedB.retryAfterMs).toBeLessThanOrEqual(100);
+    // Both read the same state; only the refill between the two reads differs.
+    expect(Math.abs(first(peekA).remaining - first(peekB).remaining)).toBeLessThan(1);
+    expect(admittedA).toBeLessThanOrEqual(2);
+  });
+});
+
+describe('7. failover to a promoted replica', () => {
+  it('resumes on the store path without restarting the limiter; reports the window and the overshoot', async () => {
+    const BURST = 100;
+    const primary = await startServer();
+    const replica = await startServer({ replicaOf: primary });
+    const proxy = await startProxy(primary);
+    const { store } = connectStore(proxy);
+    const limiter = createLimiter({
+      store,
+      policies: [
+        {
+          name: 'p',
+          match: ['tenant'],
+          rate: 1,
+          period: '1h',
+          burst: BURST,
+          failureMode: 'closed',
+          timeout: '100ms',
+        },
+      ],
+    });
+    await untilStore(() => limiter.check({ tenant: 'warm' }, { cost: 0 }), 'the store to answer');
+
+    interface Rec {
+      start: number;
+      end: number;
+      r: CheckResult;
+    }
+    const recs: Rec[] = [];
+    let stop = false;
+    const workers = Array.from({ length: 4 }, async () => {
+      while (!stop) {
+        const start = performance.now();
+        const r = await limiter.check({ tenant: 'a' });
+        recs.push({ start, end: performance.now(), r });
+        await sleep(3);
+      }
+    });
+    const admittedByStore = (): number => recs.filter((x) => x.r.allowed && byStore(x.r)).length;
+    await waitFor(() => (admittedByStore() >= 50 ? true : undefined), {
+      what: '50 admissions before the failover',
+      timeoutMs: 10_000,
+      intervalMs: 5,
+    });
+    const dbg = replica.client();
+    console.log(
+      'DBG before kill',
+      await dbg.keys('*'),
+      (await replica.info('replication')).get('master_link_status'),
+    );
+    await primary.kill();
+    console.log('DBG after kill', await dbg.keys('*'));
+    const killedAt = performance.now();
+    const admittedBeforeKill = recs.filter((x) => x.end <= killedAt && x.r.allowed).length;
+    const promote = replica.client();
+    await promote.replicaof('NO', 'ONE');
+    const replicaTokens = await tokensIn(promote, rawKey(limiter, store, 'p', { tenant: 'a' }));
+    proxy.setTarget(replica, { resetExisting: true });
+    const promotedAt = performance.now();
+    const backAt = await waitFor(
+      () => recs.find((x) => x.start >= promotedAt && byStore(x.r))?.end,
+      { what: 'a store decision after the promotion', timeoutMs: 5_000, intervalMs: 5 },
+    );
+    // Drain the bucket on the new primary.
+    await waitFor(
+      () =>
+        recs.filter((x) => x.start >= promotedAt && byStore(x.r) && x.r.status === 'OVER_LIMIT')
+          .length >= 20
+          ? true
+          : undefined,
+      { what: 'the bucket to run dry after the promotion', timeoutMs: 10_000, intervalMs: 5 },
+    );
+    stop = true;
+    await Promise.all(workers);
+
+    const admitted = admittedByStore();
+    const overshoot = admitted - BURST;
+    const unavailable = recs.filter((x) => x.r.status === 'UNAVAILABLE').length;
+    const lostOnReplica =
+      replicaTokens === undefined ? admittedBeforeKill : BURST - replicaTokens - admittedBeforeKill;
+    report(
+      `failover (kill primary, REPLICAOF NO ONE, proxy retargeted): unavailable for ${ms(backAt - killedAt)} ` +
+        `from the kill (${ms(backAt - promotedAt)} after retargeting), ${unavailable} UNAVAILABLE/fail-closed decisions; ` +
+        `admitted ${admitted} with burst ${BURST}: overshoot ${Math.max(0, overshoot)} ` +
+        `(replica had ${replicaTokens?.toFixed(3) ?? 'no state'} tokens at promotion vs ${BURST - admittedBeforeKill} ` +
+        `expected from ${admittedBeforeKill} answered admissions: ${lostOnReplica >= 0 ? `${lostOnReplica.toFixed(0)} more consumed than answered` : `${(-lostOnReplica).toFixed(0)} answered writes lost`})`,
+    );
+    expect(backAt - promotedAt).toBeLessThan(5_000);
+    // What async replication can lose is bounded by what was written before the kill.
+    expect(overshoot).toBeLessThanOrEqual(admittedBeforeKill);
+    expect(recs.filter((x) => x.start >= backAt && byStore(x.r)).length).toBeGreaterThan(0);
+  });
+});
+
+describe('8. policy reload under traffic', () => {
+  const pair = (a: number, b: number) =>
+    parsePolicies([
+      { name: 'a', match: ['tenant'], rate: 1_000, burst: a, failureMode: 'closed', timeout: '5s' },
+      { name: 'b', match: ['tenant'], rate: 1_000, burst: b, failureMode: 'closed', timeout: '5s' },
+    ]);
+  const oldSet = pair(10, 20);
+  const newSet = pair(30, 40);
+
+  async function reloadUnderTraffic(name: string, store: Store): Promise<void> {
+    const limiter = createLimiter({ store, policies: oldSet });
+    const TOTAL = 2_000;
+    let started = 0;
+    let toggles = 0;
+    let failed = 0;
+    const limits = new Map<string, number>();
+    const flip = setInterval(() => {
+      toggles += 1;
+      limiter.setPolicies(toggles % 2 === 1 ? newSet : oldSet);
+    }, 2);
+    try {
+      await Promise.all(
+        Array.from({ length: 64 }, async () => {
+          while (started < TOTAL) {
+            const i = started++;
+            try {
+              const r = await limiter.check({ tenant: `t${i % 40}` });
+              if (!byStore(r)) failed += 1;
+              const key = r.decisions.map((d) => `${d.policy}:${d.limit}`).join(',');
+              limits.set(key, (limits.get(key) ?? 0) + 1);
+            } catch {
+              failed += 1;
+            }
+            await sleep(0); // yield to the timers, so reloads land between checks
+          }
+        }),
+      );
+    } finally {
+      clearInterval(flip);
+    }
+    report(
+      `policy reload under traffic (${name}): ${TOTAL} checks, ${toggles} reloads, ${failed} failed decisions; ` +
+        `limit pairs seen: ${[...limits].map(([k, n]) => `(${k}) ×${n}`).join(', ')} (permitted: (10,20) or (30,40), never a mix)`,
+    );
+    expect(failed).toBe(0);
+    expect([...limits.keys()].sort()).toEqual(['a:10,b:20', 'a:30,b:40']);
+    expect(toggles).toBeGreaterThanOrEqual(3);
+  }
+
+  it('memory store: every check uses one whole policy set', async () => {
+    await reloadUnderTraffic('memory store', new MemoryStore());
+  });
+
+  it('Redis store: every check uses one whole policy set', async () => {
+    const server = await startServer();
+    await reloadUnderTraffic('Redis store', connectStore(server).store);
+  });
+});
