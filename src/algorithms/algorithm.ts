@@ -57,3 +57,17 @@ export function unfittable<S>(state: S, limit: number, remaining: number): Trans
     },
   };
 }
+
+/**
+ * The wait from `nowMs` until `targetMs` such that `nowMs + wait >= targetMs` holds in
+ * doubles, so a caller coming back at exactly `nowMs + retryAfterMs` is past the instant
+ * it was told about. The plain difference can land an ulp short when the two instants
+ * differ greatly in magnitude; then the wait grows by a few ulps.
+ */
+export function waitUntil(nowMs: number, targetMs: number): number {
+  let waitMs = targetMs - nowMs;
+  // 4 ulps of the largest magnitude involved always moves the sum, so this ends in a step or two.
+  const stepMs = 4 * Math.max(1, Math.abs(targetMs), Math.abs(nowMs)) * Number.EPSILON;
+  while (nowMs + waitMs < targetMs) waitMs += stepMs;
+  return waitMs;
+}

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { unfittable, type Algorithm, type Transition } from './algorithm.js';
+import { unfittable, type Algorithm, type Transition, waitUntil } from './algorithm.js';
 import { capacityUnits, durationMs } from './params.js';
 
 /**
@@ -46,7 +46,7 @@ function transition(
   const window = state === undefined ? nowWindow : Math.max(state.window, nowWindow);
   const count = state !== undefined && state.window === window ? state.count : 0;
   // From the effective window, so after backwards time this can exceed windowMs.
-  const untilEndMs = (window + 1) * p.windowMs - nowMs;
+  const untilEndMs = waitUntil(nowMs, (window + 1) * p.windowMs);
   const resetAfterMs = (n: number): number => (n > 0 ? untilEndMs : 0);
 
   if (cost > p.limit) return unfittable({ window, count }, p.limit, p.limit - count);

@@ -1,4 +1,4 @@
-import { unfittable, type Algorithm, type Transition } from './algorithm.js';
+import { unfittable, type Algorithm, type Transition, waitUntil } from './algorithm.js';
 import { windowParamsSchema, type WindowParams } from './fixed-window.js';
 
 /** Sliding log parameters (validated). */
@@ -71,7 +71,7 @@ function transition(
       allowed: false,
       limit: p.limit,
       remaining: p.limit - used,
-      retryAfterMs: expiresAtMs(entries[i - 1]!, p) - nowMs,
+      retryAfterMs: waitUntil(nowMs, expiresAtMs(entries[i - 1]!, p)),
       resetAfterMs: resetAfterMs(newest),
     },
   };

@@ -182,7 +182,7 @@ export class Limiter {
             `store did not answer within ${timeoutMs}ms; the request may or may not have been applied`,
           ),
         );
-      }, timeoutMs);
+      }, Math.min(timeoutMs, 2_147_483_647)); // a Node timer fires at 1ms past 2^31-1
     });
     try {
       const apply = this.#store.apply(batch, {

@@ -250,6 +250,27 @@ describe('1. timeout before the write (upstream blackhole)', () => {
   });
 });
 
+describe('1b. a deadline longer than a Node timer can hold', () => {
+  it('a policy timeout beyond 2^31-1 ms (~24.8 days) waits for the store instead of firing at 1ms', async () => {
+    const server = await startServer();
+    const proxy = await startProxy(server);
+    const { store } = connectStore(proxy);
+    const limiter = createLimiter({
+      store,
+      policies: [{ name: 'long', match: ['t'], ...slow, failureMode: 'closed', timeout: '30d' }],
+    });
+    await store.ready();
+    proxy.setLatency(20); // every round trip takes at least 40ms
+    const t0 = performance.now();
+    const r = await limiter.check({ t: 'x' });
+    const t = performance.now() - t0;
+    report(
+      `policy timeout 30d with a 40ms round trip: ${r.status}/${first(r).path} after ${ms(t)}`,
+    );
+    expect(first(r).path).toBe('store');
+  });
+});
+
 describe('2. reply lost after the write', () => {
   it('is ambiguous; a retry with the same request id returns the original decision and charges once; without an id nothing is resent', async () => {
     const server = await startServer();
@@ -290,7 +311,7 @@ describe('2. reply lost after the write', () => {
     report(
       `reply lost, retried with request id: first attempt ${lost.status}/${first(lost).path}, ` +
         `retry ${retry.status}/${first(retry).path} remaining ${first(retry).remaining}; ` +
-        `charged ${chargesA / 3} time(s) for 2 attempts (permitted 1)`,
+        `charged ${Math.round(chargesA / 3)} time(s) for 2 attempts (permitted 1)`,
     );
     expect(retry).toMatchObject({ allowed: true, status: 'OK' });
     expect(first(retry).path).toBe('store');
@@ -317,13 +338,13 @@ describe('2. reply lost after the write', () => {
     const blind = await limiter.check({ tenant: 'b' }, { cost: 3 });
     const afterBlind = await tokensIn(direct, keyB);
     report(
-      `reply lost, no request id: charged ${(slow.burst - (afterReconnect ?? slow.burst)) / 3} time(s) ` +
+      `reply lost, no request id: charged ${Math.round((slow.burst - (afterReconnect ?? slow.burst)) / 3)} time(s) ` +
         `after the reconnect (permitted 1; nothing resent); a blind caller retry ${blind.status} → ` +
-        `charged ${(slow.burst - (afterBlind ?? slow.burst)) / 3} times for one logical request (permitted 1)`,
+        `charged ${Math.round((slow.burst - (afterBlind ?? slow.burst)) / 3)} times for one logical request (permitted 1)`,
     );
     expect(afterReconnect).toBe(7);
     expect(blind.status).toBe('OK');
-    expect(afterBlind).toBe(4);
+    expect(afterBlind).toBeCloseTo(4, 2); // 4 plus a refill of 1 unit/h
   });
 });
 
@@ -425,7 +446,9 @@ describe('3. Redis killed under traffic', () => {
       expect(first(x.r).path).toBe('fail-open');
     }
     expect(recs.filter((x) => x.r.status === 'OVER_LIMIT')).toHaveLength(0);
-    expect(maxLatency).toBeLessThan(DEADLINE + SLACK_MS);
+    // The deadline is a timer: on a saturated CI machine event-loop lag adds to it, so the
+    // bound only proves that no check waited for the reconnect or for the restart.
+    expect(maxLatency).toBeLessThan(DEADLINE + 500);
     expect(maxInFlight).toBeLessThanOrEqual(MAX_IN_FLIGHT);
     expect(unhandled).toBe(0);
     expect(readyCount()).toBeGreaterThanOrEqual(2); // the same connection object reconnected
@@ -635,19 +658,21 @@ describe('6. clocks of two owners', () => {
     ];
     await limiterB.check({ tenant: 'y' }, { cost: 20 });
     let admittedA = 0;
+    const t0 = performance.now();
     for (let i = 0; i < 40; i++)
       if ((await limiterA.check({ tenant: 'y' })).allowed) admittedA += 1;
+    const refilled = ((performance.now() - t0) * 10) / 1_000; // rate 10/s, in real time
     report(
       `server clock, limiter clocks 10s apart: after A took the burst, B denied with retry-after ` +
         `${ms(deniedB.retryAfterMs)} (one unit: 100ms); remaining seen by A ${first(peekA).remaining.toFixed(3)}, ` +
-        `by B ${first(peekB).remaining.toFixed(3)}; reverse: A admitted ${admittedA} at once (permitted ≈ refill only)`,
+        `by B ${first(peekB).remaining.toFixed(3)}; reverse: A admitted ${admittedA} in 40 tries (permitted ${refilled.toFixed(1)}: the refill meanwhile)`,
     );
     expect(deniedB).toMatchObject({ allowed: false, status: 'OVER_LIMIT' });
     expect(deniedB.retryAfterMs).toBeGreaterThan(0);
     expect(deniedB.retryAfterMs).toBeLessThanOrEqual(100);
     // Both read the same state; only the refill between the two reads differs.
     expect(Math.abs(first(peekA).remaining - first(peekB).remaining)).toBeLessThan(1);
-    expect(admittedA).toBeLessThanOrEqual(2);
+    expect(admittedA).toBeLessThanOrEqual(Math.floor(refilled) + 1);
   });
 });
 
@@ -656,6 +681,17 @@ describe('7. failover to a promoted replica', () => {
     const BURST = 100;
     const primary = await startServer();
     const replica = await startServer({ replicaOf: primary });
+    // "master_link_status:up" (and the primary's "state=online") come before the primary
+    // streams any write: with diskless sync it waits for the replica's first ACK, sent
+    // once a second. A failover inside that window loses every write. Measure the steady
+    // state instead: wait until a write made now has reached the replica.
+    await primary.client().set('sentinel', '1');
+    const replicaReader = replica.client();
+    await waitFor(async () => ((await replicaReader.exists('sentinel')) === 1 ? true : undefined), {
+      what: 'the replica to receive writes',
+      timeoutMs: 10_000,
+      intervalMs: 20,
+    });
     const proxy = await startProxy(primary);
     const { store } = connectStore(proxy);
     const limiter = createLimiter({
@@ -695,14 +731,7 @@ describe('7. failover to a promoted replica', () => {
       timeoutMs: 10_000,
       intervalMs: 5,
     });
-    const dbg = replica.client();
-    console.log(
-      'DBG before kill',
-      await dbg.keys('*'),
-      (await replica.info('replication')).get('master_link_status'),
-    );
     await primary.kill();
-    console.log('DBG after kill', await dbg.keys('*'));
     const killedAt = performance.now();
     const admittedBeforeKill = recs.filter((x) => x.end <= killedAt && x.r.allowed).length;
     const promote = replica.client();
@@ -729,14 +758,15 @@ describe('7. failover to a promoted replica', () => {
     const admitted = admittedByStore();
     const overshoot = admitted - BURST;
     const unavailable = recs.filter((x) => x.r.status === 'UNAVAILABLE').length;
-    const lostOnReplica =
-      replicaTokens === undefined ? admittedBeforeKill : BURST - replicaTokens - admittedBeforeKill;
+    const consumedOnReplica = replicaTokens === undefined ? 0 : Math.round(BURST - replicaTokens);
+    const lostWrites = Math.max(0, admittedBeforeKill - consumedOnReplica);
     report(
       `failover (kill primary, REPLICAOF NO ONE, proxy retargeted): unavailable for ${ms(backAt - killedAt)} ` +
         `from the kill (${ms(backAt - promotedAt)} after retargeting), ${unavailable} UNAVAILABLE/fail-closed decisions; ` +
-        `admitted ${admitted} with burst ${BURST}: overshoot ${Math.max(0, overshoot)} ` +
-        `(replica had ${replicaTokens?.toFixed(3) ?? 'no state'} tokens at promotion vs ${BURST - admittedBeforeKill} ` +
-        `expected from ${admittedBeforeKill} answered admissions: ${lostOnReplica >= 0 ? `${lostOnReplica.toFixed(0)} more consumed than answered` : `${(-lostOnReplica).toFixed(0)} answered writes lost`})`,
+        `admitted ${admitted} with burst ${BURST}: overshoot ${Math.max(0, overshoot)}, under-use ${Math.max(0, -overshoot)}; ` +
+        `the promoted replica had ${consumedOnReplica} units consumed for ${admittedBeforeKill} admissions answered ` +
+        `before the kill (${lostWrites} acknowledged writes lost to async replication, ` +
+        `${Math.max(0, consumedOnReplica - admittedBeforeKill)} applied whose replies were lost)`,
     );
     expect(backAt - promotedAt).toBeLessThan(5_000);
     // What async replication can lose is bounded by what was written before the kill.

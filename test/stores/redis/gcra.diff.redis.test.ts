@@ -1,7 +1,8 @@
 /**
  * applyBatch.lua's GCRA (lua/includes/gcra.lua) against src/algorithms/gcra.ts: generated
  * sequences through describeDifferential, then the case the port exists to get right at
- * epoch ms (the TAT rounding that slackMs absorbs) and the key's expiry.
+ * epoch ms (the TAT rounding that slackMs absorbs) and the key's expiry, which the
+ * generated runs never see (their keys outlive them).
  */
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
@@ -22,19 +23,19 @@ const paramsArb: fc.Arbitrary<GcraParams> = fc
   })
   .filter((p) => gcra.ttlMs(p) >= 2_000);
 
+const request = (key: string, params: GcraParams, cost: number): StoreRequest => ({
+  key,
+  algorithm: gcra,
+  params,
+  cost,
+  enforce: true,
+});
+
 describeDifferential(
   gcra,
   paramsArb,
   (p) => p.periodMs,
   ({ store, redis }) => {
-    const request = (key: string, params: GcraParams, cost: number): StoreRequest => ({
-      key,
-      algorithm: gcra,
-      params,
-      cost,
-      enforce: true,
-    });
-
     it('admits a whole burst at epoch ms with bit-identical decisions (rate 7 per 1s, T = 142.857…ms)', async () => {
       // Seven stored TATs round at 1.7e12 and overshoot 7T = 1000ms by ~2e-4ms; the 7th
       // unit fits only through slackMs, the 8th is T over. Same doubles, same answers.
@@ -52,21 +53,31 @@ describeDifferential(
       expect(Number(await redis().get('diff:{epoch7}:k'))).toBe(state!.tatMs);
     });
 
-    it('keeps the key until its TAT at least, and no shorter than ttlMs', async () => {
-      // Client clock = the Redis clock read before the call, so the SET happens at or after
-      // nowMs: an expiry instant >= tatMs means the key outlives every state that differs
-      // from a fresh one (tat <= now decides like fresh). Rate 7 at epoch ms puts the TAT
-      // ~2e-4ms past nowMs + ttlMs (1000ms), which ttlMs alone would cut short.
-      const params: GcraParams = { rate: 7, periodMs: 1_000, burst: 7 };
+    it('keeps the key until its TAT, also where the fit slack pushes the TAT past ttlMs', async () => {
+      // A state with tat <= now decides like a fresh one, so the key must live until the TAT,
+      // and no longer is needed. Admitted costs keep tat - now <= ttlMs + slackMs.
+      const burst = async (key: string, params: GcraParams, nowMs: number) => {
+        for (let i = 0; i < 8; i++) await store().apply([request(key, params, 1)], { nowMs });
+        const tatMs = Number(await redis().get(`diff:${key}`));
+        return { aheadMs: tatMs - nowMs, tatMs, pttl: await redis().pttl(`diff:${key}`) };
+      };
+      // Rate 5 per 1s (T = 200ms, ttlMs 1000) at 2^60ms, where doubles are 256ms apart: each
+      // +200ms stores +256ms and six units fit within the slack (~640ms), leaving the TAT
+      // 1536ms ahead; the key lives that long, not ttlMs.
+      const far = await burst('{far}:k', { rate: 5, periodMs: 1_000, burst: 5 }, 2 ** 60);
+      expect(far.aheadMs).toBe(1_536);
+      expect(far.pttl).toBeGreaterThan(1_536 - 100);
+      expect(far.pttl).toBeLessThanOrEqual(1_536);
+      // Rate 7 at epoch ms, the Redis clock as client clock (read before the calls, so every
+      // SET happens at or after nowMs): the TAT lands ~2e-4ms past nowMs + ttlMs and the key
+      // must not expire before it. Nor much later: ceil(tat - now), not ttl + lag (2000ms).
       const [sec, usec] = (await redis().time()) as [number, number];
       const nowMs = Number(sec) * 1_000 + Math.floor(Number(usec) / 1_000);
-      for (let i = 0; i < 7; i++) await store().apply([request('{ttl7}:k', params, 1)], { nowMs });
-      const tatMs = Number(await redis().get('diff:{ttl7}:k'));
-      expect(tatMs).toBeGreaterThan(nowMs + gcra.ttlMs(params));
-      const expireAtMs = Number(await redis().call('PEXPIRETIME', 'diff:{ttl7}:k'));
-      expect(expireAtMs).toBeGreaterThanOrEqual(tatMs);
-      // ...but not the token bucket's ttl + lag: at most ceil(tat - now) past the SET
-      expect(expireAtMs).toBeLessThanOrEqual(Date.now() + gcra.ttlMs(params) + 1);
+      const epoch = await burst('{epoch}:k', { rate: 7, periodMs: 1_000, burst: 7 }, nowMs);
+      expect(epoch.aheadMs).toBeGreaterThan(1_000);
+      const expireAtMs = Number(await redis().call('PEXPIRETIME', 'diff:{epoch}:k'));
+      expect(expireAtMs).toBeGreaterThanOrEqual(epoch.tatMs);
+      expect(epoch.pttl).toBeLessThanOrEqual(1_001);
     });
   },
 );

@@ -47,32 +47,37 @@ describe('delay mode', () => {
         enforce: true,
       });
 
-      it('queues a burst at epoch ms with bit-identical delays, and none on denial (rate 7 per 1s)', async () => {
-        // Each admitted unit waits for the level ahead of it to leak: k * 142.857…ms.
+      it('queues at epoch ms with bit-identical decisions and delays, none on denial (rate 7 per 1s)', async () => {
+        // T = 1000/7 ms per unit; offsets from t0 round to the 2^-12ms grid at 1.7e12.
         const params: LeakyBucketParams = { rate: 7, periodMs: 1_000, capacity: 7, mode: 'delay' };
-        let nowMs = 1_700_000_000_000.5;
+        const t0 = 1_700_000_000_000.5;
+        const rows: [offsetMs: number, cost: number, allowed: boolean][] = [
+          [0, 7, true], // fills the queue; delay 0 (nothing ahead)
+          [0, 1, false], // full: denied, retry-after T, no delayMs
+          // 4T later the leak rounds to 3.9999993 units, so 4 more land 7.3e-7 over the
+          // capacity: inside fitSlack (5.3e-6), admitted and clamped to the capacity
+          [4_000 / 7, 4, true],
+          [4_000 / 7 - 400, 1, false], // time went back: the state keeps the later instant
+          [4_000 / 7 + 500, 2, true], // 3.5 units leaked since; waits for the 3.5 ahead
+        ];
         let state: LeakyBucketState | undefined;
-        for (const [dtMs, cost] of [
-          [0, 1],
-          [0, 2],
-          [50.25, 3],
-          [0, 3],
-          [-400, 1],
-          [900, 2],
-        ]) {
-          nowMs += dtMs!;
-          const t = leakyBucket.transition(state, nowMs, cost!, params);
+        for (const [offsetMs, cost, allowed] of rows) {
+          const nowMs = t0 + offsetMs;
+          const t = leakyBucket.transition(state, nowMs, cost, params);
           if (t.decision.allowed) state = t.state;
-          const [r] = await store().apply([request('{delay7}:k', params, cost!)], { nowMs });
+          const [r] = await store().apply([request('{delay7}:k', params, cost)], { nowMs });
           if (!r!.ok) throw r!.error;
           expect(r!.decision).toEqual(t.decision);
-          expect('delayMs' in r!.decision).toBe(t.decision.allowed);
+          expect([t.decision.allowed, 'delayMs' in r!.decision]).toEqual([allowed, allowed]);
         }
+        const [level, tsMs] = (await redis().get('diff:{delay7}:k'))!.split(' ').map(Number);
+        expect({ level, tsMs }).toEqual(state);
       });
 
       it('keeps the key until the queue has leaked empty, counted from the state instant', async () => {
-        // After time went back 5s, the state stays as of the later instant: the key must
-        // live until that instant plus the leak time of the level, ttl + lag from now.
+        // Client clock = the Redis clock read before the calls, so each SET happens at or
+        // after its nowMs. After time went back 5s the state stays as of the later instant:
+        // the key must live until that instant plus the level's leak time (ttl + lag).
         const params: LeakyBucketParams = {
           rate: 10,
           periodMs: 1_000,
@@ -82,7 +87,6 @@ describe('delay mode', () => {
         const [sec, usec] = (await redis().time()) as [number, number];
         const nowMs = Number(sec) * 1_000 + Math.floor(Number(usec) / 1_000);
         await store().apply([request('{ttl}:k', params, 30)], { nowMs });
-        await store().apply([request('{ttl}:k', params, 0)], { nowMs: nowMs + 1_500 });
         await store().apply([request('{ttl}:k', params, 5)], { nowMs: nowMs + 1_500 });
         await store().apply([request('{ttl}:k', params, 10)], { nowMs: nowMs - 3_500 });
         const [level, tsMs] = (await redis().get('diff:{ttl}:k'))!.split(' ').map(Number);

@@ -35,3 +35,11 @@ end
 local function setState(key, text, ttlMs)
   redis.call('SET', key, text, 'PX', math.max(1, math.ceil(ttlMs)))
 end
+
+-- waitUntil() of src/algorithms/algorithm.ts: a wait w with now + w >= target in doubles.
+local function waitUntil(now, target)
+  local w = target - now
+  local step = 4 * math.max(1, math.abs(target), math.abs(now)) * DBL_EPSILON
+  while now + w < target do w = w + step end
+  return w
+end

@@ -21,7 +21,7 @@ ALG[4] = {
     local count = 0
     if s ~= nil and s.window == window then count = s.count end
     -- From the effective window, so after backwards time this can exceed windowMs.
-    local untilEnd = (window + 1) * windowMs - now
+    local untilEnd = waitUntil(now, (window + 1) * windowMs)
     local function resetAfter(n)
       if n > 0 then return untilEnd end
       return 0

@@ -79,7 +79,7 @@ ALG[6] = {
       freed = freed + entries[i][2]
     end
     return { entries = entries }, 1, limit - used,
-      slidingLogExpiresAt(entries[i], windowMs) - now, resetAfter(newest)
+      waitUntil(now, slidingLogExpiresAt(entries[i], windowMs)), resetAfter(newest)
   end,
 
   -- Called only for an admitted cost > 0, so the last entry is the one this step added.
