@@ -6,7 +6,14 @@ export type { Clock } from './core/clock.js';
 export { ManualClock, SystemClock, systemClock } from './core/clock.js';
 export type { Descriptor, DescriptorEntry, DescriptorInput } from './core/descriptor.js';
 export { toDescriptor, DEFAULT_MAX_DESCRIPTOR_VALUE_LENGTH } from './core/descriptor.js';
-export type { AlgorithmKind, CostRule, FailureMode, MatchEntry, Policy } from './core/policy.js';
+export type {
+  AlgorithmKind,
+  CostRule,
+  FailureMode,
+  MatchEntry,
+  Policy,
+  StaleSettings,
+} from './core/policy.js';
 export { ALGORITHM_KINDS } from './core/policy.js';
 export type { ErrorCode, ErrorCodeInfo, ErrorFamily } from './core/error-codes.js';
 export { ERROR_CODES } from './core/error-codes.js';
@@ -63,6 +70,7 @@ export type { CheckResult } from './limiter/check-result.js';
 export {
   Limiter,
   createLimiter,
+  type CheckItem,
   type CheckOptions,
   type LimiterOptions,
 } from './limiter/limiter.js';

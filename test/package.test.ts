@@ -45,6 +45,15 @@ describe('npm pack', () => {
     expect(stdout.trim()).toBe('true false OVER_LIMIT');
   });
 
+  it('resolves the sluice/redis subpath and loads its Lua scripts', async () => {
+    await writeFile(
+      join(dir, 'redis.mjs'),
+      `import { RedisStore } from 'sluice/redis'; console.log(typeof RedisStore, typeof RedisStore.connect);`,
+    );
+    const { stdout } = await run(process.execPath, ['redis.mjs'], { cwd: dir });
+    expect(stdout.trim()).toBe('function function');
+  });
+
   it('ships the sluice bin and the example policies', async () => {
     const { stdout } = await run(
       join(dir, 'node_modules/.bin/sluice'),
@@ -62,6 +71,9 @@ describe('npm pack', () => {
       (f) => f.path,
     );
     expect(files).toContain('dist/index.d.ts');
+    expect(files).toContain('dist/redis.d.ts');
+    expect(files).toContain('dist/stores/redis/lua/applyBatch.lua');
+    expect(files).toContain('dist/stores/redis/lua/includes/tokenBucket.lua');
     expect(files).toContain('dist/cli/main.js');
     expect(files.some((f) => f.startsWith('test/') || f.startsWith('src/'))).toBe(false);
   });

@@ -20,6 +20,14 @@ export interface LimiterOptions {
   readonly maxDescriptorValueLength?: number;
 }
 
+/** One bucket decision of a {@link Limiter.decideAt} batch. */
+export interface CheckItem {
+  readonly policy: Policy;
+  readonly descriptor: Descriptor;
+  /** Units to consume: a non-negative safe integer within the policy's capacity. */
+  readonly cost: number;
+}
+
 export interface CheckOptions {
   /**
    * Units this call consumes in every matched policy, overriding the policies' cost
@@ -37,8 +45,9 @@ export interface CheckOptions {
    */
   readonly timeoutMs?: number;
   /**
-   * Makes the consume idempotent: a retry with the same id (and descriptor) within the
-   * store's dedup TTL returns the first decision without charging again. Up to 128
+   * Makes the consume idempotent: a retry with the same id within the store's dedup TTL
+   * returns the first decision without charging again. Ids are scoped to the identity
+   * (hash tag) of the first matched policy's bucket: use ids unique per request. Up to 128
    * characters. Without it, nothing is ever retried automatically.
    */
   readonly requestId?: string;
@@ -124,9 +133,31 @@ export class Limiter {
     const d = toDescriptor(descriptor, this.#maxValueLength);
     const selected = this.#select(policies, d, options.policies);
     if (options.cost !== undefined) validateCost(options.cost);
-    const batch: StoreRequest[] = selected.map((policy) => {
+    const items = selected.map((policy) => ({
+      policy,
+      descriptor: d,
+      cost: options.cost ?? costOf(policy, d),
+    }));
+    return this.decideAt(nowMs, items, options);
+  }
+
+  /**
+   * The lower-level form of {@link Limiter.checkAt} for callers that resolve policies
+   * themselves (the Envoy-compatible service matches its own rule tree): decides the
+   * given (policy, descriptor, cost) items as one all-or-nothing batch, with the same
+   * deadlines, failure modes and idempotency. Policies need not be in the limiter's
+   * set, but must come from `parsePolicies` (validated). Rejects with a `PolicyError`
+   * for an invalid cost or a cost above a policy's capacity.
+   */
+  async decideAt(
+    nowMs: number,
+    items: readonly CheckItem[],
+    options: Pick<CheckOptions, 'timeoutMs' | 'requestId'> = {},
+  ): Promise<CheckResult> {
+    const selected = items.map((i) => i.policy);
+    const batch: StoreRequest[] = items.map(({ policy, descriptor: d, cost }) => {
+      validateCost(cost);
       const algorithm = algorithmOf(policy.algorithm);
-      const cost = options.cost ?? costOf(policy, d);
       const capacity = algorithm.capacity(policy.params);
       if (cost > capacity) {
         throw new PolicyError(
@@ -151,7 +182,11 @@ export class Limiter {
         `timeoutMs must be a positive number of ms, got ${String(options.timeoutMs)}`,
       );
     }
-    const timeoutMs = Math.min(options.timeoutMs ?? Infinity, ...selected.map((p) => p.timeoutMs));
+    const timeoutMs = Math.min(
+      MAX_TIMER_MS,
+      options.timeoutMs ?? Infinity,
+      ...selected.map((p) => p.timeoutMs),
+    );
 
     const results = await this.#apply(batch, nowMs, timeoutMs, requestId);
     // A batch is atomic: if any item failed, nothing is known about the others.
@@ -182,7 +217,7 @@ export class Limiter {
             `store did not answer within ${timeoutMs}ms; the request may or may not have been applied`,
           ),
         );
-      }, Math.min(timeoutMs, 2_147_483_647)); // a Node timer fires at 1ms past 2^31-1
+      }, timeoutMs);
     });
     try {
       const apply = this.#store.apply(batch, {
@@ -258,6 +293,9 @@ export class Limiter {
     });
   }
 }
+
+/** The longest delay a Node timer takes (2^31-1 ms, ~24.8 days); past it, it fires at 1ms. */
+const MAX_TIMER_MS = 2_147_483_647;
 
 function validateCost(cost: unknown): void {
   if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {

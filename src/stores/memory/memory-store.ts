@@ -14,7 +14,7 @@ export interface MemoryStoreOptions {
   readonly maxKeys?: number;
   /** How long a request id's first results are remembered, in ms. @default 60_000 */
   readonly dedupTtlMs?: number;
-  /** Most request ids remembered at once (least recently seen dropped first). @default 100_000 */
+  /** Most request ids remembered at once (the oldest recorded is dropped first). @default 100_000 */
   readonly maxRequestIds?: number;
 }
 

@@ -1,4 +1,4 @@
-import { Cluster, Redis } from 'ioredis';
+import { Cluster, Redis, ReplyError } from 'ioredis';
 import { PolicyError, StoreError } from '../../core/errors.js';
 import type { Policy } from '../../core/policy.js';
 import { dedupKey } from '../key.js';
@@ -64,9 +64,11 @@ export class RedisStore implements Store {
   readonly #apply: ReturnType<typeof applyBatchScript>;
   readonly #maxInFlight: number;
   readonly #stuckAfterMs: number;
-  /** Start time (performance.now) of each pending call; insertion order = oldest first. */
-  readonly #pending = new Map<number, number>();
-  #nextCall = 0;
+  #inFlight = 0;
+  /** When the oldest command still without any reply was sent (performance.now). */
+  #unansweredSince: number | undefined;
+  /** When the connection was made but not yet ready (its ready check may be lost). */
+  #connectSince: number | undefined;
   #ready: Promise<void> | undefined;
   #closed = false;
 
@@ -95,6 +97,12 @@ export class RedisStore implements Store {
     // Connection errors surface per call as StoreError; without a listener ioredis
     // would report each one as an unhandled 'error' event.
     this.#client.on('error', () => undefined);
+    this.#client.on('connect', () => (this.#connectSince = performance.now()));
+    this.#client.on('ready', () => (this.#connectSince = undefined));
+    this.#client.on('close', () => {
+      this.#connectSince = undefined;
+      this.#unansweredSince = undefined;
+    });
   }
 
   /** A store on a standalone Redis at `url` (`redis://host:port/db`). */
@@ -173,25 +181,28 @@ export class RedisStore implements Store {
       );
       args.push(...luaParams(r.algorithm.kind, r.params as Readonly<Record<string, unknown>>));
     }
-    if (this.#pending.size > 0) this.#checkStuck();
-    if (this.#pending.size >= this.#maxInFlight) {
+    this.#checkStuck();
+    if (this.#inFlight >= this.#maxInFlight) {
       return failAll(
         batch,
         new StoreError(
           'SLUICE_ERR_STORE_UNAVAILABLE',
-          `Redis: ${this.#pending.size} calls already waiting (maxInFlight)`,
+          `Redis: ${this.#inFlight} calls already waiting (maxInFlight)`,
         ),
       );
     }
-    const id = this.#nextCall++;
-    this.#pending.set(id, performance.now());
+    this.#inFlight++;
     let reply: unknown;
     try {
       await this.#whenReady(options.signal ?? AbortSignal.timeout(this.#stuckAfterMs));
       const scriptKeys =
         rid === undefined ? keys : [...keys, this.redisKey(dedupKey(batch[0]!.key, rid))];
+      this.#unansweredSince ??= performance.now();
       reply = await this.#apply(scriptKeys, args);
+      this.#unansweredSince = undefined;
     } catch (cause) {
+      // An error reply still proves the connection works; a connection error does not.
+      if (cause instanceof ReplyError) this.#unansweredSince = undefined;
       return failAll(
         batch,
         cause instanceof StoreError
@@ -201,7 +212,7 @@ export class RedisStore implements Store {
             }),
       );
     } finally {
-      this.#pending.delete(id);
+      this.#inFlight--;
     }
     try {
       return decodeApplyBatch(reply, batch, keys).map((decision) => ({
@@ -215,7 +226,7 @@ export class RedisStore implements Store {
 
   /** Calls waiting for Redis now (bounded by `maxInFlight`). */
   get inFlight(): number {
-    return this.#pending.size;
+    return this.#inFlight;
   }
 
   async close(): Promise<void> {
@@ -224,13 +235,20 @@ export class RedisStore implements Store {
     if (this.#ownsClient) await this.#client.quit().catch(() => this.#client.disconnect());
   }
 
+  /**
+   * Replies come back in order, so a command unanswered for `stuckAfterMs`, or a
+   * connection stuck before ready for as long, means the link is silently dead (e.g. a
+   * partition that swallows packets). The socket is destroyed, not ended: a polite FIN
+   * would be swallowed too. ioredis then reconnects and fails what was pending (their
+   * outcome is unknown, and reported so).
+   */
   #checkStuck(): void {
-    const oldest = this.#pending.values().next().value as number;
-    if (performance.now() - oldest < this.#stuckAfterMs) return;
-    // Replies come back in order; one this late means the connection is silently dead.
-    // Reconnecting rejects what is pending (their outcome is unknown, and reported so).
-    this.#pending.clear();
-    this.#client.disconnect(true);
+    const since = Math.min(this.#unansweredSince ?? Infinity, this.#connectSince ?? Infinity);
+    if (performance.now() - since < this.#stuckAfterMs) return;
+    this.#unansweredSince = undefined;
+    this.#connectSince = undefined;
+    if (this.#client instanceof Cluster) this.#client.disconnect(true);
+    else this.#client.stream?.destroy();
   }
 }
 

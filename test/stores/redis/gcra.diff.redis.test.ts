@@ -53,6 +53,56 @@ describeDifferential(
       expect(Number(await redis().get('diff:{epoch7}:k'))).toBe(state!.tatMs);
     });
 
+    it('is bit-identical to the TypeScript transition at epoch ms, coming back at retry-after too (300 runs)', async () => {
+      // Sub-T and backwards steps, and steps of exactly the last retryAfterMs: the instants
+      // where slackMs decides. Decisions and the stored TAT must be the same doubles.
+      const traffic = paramsArb.chain((params) => {
+        const tMs = params.periodMs / params.rate;
+        return fc.record({
+          params: fc.constant(params),
+          startMs: fc.oneof(
+            fc.constant(1_700_000_000_000.5),
+            fc.double({ min: 1.6e12, max: 1.8e12, noNaN: true }),
+          ),
+          steps: fc.array(
+            fc.record({
+              dtMs: fc.oneof(
+                fc.constant('retry' as const),
+                fc.constant(0),
+                fc.double({ min: -2 * tMs, max: 4 * tMs, noNaN: true }),
+              ),
+              cost: fc.oneof(
+                fc.integer({ min: 0, max: Math.min(params.burst, 3) }),
+                fc.constant(params.burst),
+              ),
+            }),
+            { minLength: 1, maxLength: 20 },
+          ),
+        });
+      });
+      let run = 0;
+      await fc.assert(
+        fc.asyncProperty(traffic, async ({ params, startMs, steps }) => {
+          const key = `{gbits${++run}}:k`;
+          let state: GcraState | undefined;
+          let nowMs = startMs;
+          let retryMs = 0;
+          for (const { dtMs, cost } of steps) {
+            nowMs += dtMs === 'retry' ? retryMs : dtMs;
+            const t = gcra.transition(state, nowMs, cost, params);
+            if (t.decision.allowed && cost > 0) state = t.state;
+            retryMs = t.decision.retryAfterMs;
+            const [r] = await store().apply([request(key, params, cost)], { nowMs });
+            if (!r!.ok) throw r!.error;
+            expect(r!.decision).toEqual(t.decision);
+            const stored = await redis().get(`diff:${key}`);
+            expect(stored === null ? undefined : { tatMs: Number(stored) }).toEqual(state);
+          }
+        }),
+        { numRuns: 300 },
+      );
+    });
+
     it('keeps the key until its TAT, also where the fit slack pushes the TAT past ttlMs', async () => {
       // A state with tat <= now decides like a fresh one, so the key must live until the TAT,
       // and no longer is needed. Admitted costs keep tat - now <= ttlMs + slackMs.

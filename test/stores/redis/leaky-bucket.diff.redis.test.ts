@@ -12,6 +12,8 @@ import {
   type LeakyBucketParams,
   type LeakyBucketState,
 } from '../../../src/algorithms/leaky-bucket.js';
+import type { Redis } from 'ioredis';
+import type { RedisStore } from '../../../src/stores/redis/redis-store.js';
 import type { StoreRequest } from '../../../src/stores/store.js';
 import { describeDifferential } from './differential.js';
 
@@ -29,8 +31,79 @@ const paramsArb = (mode: LeakyBucketMode): fc.Arbitrary<LeakyBucketParams> =>
     })
     .filter((p) => leakyBucket.ttlMs(p) >= 2_000);
 
+const request = (key: string, params: LeakyBucketParams, cost: number): StoreRequest => ({
+  key,
+  algorithm: leakyBucket,
+  params,
+  cost,
+  enforce: true,
+});
+
+/**
+ * Sub-unit and backwards steps at epoch ms, and steps of exactly the last retryAfterMs or
+ * delayMs (the instants where fitSlack decides): decisions, delayMs included, and the
+ * stored state must be the same doubles as the TypeScript's.
+ */
+function bitIdentical(
+  mode: LeakyBucketMode,
+  ctx: { store: () => RedisStore; redis: () => Redis },
+): void {
+  it(`is bit-identical to the TypeScript transition at epoch ms, coming back at retry-after too (300 runs)`, async () => {
+    const traffic = paramsArb(mode).chain((params) => {
+      const unitMs = params.periodMs / params.rate;
+      return fc.record({
+        params: fc.constant(params),
+        startMs: fc.oneof(
+          fc.constant(1_700_000_000_000.5),
+          fc.double({ min: 1.6e12, max: 1.8e12, noNaN: true }),
+        ),
+        steps: fc.array(
+          fc.record({
+            dtMs: fc.oneof(
+              fc.constant('wait' as const),
+              fc.constant(0),
+              fc.double({ min: -2 * unitMs, max: 4 * unitMs, noNaN: true }),
+            ),
+            cost: fc.oneof(
+              fc.integer({ min: 0, max: Math.min(params.capacity, 3) }),
+              fc.constant(params.capacity),
+            ),
+          }),
+          { minLength: 1, maxLength: 20 },
+        ),
+      });
+    });
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(traffic, async ({ params, startMs, steps }) => {
+        const key = `{lbits${mode}${++run}}:k`;
+        let state: LeakyBucketState | undefined;
+        let nowMs = startMs;
+        let waitMs = 0;
+        for (const { dtMs, cost } of steps) {
+          nowMs += dtMs === 'wait' ? waitMs : dtMs;
+          const t = leakyBucket.transition(state, nowMs, cost, params);
+          if (t.decision.allowed && cost > 0) state = t.state;
+          waitMs = t.decision.delayMs ?? t.decision.retryAfterMs;
+          const [r] = await ctx.store().apply([request(key, params, cost)], { nowMs });
+          if (!r!.ok) throw r!.error;
+          expect(r!.decision).toEqual(t.decision);
+          const stored = (await ctx.redis().get(`diff:${key}`))?.split(' ').map(Number);
+          expect(stored && { level: stored[0], tsMs: stored[1] }).toEqual(state);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+}
+
 describe('reject mode', () => {
-  describeDifferential(leakyBucket, paramsArb('reject'), (p) => p.periodMs);
+  describeDifferential(
+    leakyBucket,
+    paramsArb('reject'),
+    (p) => p.periodMs,
+    (ctx) => bitIdentical('reject', ctx),
+  );
 });
 
 describe('delay mode', () => {
@@ -39,13 +112,7 @@ describe('delay mode', () => {
     paramsArb('delay'),
     (p) => p.periodMs,
     ({ store, redis }) => {
-      const request = (key: string, params: LeakyBucketParams, cost: number): StoreRequest => ({
-        key,
-        algorithm: leakyBucket,
-        params,
-        cost,
-        enforce: true,
-      });
+      bitIdentical('delay', { store, redis });
 
       it('queues at epoch ms with bit-identical decisions and delays, none on denial (rate 7 per 1s)', async () => {
         // T = 1000/7 ms per unit; offsets from t0 round to the 2^-12ms grid at 1.7e12.
