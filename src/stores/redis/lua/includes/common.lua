@@ -31,6 +31,20 @@ local function numbers(text, count)
   return out
 end
 
+-- Loads a state string of space-separated numbers into a table with the given field
+-- names, in order. Returns (state or nil when absent, ok); ok is false when the key
+-- holds another type or a string that is not exactly that many finite numbers.
+local function loadNumbers(key, fields)
+  local v, ok = getString(key)
+  if not ok then return nil, false end
+  if v == nil then return nil, true end
+  local x = numbers(v, #fields)
+  if x == nil then return nil, false end
+  local state = {}
+  for i = 1, #fields do state[fields[i]] = x[i] end
+  return state, true
+end
+
 -- Writes a state string that expires when the bucket is as good as fresh.
 local function setState(key, text, ttlMs)
   redis.call('SET', key, text, 'PX', math.max(1, math.ceil(ttlMs)))

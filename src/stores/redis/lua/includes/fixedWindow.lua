@@ -4,12 +4,7 @@
 -- value carries the window number, so backwards time reads it exactly as the TS does.
 ALG[4] = {
   load = function(key)
-    local v, ok = getString(key)
-    if not ok then return nil, false end
-    if v == nil then return nil, true end
-    local x = numbers(v, 2)
-    if x == nil then return nil, false end
-    return { window = x[1], count = x[2] }, true
+    return loadNumbers(key, { 'window', 'count' })
   end,
 
   step = function(s, now, cost, limit, windowMs)

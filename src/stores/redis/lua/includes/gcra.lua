@@ -14,12 +14,7 @@ end
 
 ALG[2] = {
   load = function(key)
-    local v, ok = getString(key)
-    if not ok then return nil, false end
-    if v == nil then return nil, true end
-    local x = numbers(v, 1)
-    if x == nil then return nil, false end
-    return { tat = x[1] }, true
+    return loadNumbers(key, { 'tat' })
   end,
 
   step = function(s, now, cost, rate, periodMs, burst)

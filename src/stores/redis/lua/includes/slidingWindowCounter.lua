@@ -50,12 +50,7 @@ end
 
 ALG[5] = {
   load = function(key)
-    local v, ok = getString(key)
-    if not ok then return nil, false end
-    if v == nil then return nil, true end
-    local x = numbers(v, 3)
-    if x == nil then return nil, false end
-    return { window = x[1], current = x[2], previous = x[3] }, true
+    return loadNumbers(key, { 'window', 'current', 'previous' })
   end,
 
   step = function(state, now, cost, limit, windowMs)

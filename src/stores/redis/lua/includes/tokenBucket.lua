@@ -6,12 +6,7 @@ end
 
 ALG[1] = {
   load = function(key)
-    local v, ok = getString(key)
-    if not ok then return nil, false end
-    if v == nil then return nil, true end
-    local x = numbers(v, 2)
-    if x == nil then return nil, false end
-    return { tokens = x[1], ts = x[2] }, true
+    return loadNumbers(key, { 'tokens', 'ts' })
   end,
 
   step = function(s, now, cost, rate, periodMs, burst)

@@ -1,0 +1,199 @@
+import * as grpc from '@grpc/grpc-js';
+import { toCallError } from './call-error.js';
+import { decodeCheckRequest, decodeRlsRequest } from './decode.js';
+import { encodeCheckResponse, encodeRlsResponse } from './encode.js';
+import { HealthService } from './health.js';
+import { HEALTH_SERVICE, RLS_SERVICE, SERVICE_NAMES, SLUICE_SERVICE } from './protos.js';
+import type { CallContext, GrpcHandlers } from './types.js';
+import type {
+  WireCheckRequest,
+  WireCheckResponse,
+  WireRlsRequest,
+  WireRlsResponse,
+} from './wire.js';
+
+/**
+ * Health service names that report the server's state: `""` (the whole server),
+ * `ratelimit` (as envoyproxy/ratelimit's probes ask) and the two API services' full names.
+ */
+export const HEALTH_SERVICE_NAMES: readonly string[] = Object.freeze([
+  '',
+  'ratelimit',
+  SERVICE_NAMES.rls,
+  SERVICE_NAMES.sluice,
+]);
+
+/** Options of {@link createGrpcServer}. */
+export interface GrpcServerOptions {
+  /**
+   * How long `shutdown()` lets in-flight calls finish before cancelling them, in ms.
+   * @default 10_000
+   */
+  readonly shutdownTimeoutMs?: number;
+  /**
+   * How long `shutdown()` keeps serving after health turns NOT_SERVING, in ms, so load
+   * balancers stop sending traffic before new calls are refused. @default 0
+   */
+  readonly drainDelayMs?: number;
+  /** @default grpc.ServerCredentials.createInsecure() */
+  readonly credentials?: grpc.ServerCredentials;
+  /** Passed to `new grpc.Server()` (message size limits, keepalive, …). @default {} */
+  readonly serverOptions?: grpc.ServerOptions;
+  /**
+   * Called with every handler failure that is not a `SluiceError` (the client sees only
+   * INTERNAL "internal error"), and the method's path. @default ignore
+   */
+  readonly onError?: (error: unknown, method: string) => void;
+}
+
+/** How a shutdown ended. */
+export interface ShutdownResult {
+  /** True when in-flight calls outlived `shutdownTimeoutMs` and were cancelled. */
+  readonly forced: boolean;
+}
+
+// grpc-js also emits 'cancelled' once a finished call closes, so only a call that has
+// not been answered yet aborts its signal.
+function contextOf(call: grpc.ServerUnaryCall<unknown, unknown>): {
+  readonly context: CallContext;
+  readonly answered: () => void;
+} {
+  const controller = new AbortController();
+  let answered = false;
+  call.on('cancelled', () => {
+    if (!answered) controller.abort(new Error('call cancelled'));
+  });
+  const deadline = call.getDeadline();
+  const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
+  const context: CallContext = Number.isFinite(deadlineMs)
+    ? { signal: controller.signal, timeoutMs: Math.max(0, deadlineMs - Date.now()) }
+    : { signal: controller.signal };
+  return { context, answered: () => void (answered = true) };
+}
+
+function unary<WireReq, WireRes>(
+  run: (wire: WireReq, context: CallContext) => Promise<WireRes>,
+  onError: (error: unknown, method: string) => void,
+): grpc.handleUnaryCall<WireReq, WireRes> {
+  return (call, callback) => {
+    const { context, answered } = contextOf(call);
+    run(call.request, context).then(
+      (response) => {
+        answered();
+        callback(null, response);
+      },
+      (error: unknown) => {
+        answered();
+        const { status, unexpected } = toCallError(error);
+        if (unexpected) onError(error, call.getPath());
+        callback(status);
+      },
+    );
+  };
+}
+
+function formatAddress(host: string, port: number): string {
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/**
+ * Serves envoy's `RateLimitService`, Sluice's `Check` and `grpc.health.v1.Health` on one
+ * gRPC server. Requests are validated before handlers see them (malformed ones fail with
+ * INVALID_ARGUMENT); errors map through the error-code registry.
+ */
+export class GrpcServer {
+  readonly #server: grpc.Server;
+  readonly #health = new HealthService(HEALTH_SERVICE_NAMES, 'SERVING');
+  readonly #options: GrpcServerOptions;
+  #port: number | undefined;
+  #closing: Promise<ShutdownResult> | undefined;
+
+  /** Prefer {@link createGrpcServer}. */
+  constructor(handlers: GrpcHandlers, options: GrpcServerOptions = {}) {
+    this.#options = options;
+    this.#server = new grpc.Server(options.serverOptions ?? {});
+    const onError = options.onError ?? (() => {});
+    this.#server.addService(RLS_SERVICE, {
+      ShouldRateLimit: unary<WireRlsRequest, WireRlsResponse>(async (wire, context) => {
+        const request = decodeRlsRequest(wire);
+        const response = await handlers.shouldRateLimit(request, context);
+        return encodeRlsResponse(response, request.descriptors.length);
+      }, onError),
+    });
+    this.#server.addService(SLUICE_SERVICE, {
+      Check: unary<WireCheckRequest, WireCheckResponse>(async (wire, context) => {
+        const response = await handlers.check(decodeCheckRequest(wire), context);
+        return encodeCheckResponse(response);
+      }, onError),
+    });
+    this.#server.addService(HEALTH_SERVICE, this.#health.implementation);
+  }
+
+  /** The bound port (useful after `listen(host, 0)`); `undefined` before `listen`. */
+  get port(): number | undefined {
+    return this.#port;
+  }
+
+  /**
+   * Binds `host:port` (`port` 0 picks a free one) and starts serving; resolves with the
+   * bound port. Call once; IPv6 hosts may be given bare (`::1`).
+   */
+  listen(host: string, port: number): Promise<number> {
+    if (this.#port !== undefined || this.#closing !== undefined) {
+      return Promise.reject(new Error('GrpcServer.listen() may be called once, before shutdown()'));
+    }
+    const credentials = this.#options.credentials ?? grpc.ServerCredentials.createInsecure();
+    return new Promise((resolve, reject) => {
+      this.#server.bindAsync(formatAddress(host, port), credentials, (error, bound) => {
+        if (error !== null) return reject(error);
+        this.#port = bound;
+        resolve(bound);
+      });
+    });
+  }
+
+  /**
+   * Shuts down gracefully: health turns NOT_SERVING (open Watch streams are told, then
+   * ended), calls keep being served for `drainDelayMs`, then new calls are refused while
+   * in-flight ones finish; after `shutdownTimeoutMs` the rest are cancelled (their
+   * handlers' `signal` aborts). Idempotent: every call returns the same promise.
+   */
+  shutdown(): Promise<ShutdownResult> {
+    this.#closing ??= this.#shutdown();
+    return this.#closing;
+  }
+
+  async #shutdown(): Promise<ShutdownResult> {
+    this.#health.setAll('NOT_SERVING');
+    const drainDelayMs = this.#options.drainDelayMs ?? 0;
+    if (drainDelayMs > 0) await new Promise((r) => setTimeout(r, drainDelayMs));
+    this.#health.endWatches();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#server.forceShutdown();
+        resolve({ forced: true });
+      }, this.#options.shutdownTimeoutMs ?? 10_000);
+      this.#server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve({ forced: false });
+      });
+    });
+  }
+}
+
+/**
+ * Creates the gRPC server for `handlers`; call `listen(host, port)` to serve.
+ *
+ * @example
+ * ```ts
+ * const server = createGrpcServer(handlers, { drainDelayMs: 5_000 });
+ * await server.listen('0.0.0.0', 8081);
+ * process.once('SIGTERM', () => void server.shutdown());
+ * ```
+ */
+export function createGrpcServer(
+  handlers: GrpcHandlers,
+  options: GrpcServerOptions = {},
+): GrpcServer {
+  return new GrpcServer(handlers, options);
+}
