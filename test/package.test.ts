@@ -3,7 +3,7 @@
  * the npm cache `npm ci` filled), imported and run. Needs `npm run build` (pretest does it).
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -22,9 +22,19 @@ describe('npm pack', () => {
       { cwd: root },
     );
     const [{ filename }] = JSON.parse(stdout) as [{ filename: string }];
+    // Offline installs may only use what `npm ci` cached: pin every runtime dependency to
+    // the version this repository's lockfile resolved, so npm never wants a newer one.
+    const lock = JSON.parse(await readFile(join(root, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { version?: string; dev?: boolean }>;
+    };
+    const overrides = Object.fromEntries(
+      Object.entries(lock.packages)
+        .filter(([path, p]) => /^node_modules\/(@[^/]+\/)?[^/]+$/.test(path) && !p.dev && p.version)
+        .map(([path, p]) => [path.slice('node_modules/'.length), p.version]),
+    );
     await writeFile(
       join(dir, 'package.json'),
-      JSON.stringify({ name: 'consumer', private: true, type: 'module' }),
+      JSON.stringify({ name: 'consumer', private: true, type: 'module', overrides }),
     );
     await run('npm', ['install', '--offline', '--no-audit', '--no-fund', join(dir, filename)], {
       cwd: dir,
@@ -74,6 +84,7 @@ describe('npm pack', () => {
     expect(files).toContain('dist/redis.d.ts');
     expect(files).toContain('dist/stores/redis/lua/applyBatch.lua');
     expect(files).toContain('dist/stores/redis/lua/includes/tokenBucket.lua');
+    expect(files).toContain('dist/service/proto/sluice/v1/sluice.proto');
     expect(files).toContain('dist/cli/main.js');
     expect(files.some((f) => f.startsWith('test/') || f.startsWith('src/'))).toBe(false);
   });
