@@ -1,0 +1,162 @@
+import { Counter, Histogram, Registry } from 'prom-client';
+import type { Decision } from '../core/decision.js';
+import {
+  DEFAULT_NEAR_LIMIT_RATIO,
+  ruleHits,
+  RULE_OUTCOMES,
+  type RuleOutcome,
+  type RuleUsage,
+} from './rule-hits.js';
+
+/** The transport a decision arrived on. */
+export type MetricsTransport = 'grpc' | 'http';
+
+/** How a policy configuration load ended. */
+export type ConfigLoadResult = 'success' | 'error';
+
+/** Options of {@link ServiceMetrics}. */
+export interface ServiceMetricsOptions {
+  /**
+   * Share of a rule's limit above which hits count as `near_limit`, in (0, 1]; upstream's
+   * `NEAR_LIMIT_RATIO`. @default 0.8
+   */
+  readonly nearLimitRatio?: number;
+  /**
+   * Upper bounds of `sluice_decision_duration_seconds`, in seconds, ascending.
+   * @default [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
+   */
+  readonly durationBuckets?: readonly number[];
+}
+
+/** The exposition text and the `Content-Type` to serve it with. */
+export interface MetricsExposition {
+  readonly contentType: string;
+  readonly body: string;
+}
+
+const DEFAULT_BUCKETS: readonly number[] = Object.freeze([
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
+]);
+
+const OUTCOMES: ReadonlySet<string> = new Set(RULE_OUTCOMES);
+
+/**
+ * Sluice's Prometheus metrics, in a registry of its own (never prom-client's global one,
+ * so two instances in one process, e.g. in tests, never collide):
+ *
+ * - `sluice_rule_hits_total{domain, rule, outcome}`: envoyproxy/ratelimit's per-rule
+ *   stats (`total_hits`, `over_limit`, `near_limit`, `within_limit`, `shadow_mode`),
+ *   counted in hits (`hits_addend` units) as upstream counts them.
+ * - `sluice_config_load_total{result}`: `success` or `error` per configuration load.
+ * - `sluice_decisions_total{policy, status, path}`: one per policy decision.
+ * - `sluice_decision_duration_seconds{transport, method}`: time to answer a call.
+ * - `sluice_store_errors_total{code}`: store failures by `SLUICE_ERR_STORE_*` code.
+ *
+ * Labels never carry raw request values unless the caller puts them in a `rule` on
+ * purpose (a rule with `detailed_metric`; see `ruleMetricKey`). Safe to share between
+ * transports: every method is synchronous except {@link metrics}.
+ */
+export class ServiceMetrics {
+  /** The registry every metric is in; register more metrics here to expose them too. */
+  readonly registry = new Registry();
+  readonly #nearLimitRatio: number;
+  readonly #ruleHits: Counter<'domain' | 'rule' | 'outcome'>;
+  readonly #configLoads: Counter<'result'>;
+  readonly #decisions: Counter<'policy' | 'status' | 'path'>;
+  readonly #duration: Histogram<'transport' | 'method'>;
+  readonly #storeErrors: Counter<'code'>;
+
+  /** Throws `RangeError` for a `nearLimitRatio` outside (0, 1]. */
+  constructor(options: ServiceMetricsOptions = {}) {
+    const ratio = options.nearLimitRatio ?? DEFAULT_NEAR_LIMIT_RATIO;
+    if (!(ratio > 0 && ratio <= 1)) {
+      throw new RangeError(`nearLimitRatio must be in (0, 1], got ${ratio}`);
+    }
+    this.#nearLimitRatio = ratio;
+    const registers = [this.registry];
+    this.#ruleHits = new Counter({
+      name: 'sluice_rule_hits_total',
+      help: 'Hits per rate limit rule and outcome, in hits_addend units (envoyproxy/ratelimit rule stats).',
+      labelNames: ['domain', 'rule', 'outcome'] as const,
+      registers,
+    });
+    this.#configLoads = new Counter({
+      name: 'sluice_config_load_total',
+      help: 'Policy configuration loads by result.',
+      labelNames: ['result'] as const,
+      registers,
+    });
+    this.#decisions = new Counter({
+      name: 'sluice_decisions_total',
+      help: 'Policy decisions by policy, status and the path that produced them.',
+      labelNames: ['policy', 'status', 'path'] as const,
+      registers,
+    });
+    this.#duration = new Histogram({
+      name: 'sluice_decision_duration_seconds',
+      help: 'Time from a decision request arriving to its answer, by transport and method.',
+      labelNames: ['transport', 'method'] as const,
+      buckets: [...(options.durationBuckets ?? DEFAULT_BUCKETS)],
+      registers,
+    });
+    this.#storeErrors = new Counter({
+      name: 'sluice_store_errors_total',
+      help: 'Store failures by error code.',
+      labelNames: ['code'] as const,
+      registers,
+    });
+  }
+
+  /**
+   * Adds `hits` to one rule outcome. `ruleKey` is the rule's configuration key path
+   * (`ruleMetricKey(parts)`), with request values only for `detailed_metric` rules.
+   * `hits` 0 creates the series without counting. Throws `RangeError` for an unknown
+   * outcome or a negative or non-finite `hits`.
+   */
+  recordRule(domain: string, ruleKey: string, outcome: RuleOutcome, hits: number): void {
+    if (!OUTCOMES.has(outcome)) throw new RangeError(`unknown rule outcome "${String(outcome)}"`);
+    if (!Number.isFinite(hits) || hits < 0) {
+      throw new RangeError(`hits must be a finite number >= 0, got ${hits}`);
+    }
+    this.#ruleHits.inc({ domain, rule: ruleKey, outcome }, hits);
+  }
+
+  /**
+   * Records one check against one rule as upstream does: splits `usage.hits` with
+   * `ruleHits` (this instance's near-limit ratio) and adds every outcome, so all five
+   * series exist for the rule from its first check. Throws `RangeError` as `ruleHits`.
+   */
+  recordRuleCheck(domain: string, ruleKey: string, usage: RuleUsage): void {
+    const split = ruleHits(usage, this.#nearLimitRatio);
+    for (const outcome of RULE_OUTCOMES) this.recordRule(domain, ruleKey, outcome, split[outcome]);
+  }
+
+  /** Counts one configuration load. */
+  recordConfigLoad(result: ConfigLoadResult): void {
+    this.#configLoads.inc({ result });
+  }
+
+  /** Counts one policy decision by its policy name, status and path. */
+  recordDecision(decision: Pick<Decision, 'policy' | 'status' | 'path'>): void {
+    this.#decisions.inc({ policy: decision.policy, status: decision.status, path: decision.path });
+  }
+
+  /**
+   * Observes how long one call took, in milliseconds (exposed in seconds, as Prometheus
+   * names durations). `method` names the RPC, e.g. `ShouldRateLimit` or `Check`, whichever
+   * transport carried it.
+   */
+  observeDecisionDuration(transport: MetricsTransport, method: string, durationMs: number): void {
+    this.#duration.observe({ transport, method }, durationMs / 1000);
+  }
+
+  /** Counts one store failure by its error code, e.g. `SLUICE_ERR_STORE_TIMEOUT`. */
+  recordStoreError(code: string): void {
+    this.#storeErrors.inc({ code });
+  }
+
+  /** The Prometheus text exposition of every metric in {@link registry}. */
+  async metrics(): Promise<MetricsExposition> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}

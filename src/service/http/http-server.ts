@@ -1,0 +1,366 @@
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ERROR_CODES, type ErrorCode } from '../../core/error-codes.js';
+import { ProtocolError, SluiceError } from '../../core/errors.js';
+import type { MetricsTransport, ServiceMetrics } from '../../metrics/service-metrics.js';
+import type { ShutdownResult } from '../grpc/server.js';
+import type { CallContext, GrpcHandlers } from '../grpc/types.js';
+import { checkHttpStatus, decodeCheckJson, encodeCheckJson } from './check-json.js';
+import { readBody } from './read-body.js';
+import { decodeRlsJson, encodeRlsJson } from './rls-json.js';
+
+/**
+ * The service core the HTTP server calls: the gRPC handlers (one object can serve both
+ * transports) plus the `/rlconfig` text. Over limit is an answer, never a rejection;
+ * throw a `SluiceError` to answer with its registry HTTP status.
+ */
+export interface HttpHandlers extends GrpcHandlers {
+  /** The loaded rules as text, for `GET /rlconfig` (upstream's debug dump). */
+  rlconfig(): string;
+}
+
+/** Options of {@link HttpServer}. */
+export interface HttpServerOptions {
+  /** Served at `GET /metrics`, and told how long each decision call took. @default none: `/metrics` is 404 */
+  readonly metrics?: ServiceMetrics;
+  /** Largest request body accepted, in bytes; larger ones get 413. @default 1_048_576 (1 MiB) */
+  readonly maxBodyBytes?: number;
+  /**
+   * How long `shutdown()` keeps serving after `/healthcheck` turns 500, in ms, so load
+   * balancers stop sending traffic before new connections are refused. @default 0
+   */
+  readonly drainDelayMs?: number;
+  /**
+   * Called with every failure that is not a `SluiceError` (the client sees only 500
+   * "internal error") and the request path. @default ignore
+   */
+  readonly onError?: (error: unknown, path: string) => void;
+}
+
+/** The `error` sent for failures that are not `SluiceError`s: their text stays in the server. */
+export const INTERNAL_ERROR_MESSAGE = 'internal error';
+
+const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+// Past the limit, a client's upload is read and dropped (so it can read the 413) up to this.
+const DRAIN_BYTES = 8 * 1024 * 1024;
+const JSON_TYPE = 'application/json';
+const TEXT_TYPE = 'text/plain; charset=utf-8';
+const TRANSPORT: MetricsTransport = 'http';
+
+type Method = 'GET' | 'HEAD' | 'POST';
+
+interface Exchange {
+  readonly req: http.IncomingMessage;
+  readonly res: http.ServerResponse;
+  readonly path: string;
+  readonly context: CallContext;
+}
+
+interface Route {
+  readonly methods: readonly Method[];
+  /** The RPC this route carries, for `sluice_decision_duration_seconds{method}`. */
+  readonly rpc?: string;
+  readonly run: (x: Exchange) => Promise<void>;
+}
+
+/** A response the routes build; `send` writes it. */
+interface Reply {
+  readonly status: number;
+  readonly body: string;
+  readonly contentType: string;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+function json(status: number, value: unknown, headers?: Record<string, string>): Reply {
+  return {
+    status,
+    body: JSON.stringify(value),
+    contentType: JSON_TYPE,
+    ...(headers ? { headers } : {}),
+  };
+}
+
+/** `{"error": message, "code": code}` with the code's registry status unless one is given. */
+function errorReply(
+  code: ErrorCode,
+  message: string,
+  status = ERROR_CODES[code].httpStatus,
+): Reply {
+  return json(status, { error: message, code });
+}
+
+// Only these errors' messages are meant for clients; anything else may carry secrets.
+function toErrorReply(error: unknown): { reply: Reply; unexpected: boolean } {
+  if (error instanceof SluiceError)
+    return { reply: errorReply(error.code, error.message), unexpected: false };
+  return { reply: json(500, { error: INTERNAL_ERROR_MESSAGE }), unexpected: true };
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function parseJson(body: Buffer): unknown {
+  let text: string;
+  try {
+    text = utf8.decode(body);
+  } catch (cause) {
+    throw new ProtocolError(
+      'SLUICE_ERR_PROTOCOL_BAD_REQUEST',
+      'the request body is not valid UTF-8',
+      { cause },
+    );
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (cause) {
+    const detail = cause instanceof SyntaxError ? `: ${cause.message}` : '';
+    throw new ProtocolError(
+      'SLUICE_ERR_PROTOCOL_BAD_REQUEST',
+      `the request body is not valid JSON${detail}`,
+      {
+        cause,
+      },
+    );
+  }
+}
+
+/**
+ * Sluice over HTTP/1.1 on `node:http`: envoyproxy/ratelimit's HTTP port (`POST /json`,
+ * `GET /healthcheck`) and its debug `GET /rlconfig`, plus `GET /metrics` (Prometheus) and
+ * Sluice's native `POST /v1/check`. Requests are validated before handlers see them, as
+ * over gRPC; every error answers with a JSON body `{"error", "code"}` whose status comes
+ * from the error-code registry. Unknown paths are 404 and wrong methods 405 (with
+ * `Allow`); bodies over `maxBodyBytes` are 413.
+ *
+ * @example
+ * ```ts
+ * const server = new HttpServer(handlers, { metrics, drainDelayMs: 5_000 });
+ * await server.listen('0.0.0.0', 8080);
+ * process.once('SIGTERM', () => void server.shutdown(10_000));
+ * ```
+ */
+export class HttpServer {
+  readonly #handlers: HttpHandlers;
+  readonly #options: HttpServerOptions;
+  readonly #maxBodyBytes: number;
+  readonly #server: http.Server;
+  readonly #routes: ReadonlyMap<string, Route>;
+  /** Abort controllers of calls whose answer is not written yet. */
+  readonly #inFlight = new Set<AbortController>();
+  #healthy = true;
+  #closing = false;
+  #port: number | undefined;
+  #shutdown: Promise<ShutdownResult> | undefined;
+
+  /** Throws `RangeError` for a `maxBodyBytes` that is not a positive whole number. */
+  constructor(handlers: HttpHandlers, options: HttpServerOptions = {}) {
+    this.#handlers = handlers;
+    this.#options = options;
+    this.#maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    if (!Number.isSafeInteger(this.#maxBodyBytes) || this.#maxBodyBytes <= 0) {
+      throw new RangeError(
+        `maxBodyBytes must be a positive whole number, got ${this.#maxBodyBytes}`,
+      );
+    }
+    this.#routes = new Map<string, Route>([
+      ['/json', { methods: ['POST'], rpc: 'ShouldRateLimit', run: (x) => this.#rls(x) }],
+      ['/v1/check', { methods: ['POST'], rpc: 'Check', run: (x) => this.#check(x) }],
+      ['/healthcheck', { methods: ['GET', 'HEAD'], run: (x) => this.#healthcheck(x) }],
+      ['/metrics', { methods: ['GET', 'HEAD'], run: (x) => this.#metrics(x) }],
+      ['/rlconfig', { methods: ['GET', 'HEAD'], run: (x) => this.#rlconfig(x) }],
+    ]);
+    this.#server = http.createServer((req, res) => void this.#handle(req, res));
+  }
+
+  /** The bound port (useful after `listen(host, 0)`); `undefined` before `listen`. */
+  get port(): number | undefined {
+    return this.#port;
+  }
+
+  /** Whether `/healthcheck` answers 200 "OK" (true) or 500. Starts true. */
+  get healthy(): boolean {
+    return this.#healthy;
+  }
+
+  /** Sets what `/healthcheck` answers; `shutdown()` sets it to false for good. */
+  setHealthy(healthy: boolean): void {
+    if (this.#shutdown === undefined) this.#healthy = healthy;
+  }
+
+  /**
+   * Binds `host:port` (`port` 0 picks a free one) and starts serving; resolves with the
+   * bound port. Call once; IPv6 hosts may be given bare (`::1`).
+   */
+  listen(host: string, port: number): Promise<number> {
+    if (this.#port !== undefined || this.#shutdown !== undefined || this.#server.listening) {
+      return Promise.reject(new Error('HttpServer.listen() may be called once, before shutdown()'));
+    }
+    return new Promise((resolve, reject) => {
+      const onError = (error: Error): void => reject(error);
+      this.#server.once('error', onError);
+      this.#server.listen(port, host.startsWith('[') ? host.slice(1, -1) : host, () => {
+        this.#server.off('error', onError);
+        this.#port = (this.#server.address() as AddressInfo).port;
+        resolve(this.#port);
+      });
+    });
+  }
+
+  /**
+   * Shuts down gracefully: `/healthcheck` turns 500 at once, requests keep being served
+   * for `drainDelayMs`, then new connections are refused, idle keep-alive connections
+   * are closed, and in-flight requests finish (their answers carry `Connection: close`).
+   * After `timeoutMs` the rest are cut off: their handlers' `signal` aborts and their
+   * connections are destroyed. Idempotent: every call returns the first call's promise.
+   */
+  shutdown(timeoutMs = 10_000): Promise<ShutdownResult> {
+    this.#shutdown ??= this.#stop(timeoutMs);
+    return this.#shutdown;
+  }
+
+  async #stop(timeoutMs: number): Promise<ShutdownResult> {
+    this.#healthy = false;
+    const drainDelayMs = this.#options.drainDelayMs ?? 0;
+    if (drainDelayMs > 0) await new Promise((r) => setTimeout(r, drainDelayMs));
+    this.#closing = true;
+    if (!this.#server.listening) return { forced: false };
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        for (const c of this.#inFlight) c.abort(new Error('server shut down'));
+        this.#server.closeAllConnections();
+        resolve({ forced: true });
+      }, timeoutMs);
+      this.#server.close(() => {
+        clearTimeout(timer);
+        resolve({ forced: false });
+      });
+      this.#server.closeIdleConnections();
+    });
+  }
+
+  async #handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?', 1)[0] ?? '/';
+    const route = this.#routes.get(path);
+    const controller = new AbortController();
+    this.#inFlight.add(controller);
+    res.once('close', () => {
+      this.#inFlight.delete(controller);
+      if (!res.writableFinished) controller.abort(new Error('client closed the connection'));
+    });
+    const startedMs = performance.now();
+    const x: Exchange = { req, res, path, context: { signal: controller.signal } };
+    try {
+      if (route === undefined) {
+        this.#send(res, errorReply('SLUICE_ERR_PROTOCOL_BAD_REQUEST', `no route for ${path}`, 404));
+      } else if (!route.methods.includes(req.method as Method)) {
+        const allow = route.methods.join(', ');
+        this.#send(res, {
+          ...errorReply(
+            'SLUICE_ERR_PROTOCOL_BAD_REQUEST',
+            `${path} accepts ${allow}, not ${req.method}`,
+            405,
+          ),
+          headers: { allow },
+        });
+      } else {
+        await route.run(x);
+      }
+    } catch (error) {
+      const { reply, unexpected } = toErrorReply(error);
+      this.#send(res, reply);
+      if (unexpected) this.#report(error, path);
+    } finally {
+      if (route?.rpc !== undefined && route.methods.includes(req.method as Method)) {
+        const durationMs = performance.now() - startedMs;
+        this.#options.metrics?.observeDecisionDuration(TRANSPORT, route.rpc, durationMs);
+      }
+    }
+  }
+
+  /** The parsed JSON body, or `undefined` when an answer (413) was already sent. */
+  async #json(x: Exchange): Promise<unknown> {
+    const result = await readBody(x.req, this.#maxBodyBytes, DRAIN_BYTES);
+    if (result.kind === 'aborted') return undefined;
+    if (result.kind === 'too-large') {
+      this.#send(
+        x.res,
+        errorReply(
+          'SLUICE_ERR_PROTOCOL_BAD_REQUEST',
+          `the request body is larger than ${this.#maxBodyBytes} bytes`,
+          413,
+        ),
+        true,
+      );
+      return undefined;
+    }
+    return parseJson(result.body);
+  }
+
+  async #rls(x: Exchange): Promise<void> {
+    const body = await this.#json(x);
+    if (body === undefined) return;
+    const request = decodeRlsJson(body);
+    const response = await this.#handlers.shouldRateLimit(request, x.context);
+    const out = encodeRlsJson(response, request.descriptors.length);
+    // As upstream: 429 when over limit, 200 otherwise (UNKNOWN is never sent).
+    this.#send(x.res, json(response.overallCode === 'OVER_LIMIT' ? 429 : 200, out));
+  }
+
+  async #check(x: Exchange): Promise<void> {
+    const body = await this.#json(x);
+    if (body === undefined) return;
+    const response = encodeCheckJson(await this.#handlers.check(decodeCheckJson(body), x.context));
+    const status = checkHttpStatus(response.status);
+    const headers: Record<string, string> = {};
+    if (status === 429 || (status === 503 && response.retryAfterMs > 0)) {
+      headers['retry-after'] = String(Math.ceil(response.retryAfterMs / 1000));
+    }
+    this.#send(x.res, json(status, response, headers));
+  }
+
+  async #healthcheck(x: Exchange): Promise<void> {
+    // As upstream: 200 "OK", or 500 with an empty body.
+    this.#send(
+      x.res,
+      this.#healthy
+        ? { status: 200, body: 'OK', contentType: TEXT_TYPE }
+        : { status: 500, body: '', contentType: TEXT_TYPE },
+    );
+  }
+
+  async #metrics(x: Exchange): Promise<void> {
+    const metrics = this.#options.metrics;
+    if (metrics === undefined) {
+      this.#send(
+        x.res,
+        errorReply('SLUICE_ERR_PROTOCOL_BAD_REQUEST', 'metrics are not enabled', 404),
+      );
+      return;
+    }
+    const { contentType, body } = await metrics.metrics();
+    this.#send(x.res, { status: 200, body, contentType });
+  }
+
+  async #rlconfig(x: Exchange): Promise<void> {
+    this.#send(x.res, { status: 200, body: this.#handlers.rlconfig(), contentType: TEXT_TYPE });
+  }
+
+  #report(error: unknown, path: string): void {
+    try {
+      this.#options.onError?.(error, path);
+    } catch {
+      // A failing reporter must not take the server down.
+    }
+  }
+
+  #send(res: http.ServerResponse, reply: Reply, close = false): void {
+    if (res.headersSent || res.destroyed) return;
+    const body = Buffer.from(reply.body, 'utf8');
+    res.statusCode = reply.status;
+    for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
+    res.setHeader('content-type', reply.contentType);
+    res.setHeader('content-length', body.length);
+    // While shutting down, no connection is kept for another request.
+    if (close || this.#closing) res.setHeader('connection', 'close');
+    res.end(body);
+  }
+}

@@ -1,0 +1,182 @@
+import { describe, expect, it } from 'vitest';
+import { register as globalRegistry } from 'prom-client';
+import { ServiceMetrics } from '../../src/metrics/service-metrics.js';
+import { ruleMetricKey } from '../../src/metrics/rule-key.js';
+
+interface Sample {
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly value: number;
+}
+
+// Reads the text exposition's sample lines: `name{a="x",b="y"} 3`.
+function samples(text: string): Sample[] {
+  return text
+    .split('\n')
+    .filter((line) => line !== '' && !line.startsWith('#'))
+    .map((line) => {
+      const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+      if (m === null) throw new Error(`not a sample line: ${line}`);
+      const labels: Record<string, string> = {};
+      for (const [, k, v] of (m[2] ?? '').matchAll(
+        /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g,
+      )) {
+        labels[k!] = v!.replace(/\\n/g, '\n').replace(/\\"/g, '"').replace(/\\\\/g, '\\');
+      }
+      return { name: m[1]!, labels, value: Number(m[3]) };
+    });
+}
+
+function value(all: Sample[], name: string, labels: Record<string, string>): number | undefined {
+  return all.find(
+    (s) =>
+      s.name === name &&
+      Object.keys(labels).length === Object.keys(s.labels).length &&
+      Object.entries(labels).every(([k, v]) => s.labels[k] === v),
+  )?.value;
+}
+
+describe('ServiceMetrics', () => {
+  it('exposes per-rule hits by domain, rule and outcome, in hits', async () => {
+    const m = new ServiceMetrics();
+    m.recordRule('edge', 'tenant.path_/login', 'total_hits', 3);
+    m.recordRule('edge', 'tenant.path_/login', 'total_hits', 2);
+    m.recordRule('edge', 'tenant.path_/login', 'over_limit', 2);
+    m.recordRule('other', 'tenant', 'within_limit', 1);
+    const { body, contentType } = await m.metrics();
+    expect(contentType).toMatch(/^text\/plain; version=0\.0\.4/);
+    expect(body).toContain('# TYPE sluice_rule_hits_total counter');
+    const all = samples(body);
+    const rule = { domain: 'edge', rule: 'tenant.path_/login' };
+    expect(value(all, 'sluice_rule_hits_total', { ...rule, outcome: 'total_hits' })).toBe(5);
+    expect(value(all, 'sluice_rule_hits_total', { ...rule, outcome: 'over_limit' })).toBe(2);
+    expect(
+      value(all, 'sluice_rule_hits_total', {
+        domain: 'other',
+        rule: 'tenant',
+        outcome: 'within_limit',
+      }),
+    ).toBe(1);
+  });
+
+  it('records a whole check as upstream splits it, creating every outcome series', async () => {
+    const m = new ServiceMetrics();
+    // limit 20 → near threshold 16: 19 + 3 = 22 is 2 over and 1 near.
+    m.recordRuleCheck('edge', 'key8_value8', { limit: 20, usedBefore: 19, hits: 3 });
+    const all = samples((await m.metrics()).body);
+    const at = (outcome: string): number | undefined =>
+      value(all, 'sluice_rule_hits_total', { domain: 'edge', rule: 'key8_value8', outcome });
+    expect([
+      at('total_hits'),
+      at('over_limit'),
+      at('near_limit'),
+      at('within_limit'),
+      at('shadow_mode'),
+    ]).toEqual([3, 2, 1, 0, 0]);
+  });
+
+  it('applies its own near-limit ratio', async () => {
+    const m = new ServiceMetrics({ nearLimitRatio: 0.5 });
+    m.recordRuleCheck('d', 'r', { limit: 10, usedBefore: 4, hits: 2 }); // threshold 5: 1 near
+    const all = samples((await m.metrics()).body);
+    expect(
+      value(all, 'sluice_rule_hits_total', { domain: 'd', rule: 'r', outcome: 'near_limit' }),
+    ).toBe(1);
+    expect(() => new ServiceMetrics({ nearLimitRatio: 0 })).toThrow(RangeError);
+    expect(() => new ServiceMetrics({ nearLimitRatio: 1.5 })).toThrow(RangeError);
+  });
+
+  it('keeps request values out of the rule label unless the rule is detailed', async () => {
+    const m = new ServiceMetrics();
+    const parts = [
+      { key: 'tenant', value: 'acme-secret-tenant', valueInConfig: false },
+      { key: 'path', value: '/login', valueInConfig: true },
+    ];
+    m.recordRuleCheck('edge', ruleMetricKey(parts), { limit: 10, usedBefore: 0, hits: 1 });
+    let body = (await m.metrics()).body;
+    expect(body).not.toContain('acme-secret-tenant');
+    expect(
+      samples(body)
+        .filter((s) => s.name === 'sluice_rule_hits_total')
+        .map((s) => s.labels.rule),
+    ).toEqual(Array(5).fill('tenant.path_/login'));
+
+    m.recordRuleCheck('edge', ruleMetricKey(parts, true), { limit: 10, usedBefore: 0, hits: 1 });
+    body = (await m.metrics()).body;
+    expect(
+      value(samples(body), 'sluice_rule_hits_total', {
+        domain: 'edge',
+        rule: 'tenant_acme-secret-tenant.path_/login',
+        outcome: 'total_hits',
+      }),
+    ).toBe(1);
+  });
+
+  it('escapes label values that need it', async () => {
+    const m = new ServiceMetrics();
+    m.recordRule('d', 'k_say "hi"\\\n', 'total_hits', 1);
+    const all = samples((await m.metrics()).body);
+    expect(
+      value(all, 'sluice_rule_hits_total', {
+        domain: 'd',
+        rule: 'k_say "hi"\\\n',
+        outcome: 'total_hits',
+      }),
+    ).toBe(1);
+  });
+
+  it('rejects unknown outcomes and bad hit counts', () => {
+    const m = new ServiceMetrics();
+    expect(() => m.recordRule('d', 'r', 'denied' as never, 1)).toThrow(/unknown rule outcome/);
+    expect(() => m.recordRule('d', 'r', 'total_hits', -1)).toThrow(RangeError);
+    expect(() => m.recordRule('d', 'r', 'total_hits', Number.NaN)).toThrow(RangeError);
+  });
+
+  it('exposes config loads, decisions, durations and store errors with their labels', async () => {
+    const m = new ServiceMetrics({ durationBuckets: [0.01, 0.1] });
+    m.recordConfigLoad('success');
+    m.recordConfigLoad('success');
+    m.recordConfigLoad('error');
+    m.recordDecision({ policy: 'per-tenant', status: 'OVER_LIMIT', path: 'store' });
+    m.recordDecision({ policy: 'per-tenant', status: 'OK', path: 'fail-open' });
+    m.observeDecisionDuration('http', 'ShouldRateLimit', 5);
+    m.observeDecisionDuration('grpc', 'Check', 50);
+    m.recordStoreError('SLUICE_ERR_STORE_TIMEOUT');
+    const { body } = await m.metrics();
+    const all = samples(body);
+    expect(value(all, 'sluice_config_load_total', { result: 'success' })).toBe(2);
+    expect(value(all, 'sluice_config_load_total', { result: 'error' })).toBe(1);
+    expect(
+      value(all, 'sluice_decisions_total', {
+        policy: 'per-tenant',
+        status: 'OVER_LIMIT',
+        path: 'store',
+      }),
+    ).toBe(1);
+    expect(
+      value(all, 'sluice_decisions_total', {
+        policy: 'per-tenant',
+        status: 'OK',
+        path: 'fail-open',
+      }),
+    ).toBe(1);
+    expect(body).toContain('# TYPE sluice_decision_duration_seconds histogram');
+    const http = { transport: 'http', method: 'ShouldRateLimit' };
+    expect(value(all, 'sluice_decision_duration_seconds_bucket', { le: '0.01', ...http })).toBe(1);
+    expect(value(all, 'sluice_decision_duration_seconds_count', http)).toBe(1);
+    const grpc = { transport: 'grpc', method: 'Check' };
+    expect(value(all, 'sluice_decision_duration_seconds_bucket', { le: '0.01', ...grpc })).toBe(0);
+    expect(value(all, 'sluice_decision_duration_seconds_bucket', { le: '0.1', ...grpc })).toBe(1);
+    expect(value(all, 'sluice_store_errors_total', { code: 'SLUICE_ERR_STORE_TIMEOUT' })).toBe(1);
+  });
+
+  it('keeps each instance in its own registry, never the global one', async () => {
+    const a = new ServiceMetrics();
+    const b = new ServiceMetrics(); // same metric names: no "already registered" error
+    a.recordConfigLoad('error');
+    expect(
+      value(samples((await b.metrics()).body), 'sluice_config_load_total', { result: 'error' }),
+    ).toBeUndefined();
+    expect(await globalRegistry.metrics()).not.toContain('sluice_');
+  });
+});
