@@ -1,0 +1,194 @@
+import { ALGORITHMS } from '../../algorithms/index.js';
+import { ALGORITHM_KINDS, type AlgorithmKind, type FailureMode } from '../../core/policy.js';
+import { POLICY_NAME } from '../policies.js';
+import { unitToMs, type EnvoyUnit, type SluiceRuleOptions } from './envoy-config.js';
+import { collapsed, type GoNode } from './yaml-tree.js';
+
+/** Fields of a rule's `sluice:` block. */
+export const SLUICE_FIELDS = Object.freeze(['algorithm', 'burst', 'failure_mode', 'name'] as const);
+
+const FAILURE_MODES: readonly FailureMode[] = ['open', 'closed', 'stale'];
+const CAPACITY_ALGORITHMS: readonly AlgorithmKind[] = ['token-bucket', 'gcra', 'leaky-bucket'];
+
+/** The `sluice:` block as written, before defaults. */
+export interface SluiceExtension {
+  readonly algorithm?: AlgorithmKind;
+  readonly burst?: number;
+  readonly failureMode?: FailureMode;
+  readonly name?: string;
+}
+
+/** The rate limit a `sluice:` block sits beside. */
+export interface RuleBasis {
+  readonly requestsPerUnit: number;
+  readonly unit?: EnvoyUnit;
+  readonly unlimited: boolean;
+}
+
+/** A problem found at a path: `[path, message]`. */
+export type Problem = [string, string];
+
+function scalarText(node: GoNode): string | undefined {
+  return node.kind === 'scalar' && node.typed.kind !== 'nil' ? node.text : undefined;
+}
+
+/** Reads a `sluice:` block; every problem is reported, with its path. */
+export function parseSluiceExtension(
+  node: GoNode,
+  path: string,
+  problems: Problem[],
+): SluiceExtension {
+  const out: { -readonly [K in keyof SluiceExtension]: SluiceExtension[K] } = {};
+  if (node.kind !== 'map') {
+    problems.push([path, `expected a map with any of ${SLUICE_FIELDS.join(', ')}`]);
+    return out;
+  }
+  for (const { key, value } of collapsed(node)) {
+    const field = scalarText(key) ?? '';
+    const at = `${path}.${field}`;
+    const text = scalarText(value);
+    switch (field) {
+      case 'algorithm':
+        if (text !== undefined && (ALGORITHM_KINDS as readonly string[]).includes(text)) {
+          out.algorithm = text as AlgorithmKind;
+        } else {
+          problems.push([at, `expected one of ${ALGORITHM_KINDS.join(', ')}; got ${show(value)}`]);
+        }
+        break;
+      case 'burst': {
+        const v = value.kind === 'scalar' ? value.typed.value : undefined;
+        if (typeof v === 'bigint' && v >= 1n && v <= BigInt(Number.MAX_SAFE_INTEGER)) {
+          out.burst = Number(v);
+        } else {
+          problems.push([
+            at,
+            `expected a whole number from 1 to ${Number.MAX_SAFE_INTEGER}; got ${show(value)}`,
+          ]);
+        }
+        break;
+      }
+      case 'failure_mode':
+        if (text !== undefined && (FAILURE_MODES as readonly string[]).includes(text)) {
+          out.failureMode = text as FailureMode;
+        } else {
+          problems.push([at, `expected one of ${FAILURE_MODES.join(', ')}; got ${show(value)}`]);
+        }
+        break;
+      case 'name':
+        if (text !== undefined && POLICY_NAME.test(text)) out.name = text;
+        else {
+          problems.push([
+            at,
+            `must start with a letter or digit and use only letters, digits, "_", "." or "-" (at most 128); got ${show(value)}`,
+          ]);
+        }
+        break;
+      default:
+        problems.push([
+          path,
+          `unknown field '${field}' (expected one of ${SLUICE_FIELDS.join(', ')})`,
+        ]);
+    }
+  }
+  return out;
+}
+
+function show(node: GoNode): string {
+  if (node.kind !== 'scalar') return `a ${node.kind === 'map' ? 'map' : 'list'}`;
+  return node.typed.kind === 'nil' ? 'nothing' : JSON.stringify(node.text);
+}
+
+/**
+ * The algorithm's user-facing parameters for a rule: window algorithms get
+ * `{limit, window}`, token-bucket and gcra `{rate, period, burst}`, leaky-bucket
+ * `{rate, period, capacity}`; capacity defaults to `requestsPerUnit`.
+ */
+function userParams(
+  kind: AlgorithmKind,
+  requestsPerUnit: number,
+  unit: EnvoyUnit,
+  burst: number | undefined,
+): Record<string, number> {
+  const periodMs = unitToMs(unit);
+  switch (kind) {
+    case 'token-bucket':
+    case 'gcra':
+      return { rate: requestsPerUnit, period: periodMs, burst: burst ?? requestsPerUnit };
+    case 'leaky-bucket':
+      return { rate: requestsPerUnit, period: periodMs, capacity: burst ?? requestsPerUnit };
+    default:
+      return { limit: requestsPerUnit, window: periodMs };
+  }
+}
+
+/**
+ * Validated algorithm parameters (times in ms) for `requestsPerUnit` per `unit`, or the
+ * algorithm's own messages when they do not fit. `requestsPerUnit` must be at least 1.
+ */
+export function ruleParams(
+  kind: AlgorithmKind,
+  requestsPerUnit: number,
+  unit: EnvoyUnit,
+  burst?: number,
+): { params: Readonly<Record<string, number | string>> } | { errors: string[] } {
+  const parsed = ALGORITHMS[kind].paramsSchema.safeParse(
+    userParams(kind, requestsPerUnit, unit, burst),
+  );
+  if (!parsed.success) return { errors: parsed.error.issues.map((i) => i.message) };
+  return { params: Object.freeze(parsed.data as Record<string, number | string>) };
+}
+
+/**
+ * Applies a rule's `sluice:` extension (or none) to its rate limit: checks that each
+ * field makes sense for this rule and fills in the defaults (fixed window of one unit).
+ */
+export function sluiceRuleOptions(
+  ext: SluiceExtension,
+  basis: RuleBasis,
+  path: string,
+  problems: Problem[],
+): SluiceRuleOptions {
+  const algorithm = ext.algorithm ?? 'fixed-window';
+  const base: SluiceRuleOptions = {
+    algorithm,
+    ...(ext.burst === undefined ? {} : { burst: ext.burst }),
+    ...(ext.failureMode === undefined ? {} : { failureMode: ext.failureMode }),
+    ...(ext.name === undefined ? {} : { name: ext.name }),
+  };
+  const fields: [keyof SluiceExtension, string][] = [
+    ['algorithm', 'algorithm'],
+    ['burst', 'burst'],
+    ['failureMode', 'failure_mode'],
+  ];
+  if (basis.unlimited || basis.unit === undefined) {
+    for (const [field, yamlName] of fields) {
+      if (ext[field] !== undefined) {
+        problems.push([`${path}.${yamlName}`, 'does not apply to an unlimited rate_limit']);
+      }
+    }
+    return base;
+  }
+  if (basis.requestsPerUnit === 0) {
+    if (ext.burst !== undefined || (ext.algorithm ?? 'fixed-window') !== 'fixed-window') {
+      const field = ext.burst !== undefined ? 'burst' : 'algorithm';
+      problems.push([
+        `${path}.${field}`,
+        'does not apply when requests_per_unit is 0 (every request is denied)',
+      ]);
+    }
+    return base;
+  }
+  if (ext.burst !== undefined && !CAPACITY_ALGORITHMS.includes(algorithm)) {
+    problems.push([
+      `${path}.burst`,
+      `only applies to algorithms ${CAPACITY_ALGORITHMS.join(', ')}; this rule uses ${algorithm}`,
+    ]);
+    return base;
+  }
+  const built = ruleParams(algorithm, basis.requestsPerUnit, basis.unit, ext.burst);
+  if ('errors' in built) {
+    for (const e of built.errors) problems.push([path, `${algorithm}: ${e}`]);
+    return base;
+  }
+  return { ...base, params: built.params };
+}
