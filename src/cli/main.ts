@@ -4,6 +4,7 @@ import { loadPolicyFile } from '../config/load.js';
 import { SluiceError } from '../core/errors.js';
 import { createLimiter } from '../limiter/limiter.js';
 import { MemoryStore } from '../stores/memory/memory-store.js';
+import { startService } from '../service/main.js';
 import { parseDescriptorArgs } from './descriptor-args.js';
 
 function wholeNumber(name: string, min: number) {
@@ -80,6 +81,73 @@ program
           if (o.interval > 0 && i < o.repeat)
             await new Promise((res) => setTimeout(res, o.interval));
         }
+      } catch (error) {
+        fail(error);
+      }
+    },
+  );
+
+const env = process.env;
+const envBool = (v: string | undefined): boolean | undefined =>
+  v === undefined ? undefined : ['1', 't', 'T', 'true', 'TRUE', 'True'].includes(v);
+
+program
+  .command('serve')
+  .description(
+    'Run the rate limit service: envoy RLS v3 gRPC, HTTP /json, /v1/check, /healthcheck, /metrics, /rlconfig',
+  )
+  .option(
+    '--config <path>',
+    'envoyproxy/ratelimit YAML file or directory (default: RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY)',
+  )
+  .option('--policies <file>', 'Sluice-native policy file for /v1/check and sluice.v1')
+  .option(
+    '--port <n>',
+    'HTTP port (env PORT)',
+    wholeNumber('--port', 0),
+    Number(env['PORT'] ?? 8080),
+  )
+  .option(
+    '--grpc-port <n>',
+    'gRPC port (env GRPC_PORT)',
+    wholeNumber('--grpc-port', 0),
+    Number(env['GRPC_PORT'] ?? 8081),
+  )
+  .option('--host <addr>', 'HTTP bind address (env HOST)', env['HOST'] ?? '0.0.0.0')
+  .option('--grpc-host <addr>', 'gRPC bind address (env GRPC_HOST)', env['GRPC_HOST'] ?? '0.0.0.0')
+  .option(
+    '--redis <url>',
+    'Redis URL (env REDIS_URL); default: the embedded memory store',
+    env['REDIS_URL'],
+  )
+  .action(
+    async (o: {
+      config?: string;
+      policies?: string;
+      port: number;
+      grpcPort: number;
+      host: string;
+      grpcHost: string;
+      redis?: string;
+    }) => {
+      try {
+        const running = await startService({
+          ...(o.config === undefined ? {} : { envoyConfig: o.config }),
+          ...(o.policies === undefined ? {} : { policiesFile: o.policies }),
+          ...(o.redis === undefined ? {} : { redisUrl: o.redis }),
+          port: o.port,
+          grpcPort: o.grpcPort,
+          host: o.host,
+          grpcHost: o.grpcHost,
+          keyPrefix: env['CACHE_KEY_PREFIX'] ?? 'sl',
+          shadowMode: envBool(env['SHADOW_MODE']) ?? false,
+          mergeDomainConfig: envBool(env['MERGE_DOMAIN_CONFIG']) ?? false,
+        });
+        const stop = (): void => {
+          void running.shutdown().then(() => process.exit(0));
+        };
+        process.once('SIGTERM', stop);
+        process.once('SIGINT', stop);
       } catch (error) {
         fail(error);
       }

@@ -25,15 +25,23 @@ export function deepFreeze<T>(v: T): T {
   return v;
 }
 
-/** Steps whose time moves are scaled to `scaleMs` (the period/window) and costs to `capacity`. */
-export function stepsArb(scaleMs: number, capacity: number, maxLength = 40): fc.Arbitrary<Step[]> {
-  const dt = fc.oneof(
+/**
+ * Time moves scaled to `scaleMs` (the period/window): mostly small steps, some none, some
+ * backwards, some long idles, some fractional.
+ */
+export function dtArb(scaleMs: number): fc.Arbitrary<number> {
+  return fc.oneof(
     { weight: 4, arbitrary: fc.integer({ min: 0, max: Math.max(1, Math.ceil(scaleMs / 4)) }) },
     { weight: 2, arbitrary: fc.constant(0) },
     { weight: 1, arbitrary: fc.integer({ min: -scaleMs, max: -1 }) },
     { weight: 1, arbitrary: fc.integer({ min: 0, max: 3 * scaleMs }) },
     { weight: 1, arbitrary: fc.double({ min: 0, max: scaleMs, noNaN: true }) },
   );
+}
+
+/** Steps whose time moves are scaled to `scaleMs` (the period/window) and costs to `capacity`. */
+export function stepsArb(scaleMs: number, capacity: number, maxLength = 40): fc.Arbitrary<Step[]> {
+  const dt = dtArb(scaleMs);
   const cost = fc.oneof(
     { weight: 5, arbitrary: fc.integer({ min: 1, max: Math.max(1, Math.min(capacity, 5)) }) },
     { weight: 2, arbitrary: fc.integer({ min: 0, max: capacity }) },
@@ -41,6 +49,46 @@ export function stepsArb(scaleMs: number, capacity: number, maxLength = 40): fc.
   );
   return fc.array(fc.record({ dtMs: dt, cost }), { minLength: 1, maxLength });
 }
+
+/** The same steps with time only moving forward (every dtMs made non-negative). */
+export function forwardSteps(steps: readonly Step[]): Step[] {
+  return steps.map((s) => ({ ...s, dtMs: Math.abs(s.dtMs) }));
+}
+
+/**
+ * Generated params with steps scaled to them (`stepsArb`); with `forwardOnly`, time only
+ * moves forward (`forwardSteps`).
+ */
+export function scenarioArb<P>(
+  paramsArb: fc.Arbitrary<P>,
+  scaleMs: (p: P) => number,
+  capacity: (p: P) => number,
+  maxLength?: number,
+  forwardOnly = false,
+): fc.Arbitrary<{ params: P; steps: Step[] }> {
+  return paramsArb.chain((params) =>
+    fc.record({
+      params: fc.constant(params),
+      steps: stepsArb(scaleMs(params), capacity(params), maxLength).map((steps) =>
+        forwardOnly ? forwardSteps(steps) : steps,
+      ),
+    }),
+  );
+}
+
+/** Up to 80 forward-only steps for params `{ periodMs, burst }` (token bucket, GCRA). */
+export const forwardBurstScenario = <
+  P extends { readonly periodMs: number; readonly burst: number },
+>(
+  paramsArb: fc.Arbitrary<P>,
+) =>
+  scenarioArb(
+    paramsArb,
+    (p) => p.periodMs,
+    (p) => p.burst,
+    80,
+    true,
+  );
 
 export interface RunResult<S> {
   readonly state: S | undefined;
@@ -88,6 +136,20 @@ export function expectSameDecision(a: AlgorithmDecision, b: AlgorithmDecision): 
 }
 
 /**
+ * Same decision up to float rounding: units within 1e-6; waits within 1e-6 ms or, for waits
+ * of days (rate 0.01 per hour), within 1e-12 of their size, since a double near 1e9 ms
+ * only resolves 1.2e-7 ms and two algorithms may round differently.
+ */
+export function expectEquivalent(a: AlgorithmDecision, b: AlgorithmDecision): void {
+  const closeMs = (x: number, y: number) =>
+    expect(Math.abs(x - y)).toBeLessThanOrEqual(Math.max(1e-6, 1e-12 * Math.abs(y)));
+  expect([a.status, a.allowed, a.limit]).toEqual([b.status, b.allowed, b.limit]);
+  expect(Math.abs(a.remaining - b.remaining)).toBeLessThanOrEqual(1e-6);
+  closeMs(a.retryAfterMs, b.retryAfterMs);
+  closeMs(a.resetAfterMs, b.resetAfterMs);
+}
+
+/**
  * Registers the generic invariant properties for one algorithm.
  * @param scaleMs a time scale of the params (period or window) used to size time moves.
  */
@@ -96,12 +158,7 @@ export function describeInvariants<P, S>(
   paramsArb: fc.Arbitrary<P>,
   scaleMs: (p: P) => number,
 ): void {
-  const scenario = paramsArb.chain((params) =>
-    fc.record({
-      params: fc.constant(params),
-      steps: stepsArb(scaleMs(params), alg.capacity(params)),
-    }),
-  );
+  const scenario = scenarioArb(paramsArb, scaleMs, (p) => alg.capacity(p));
   const opts = { numRuns: NUM_RUNS };
 
   describe(`${alg.kind}: DESIGN.md §3 invariants`, () => {

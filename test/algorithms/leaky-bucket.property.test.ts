@@ -6,8 +6,7 @@ import {
   type LeakyBucketParams,
 } from '../../src/algorithms/leaky-bucket.js';
 import { tokenBucket } from '../../src/algorithms/token-bucket.js';
-import type { AlgorithmDecision } from '../../src/core/decision.js';
-import { describeInvariants, NUM_RUNS, run, stepsArb, type Step } from './invariants.js';
+import { describeInvariants, expectEquivalent, NUM_RUNS, run, scenarioArb } from './invariants.js';
 
 const paramsArb = (mode: LeakyBucketMode): fc.Arbitrary<LeakyBucketParams> =>
   fc.record({
@@ -21,13 +20,12 @@ const paramsArb = (mode: LeakyBucketMode): fc.Arbitrary<LeakyBucketParams> =>
   });
 
 const scenario = (mode: LeakyBucketMode, forwardOnly: boolean) =>
-  paramsArb(mode).chain((params) =>
-    fc.record({
-      params: fc.constant(params),
-      steps: stepsArb(params.periodMs, params.capacity, 80).map((steps): Step[] =>
-        forwardOnly ? steps.map((s) => ({ ...s, dtMs: Math.abs(s.dtMs) })) : steps,
-      ),
-    }),
+  scenarioArb(
+    paramsArb(mode),
+    (p) => p.periodMs,
+    (p) => p.capacity,
+    80,
+    forwardOnly,
   );
 
 describe('leaky-bucket, mode reject', () => {
@@ -36,20 +34,6 @@ describe('leaky-bucket, mode reject', () => {
 describe('leaky-bucket, mode delay', () => {
   describeInvariants(leakyBucket, paramsArb('delay'), (p) => p.periodMs);
 });
-
-/**
- * Same decision up to float rounding: units within 1e-6; waits within 1e-6 ms or, for waits
- * of days (rate 0.01 per hour), within 1e-12 of their size, since a double near 1e9 ms
- * only resolves 1.2e-7 ms and the two algorithms round differently.
- */
-function expectEquivalent(a: AlgorithmDecision, b: AlgorithmDecision): void {
-  const closeMs = (x: number, y: number) =>
-    expect(Math.abs(x - y)).toBeLessThanOrEqual(Math.max(1e-6, 1e-12 * Math.abs(y)));
-  expect([a.status, a.allowed, a.limit]).toEqual([b.status, b.allowed, b.limit]);
-  expect(Math.abs(a.remaining - b.remaining)).toBeLessThanOrEqual(1e-6);
-  closeMs(a.retryAfterMs, b.retryAfterMs);
-  closeMs(a.resetAfterMs, b.resetAfterMs);
-}
 
 describe('leaky-bucket: specific properties', () => {
   it('reject mode decides like a token bucket with burst = capacity, time going back too', () => {

@@ -7,13 +7,14 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Redis } from 'ioredis';
 import type { Algorithm } from '../../../src/algorithms/algorithm.js';
 import type { AlgorithmDecision } from '../../../src/core/decision.js';
 import { decideBatch } from '../../../src/stores/batch.js';
 import { RedisStore } from '../../../src/stores/redis/redis-store.js';
 import type { StoreRequest, StoreResult } from '../../../src/stores/store.js';
 import { RedisServer } from '../../support/redis-server.js';
+import { dtArb } from '../../algorithms/invariants.js';
+import type { DiffContext } from './diff-helpers.js';
 
 export const DIFF_RUNS = 1_000;
 
@@ -61,7 +62,7 @@ export function describeDifferential<P>(
   alg: Algorithm<P, unknown>,
   paramsArb: fc.Arbitrary<P>,
   scaleMs: (p: P) => number,
-  extra?: (ctx: { store: () => RedisStore; redis: () => Redis }) => void,
+  extra?: (ctx: DiffContext) => void,
 ): void {
   describe(`${alg.kind}: applyBatch.lua agrees with the TypeScript transition`, () => {
     let server: RedisServer;
@@ -91,13 +92,7 @@ export function describeDifferential<P>(
           { weight: 1, arbitrary: fc.constant(false) },
         ),
       });
-      const dt = fc.oneof(
-        { weight: 4, arbitrary: fc.integer({ min: 0, max: Math.max(1, Math.ceil(scale / 4)) }) },
-        { weight: 2, arbitrary: fc.constant(0) },
-        { weight: 1, arbitrary: fc.integer({ min: -scale, max: -1 }) },
-        { weight: 1, arbitrary: fc.integer({ min: 0, max: 3 * scale }) },
-        { weight: 1, arbitrary: fc.double({ min: 0, max: scale, noNaN: true }) },
-      );
+      const dt = dtArb(scale);
       return fc.record({
         params: fc.constant(params),
         startMs: fc.constantFrom(1_000_000, 1_700_000_000_000.5),

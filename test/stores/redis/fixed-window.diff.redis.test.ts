@@ -1,10 +1,8 @@
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { fixedWindow, type FixedWindowParams } from '../../../src/algorithms/fixed-window.js';
-import type { Algorithm } from '../../../src/algorithms/algorithm.js';
-import { decideBatch } from '../../../src/stores/batch.js';
-import type { StoreRequest } from '../../../src/stores/store.js';
 import { describeDifferential } from './differential.js';
+import { applyOnOneKey, expectSameBits, requestFor, windowParamsArb } from './diff-helpers.js';
 
 // Unlike the other algorithms, a fixed window key expires at the end of its window, which
 // can be 1ms away when a step lands just before a boundary; Redis counts that 1ms in real
@@ -14,13 +12,9 @@ import { describeDifferential } from './differential.js';
 // minute or more keep that well out of reach; time steps scale with the window, so every
 // boundary case is still generated. Odd lengths put the epoch-aligned boundaries at
 // unround instants of the epoch-ms starts.
-const paramsArb: fc.Arbitrary<FixedWindowParams> = fc.record({
-  limit: fc.oneof(fc.integer({ min: 1, max: 10 }), fc.integer({ min: 1, max: 1_000 })),
-  windowMs: fc.oneof(
-    fc.constantFrom(60_000, 3_600_000, 86_400_000),
-    fc.integer({ min: 60_000, max: 10_000_000 }),
-  ),
-});
+const paramsArb = windowParamsArb(1_000, [60_000, 3_600_000, 86_400_000], 10_000_000);
+
+const request = requestFor(fixedWindow);
 
 describeDifferential(
   fixedWindow,
@@ -79,32 +73,10 @@ describeDifferential(
           let nowMs = startMs;
           for (const step of steps) {
             nowMs += step.dtMs;
-            const batch: StoreRequest[] = step.costs.map((cost) => ({
-              key,
-              algorithm: fixedWindow as Algorithm<unknown, unknown>,
-              params,
-              cost,
-              enforce: true,
-            }));
-            const r = await store().apply(batch, { nowMs });
-            const outcome = decideBatch(
-              batch,
-              batch.map(() => state),
-              nowMs,
-            );
-            outcome.writes.forEach((w) => {
-              if (w !== undefined) state = w;
-            });
-            const bits = (d: { remaining: number; retryAfterMs: number; resetAfterMs: number }) =>
-              [d.remaining, d.retryAfterMs, d.resetAfterMs].map((x) => `${x}`);
-            r.forEach((x, i) => {
-              if (!x.ok) throw x.error;
-              const want = outcome.decisions[i]!;
-              expect([x.decision.status, ...bits(x.decision)], `item ${i} at ${nowMs}`).toEqual([
-                want.status,
-                ...bits(want),
-              ]);
-            });
+            const batch = step.costs.map((cost) => request(key, params, cost));
+            const applied = await applyOnOneKey(store(), batch, state, nowMs);
+            state = applied.state;
+            expectSameBits(applied.r, applied.want, (i) => `item ${i} at ${nowMs}`);
           }
         }),
         { numRuns: 300 },
@@ -113,23 +85,16 @@ describeDifferential(
 
     it('expires a key at the end of its window, which backwards time pushes later', async () => {
       const params: FixedWindowParams = { limit: 5, windowMs: 60_000 };
-      const request = (key: string, cost: number) => ({
-        key,
-        algorithm: fixedWindow as Algorithm<unknown, unknown>,
-        params,
-        cost,
-        enforce: true,
-      });
       // 1_700_000_040_000 = window 28_333_334 (starts 1_700_000_040_000), so 60_000ms to its end;
       // 10_000.5ms later, 49_999.5ms are left: PX rounds that up to 50_000.
       const t0 = 1_700_000_040_000;
-      await store().apply([request('{fwx}:a', 1)], { nowMs: t0 + 10_000.5 });
+      await store().apply([request('{fwx}:a', params, 1)], { nowMs: t0 + 10_000.5 });
       const pttlA = await redis().pttl('diff:{fwx}:a');
       expect(pttlA).toBeGreaterThan(50_000 - 1_000);
       expect(pttlA).toBeLessThanOrEqual(50_000);
       // Back 70s: still the later window's count (5 - 1 - 1 = 3 left), and it lasts until
       // that window ends, 60_000 + 59_999.5ms from the earlier now.
-      const [r] = await store().apply([request('{fwx}:a', 1)], { nowMs: t0 - 59_999.5 });
+      const [r] = await store().apply([request('{fwx}:a', params, 1)], { nowMs: t0 - 59_999.5 });
       expect(r).toMatchObject({ ok: true, decision: { remaining: 3 } });
       const pttlB = await redis().pttl('diff:{fwx}:a');
       expect(pttlB).toBeGreaterThan(120_000 - 1_000);

@@ -7,29 +7,22 @@
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { gcra, type GcraParams, type GcraState } from '../../../src/algorithms/gcra.js';
-import type { StoreRequest } from '../../../src/stores/store.js';
 import { describeDifferential } from './differential.js';
+import {
+  applyOne,
+  burstParamsArb,
+  epochTraffic,
+  expectBitIdenticalRun,
+  expireAtMs,
+  redisNowMs,
+  requestFor,
+} from './diff-helpers.js';
 
 // ttlMs = burst * periodMs / rate >= 2000ms (see describeDifferential). Fractional rates
 // make the emission interval T = periodMs / rate a non-integer, so TATs round.
-const paramsArb: fc.Arbitrary<GcraParams> = fc
-  .record({
-    rate: fc.oneof(
-      fc.integer({ min: 1, max: 1_000 }),
-      fc.double({ min: 0.01, max: 100, noNaN: true }),
-    ),
-    periodMs: fc.constantFrom(1_000, 60_000, 3_600_000),
-    burst: fc.integer({ min: 1, max: 500 }),
-  })
-  .filter((p) => gcra.ttlMs(p) >= 2_000);
+const paramsArb = burstParamsArb(gcra);
 
-const request = (key: string, params: GcraParams, cost: number): StoreRequest => ({
-  key,
-  algorithm: gcra,
-  params,
-  cost,
-  enforce: true,
-});
+const request = requestFor(gcra);
 
 describeDifferential(
   gcra,
@@ -45,9 +38,9 @@ describeDifferential(
       for (let i = 0; i < 8; i++) {
         const t = gcra.transition(state, nowMs, 1, params);
         if (t.decision.allowed) state = t.state;
-        const [r] = await store().apply([request('{epoch7}:k', params, 1)], { nowMs });
-        if (!r!.ok) throw r!.error;
-        expect(r!.decision).toEqual(t.decision);
+        expect(await applyOne(store(), request('{epoch7}:k', params, 1), nowMs)).toEqual(
+          t.decision,
+        );
         expect(t.decision.allowed).toBe(i < 7);
       }
       expect(Number(await redis().get('diff:{epoch7}:k'))).toBe(state!.tatMs);
@@ -56,48 +49,22 @@ describeDifferential(
     it('is bit-identical to the TypeScript transition at epoch ms, coming back at retry-after too (300 runs)', async () => {
       // Sub-T and backwards steps, and steps of exactly the last retryAfterMs: the instants
       // where slackMs decides. Decisions and the stored TAT must be the same doubles.
-      const traffic = paramsArb.chain((params) => {
-        const tMs = params.periodMs / params.rate;
-        return fc.record({
-          params: fc.constant(params),
-          startMs: fc.oneof(
-            fc.constant(1_700_000_000_000.5),
-            fc.double({ min: 1.6e12, max: 1.8e12, noNaN: true }),
-          ),
-          steps: fc.array(
-            fc.record({
-              dtMs: fc.oneof(
-                fc.constant('retry' as const),
-                fc.constant(0),
-                fc.double({ min: -2 * tMs, max: 4 * tMs, noNaN: true }),
-              ),
-              cost: fc.oneof(
-                fc.integer({ min: 0, max: Math.min(params.burst, 3) }),
-                fc.constant(params.burst),
-              ),
-            }),
-            { minLength: 1, maxLength: 20 },
-          ),
-        });
-      });
+      const traffic = epochTraffic(
+        paramsArb,
+        (p) => p.periodMs / p.rate,
+        (p) => p.burst,
+      );
       let run = 0;
       await fc.assert(
         fc.asyncProperty(traffic, async ({ params, startMs, steps }) => {
           const key = `{gbits${++run}}:k`;
-          let state: GcraState | undefined;
-          let nowMs = startMs;
-          let retryMs = 0;
-          for (const { dtMs, cost } of steps) {
-            nowMs += dtMs === 'retry' ? retryMs : dtMs;
-            const t = gcra.transition(state, nowMs, cost, params);
-            if (t.decision.allowed && cost > 0) state = t.state;
-            retryMs = t.decision.retryAfterMs;
-            const [r] = await store().apply([request(key, params, cost)], { nowMs });
-            if (!r!.ok) throw r!.error;
-            expect(r!.decision).toEqual(t.decision);
-            const stored = await redis().get(`diff:${key}`);
-            expect(stored === null ? undefined : { tatMs: Number(stored) }).toEqual(state);
-          }
+          await expectBitIdenticalRun(
+            gcra,
+            { store, redis },
+            { key, params, startMs, steps },
+            (d) => d.retryAfterMs,
+            (stored) => (stored === null ? undefined : { tatMs: Number(stored) }),
+          );
         }),
         { numRuns: 300 },
       );
@@ -121,12 +88,10 @@ describeDifferential(
       // Rate 7 at epoch ms, the Redis clock as client clock (read before the calls, so every
       // SET happens at or after nowMs): the TAT lands ~2e-4ms past nowMs + ttlMs and the key
       // must not expire before it. Nor much later: ceil(tat - now), not ttl + lag (2000ms).
-      const [sec, usec] = (await redis().time()) as [number, number];
-      const nowMs = Number(sec) * 1_000 + Math.floor(Number(usec) / 1_000);
+      const nowMs = await redisNowMs(redis());
       const epoch = await burst('{epoch}:k', { rate: 7, periodMs: 1_000, burst: 7 }, nowMs);
       expect(epoch.aheadMs).toBeGreaterThan(1_000);
-      const expireAtMs = Number(await redis().call('PEXPIRETIME', 'diff:{epoch}:k'));
-      expect(expireAtMs).toBeGreaterThanOrEqual(epoch.tatMs);
+      expect(await expireAtMs(redis(), 'diff:{epoch}:k')).toBeGreaterThanOrEqual(epoch.tatMs);
       expect(epoch.pttl).toBeLessThanOrEqual(1_001);
     });
   },

@@ -12,85 +12,58 @@ import {
   type LeakyBucketParams,
   type LeakyBucketState,
 } from '../../../src/algorithms/leaky-bucket.js';
-import type { Redis } from 'ioredis';
-import type { RedisStore } from '../../../src/stores/redis/redis-store.js';
-import type { StoreRequest } from '../../../src/stores/store.js';
 import { describeDifferential } from './differential.js';
+import {
+  applyOne,
+  epochTraffic,
+  expectBitIdenticalRun,
+  expireAtMs,
+  periodMsArb,
+  rateArb,
+  redisNowMs,
+  requestFor,
+  type DiffContext,
+} from './diff-helpers.js';
 
 // ttlMs = capacity * periodMs / rate >= 2000ms (see describeDifferential)
 const paramsArb = (mode: LeakyBucketMode): fc.Arbitrary<LeakyBucketParams> =>
   fc
     .record({
-      rate: fc.oneof(
-        fc.integer({ min: 1, max: 1_000 }),
-        fc.double({ min: 0.01, max: 100, noNaN: true }),
-      ),
-      periodMs: fc.constantFrom(1_000, 60_000, 3_600_000),
+      rate: rateArb,
+      periodMs: periodMsArb,
       capacity: fc.integer({ min: 1, max: 500 }),
       mode: fc.constant(mode),
     })
     .filter((p) => leakyBucket.ttlMs(p) >= 2_000);
 
-const request = (key: string, params: LeakyBucketParams, cost: number): StoreRequest => ({
-  key,
-  algorithm: leakyBucket,
-  params,
-  cost,
-  enforce: true,
-});
+const request = requestFor(leakyBucket);
 
 /**
  * Sub-unit and backwards steps at epoch ms, and steps of exactly the last retryAfterMs or
  * delayMs (the instants where fitSlack decides): decisions, delayMs included, and the
  * stored state must be the same doubles as the TypeScript's.
  */
-function bitIdentical(
-  mode: LeakyBucketMode,
-  ctx: { store: () => RedisStore; redis: () => Redis },
-): void {
+function bitIdentical(mode: LeakyBucketMode, ctx: DiffContext): void {
   it(`is bit-identical to the TypeScript transition at epoch ms, coming back at retry-after too (300 runs)`, async () => {
-    const traffic = paramsArb(mode).chain((params) => {
-      const unitMs = params.periodMs / params.rate;
-      return fc.record({
-        params: fc.constant(params),
-        startMs: fc.oneof(
-          fc.constant(1_700_000_000_000.5),
-          fc.double({ min: 1.6e12, max: 1.8e12, noNaN: true }),
-        ),
-        steps: fc.array(
-          fc.record({
-            dtMs: fc.oneof(
-              fc.constant('wait' as const),
-              fc.constant(0),
-              fc.double({ min: -2 * unitMs, max: 4 * unitMs, noNaN: true }),
-            ),
-            cost: fc.oneof(
-              fc.integer({ min: 0, max: Math.min(params.capacity, 3) }),
-              fc.constant(params.capacity),
-            ),
-          }),
-          { minLength: 1, maxLength: 20 },
-        ),
-      });
-    });
+    const traffic = epochTraffic(
+      paramsArb(mode),
+      (p) => p.periodMs / p.rate,
+      (p) => p.capacity,
+    );
     let run = 0;
     await fc.assert(
       fc.asyncProperty(traffic, async ({ params, startMs, steps }) => {
         const key = `{lbits${mode}${++run}}:k`;
-        let state: LeakyBucketState | undefined;
-        let nowMs = startMs;
-        let waitMs = 0;
-        for (const { dtMs, cost } of steps) {
-          nowMs += dtMs === 'wait' ? waitMs : dtMs;
-          const t = leakyBucket.transition(state, nowMs, cost, params);
-          if (t.decision.allowed && cost > 0) state = t.state;
-          waitMs = t.decision.delayMs ?? t.decision.retryAfterMs;
-          const [r] = await ctx.store().apply([request(key, params, cost)], { nowMs });
-          if (!r!.ok) throw r!.error;
-          expect(r!.decision).toEqual(t.decision);
-          const stored = (await ctx.redis().get(`diff:${key}`))?.split(' ').map(Number);
-          expect(stored && { level: stored[0], tsMs: stored[1] }).toEqual(state);
-        }
+        await expectBitIdenticalRun(
+          leakyBucket,
+          ctx,
+          { key, params, startMs, steps },
+          (d) => d.delayMs ?? d.retryAfterMs,
+          (raw) => {
+            const stored = raw?.split(' ').map(Number);
+            return stored && { level: stored[0], tsMs: stored[1] };
+          },
+        );
       }),
       { numRuns: 300 },
     );
@@ -132,10 +105,9 @@ describe('delay mode', () => {
           const nowMs = t0 + offsetMs;
           const t = leakyBucket.transition(state, nowMs, cost, params);
           if (t.decision.allowed) state = t.state;
-          const [r] = await store().apply([request('{delay7}:k', params, cost)], { nowMs });
-          if (!r!.ok) throw r!.error;
-          expect(r!.decision).toEqual(t.decision);
-          expect([t.decision.allowed, 'delayMs' in r!.decision]).toEqual([allowed, allowed]);
+          const decision = await applyOne(store(), request('{delay7}:k', params, cost), nowMs);
+          expect(decision).toEqual(t.decision);
+          expect([t.decision.allowed, 'delayMs' in decision]).toEqual([allowed, allowed]);
         }
         const [level, tsMs] = (await redis().get('diff:{delay7}:k'))!.split(' ').map(Number);
         expect({ level, tsMs }).toEqual(state);
@@ -151,16 +123,14 @@ describe('delay mode', () => {
           capacity: 30,
           mode: 'delay',
         };
-        const [sec, usec] = (await redis().time()) as [number, number];
-        const nowMs = Number(sec) * 1_000 + Math.floor(Number(usec) / 1_000);
+        const nowMs = await redisNowMs(redis());
         await store().apply([request('{ttl}:k', params, 30)], { nowMs });
         await store().apply([request('{ttl}:k', params, 5)], { nowMs: nowMs + 1_500 });
         await store().apply([request('{ttl}:k', params, 10)], { nowMs: nowMs - 3_500 });
         const [level, tsMs] = (await redis().get('diff:{ttl}:k'))!.split(' ').map(Number);
         expect(tsMs).toBe(nowMs + 1_500);
         const emptyAtMs = tsMs! + (level! * params.periodMs) / params.rate;
-        const expireAtMs = Number(await redis().call('PEXPIRETIME', 'diff:{ttl}:k'));
-        expect(expireAtMs).toBeGreaterThanOrEqual(emptyAtMs);
+        expect(await expireAtMs(redis(), 'diff:{ttl}:k')).toBeGreaterThanOrEqual(emptyAtMs);
       });
     },
   );

@@ -1,37 +1,18 @@
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
-import type { Algorithm } from '../../../src/algorithms/algorithm.js';
 import {
   slidingLog,
   type SlidingLogParams,
   type SlidingLogState,
 } from '../../../src/algorithms/sliding-log.js';
-import { decideBatch } from '../../../src/stores/batch.js';
-import type { StoreRequest } from '../../../src/stores/store.js';
 import { describeDifferential, expectSameDecisions } from './differential.js';
+import { applyOnOneKey, requestFor, windowParamsArb } from './diff-helpers.js';
 
 // windowMs >= 2000 (see describeDifferential). limit stays far below the RedisStore's
 // maxSlidingLogLimit (1000): every entry is a sorted-set member.
-const paramsArb: fc.Arbitrary<SlidingLogParams> = fc.record({
-  limit: fc.oneof(fc.integer({ min: 1, max: 10 }), fc.integer({ min: 1, max: 200 })),
-  windowMs: fc.oneof(
-    fc.constantFrom(2_000, 60_000, 3_600_000),
-    fc.integer({ min: 2_000, max: 100_000 }),
-  ),
-});
+const paramsArb = windowParamsArb(200, [2_000, 60_000, 3_600_000], 100_000);
 
-const request = (
-  key: string,
-  params: SlidingLogParams,
-  cost: number,
-  enforce = true,
-): StoreRequest => ({
-  key,
-  algorithm: slidingLog as Algorithm<unknown, unknown>,
-  params,
-  cost,
-  enforce,
-});
+const request = requestFor(slidingLog);
 
 describeDifferential(
   slidingLog,
@@ -76,30 +57,22 @@ describeDifferential(
           for (const step of steps) {
             nowMs += step.dtMs;
             const batch = step.costs.map((c) => request(key, params, c));
-            const r = await store().apply(batch, { nowMs });
-            const outcome = decideBatch(
-              batch,
-              batch.map(() => state),
-              nowMs,
-            );
-            outcome.writes.forEach((w) => {
-              if (w === undefined) return;
-              state = w as SlidingLogState;
-              writtenAtMs = nowMs;
-            });
+            const { r, want, ...applied } = await applyOnOneKey(store(), batch, state, nowMs);
+            state = applied.state as SlidingLogState | undefined;
+            if (applied.written) writtenAtMs = nowMs;
             expectSameDecisions(
               r,
-              outcome.decisions.map((decision) => ({ ok: true as const, decision })),
+              want.map((decision) => ({ ok: true as const, decision })),
             );
             // Stricter than the shared tolerance: the port does the same operations in the
             // same order (expiry = tMs + windowMs, then minus nowMs), so the same doubles.
             r.forEach((x, i) => {
               if (!x.ok) throw x.error;
-              const want = outcome.decisions[i]!;
+              const w = want[i]!;
               expect(
                 [x.decision.retryAfterMs, x.decision.resetAfterMs].map((v) => `${v}`),
                 `item ${i} at ${nowMs}`,
-              ).toEqual([want.retryAfterMs, want.resetAfterMs].map((v) => `${v}`));
+              ).toEqual([w.retryAfterMs, w.resetAfterMs].map((v) => `${v}`));
             });
           }
           const entries = state?.entries ?? [];

@@ -1,23 +1,17 @@
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
-import type { Algorithm } from '../../../src/algorithms/algorithm.js';
 import {
   slidingWindowCounter,
   type SlidingWindowCounterParams,
 } from '../../../src/algorithms/sliding-window-counter.js';
-import { decideBatch } from '../../../src/stores/batch.js';
-import type { StoreRequest } from '../../../src/stores/store.js';
 import { describeDifferential } from './differential.js';
+import { applyOnOneKey, expectSameBits, requestFor, windowParamsArb } from './diff-helpers.js';
 
 // windowMs >= 2000 (see describeDifferential); odd lengths make the decay fractions and
 // retry-after instants unround, which exercises the ulp nudge at epoch-ms scale.
-const paramsArb: fc.Arbitrary<SlidingWindowCounterParams> = fc.record({
-  limit: fc.oneof(fc.integer({ min: 1, max: 10 }), fc.integer({ min: 1, max: 1_000 })),
-  windowMs: fc.oneof(
-    fc.constantFrom(2_000, 60_000, 3_600_000),
-    fc.integer({ min: 2_000, max: 100_000 }),
-  ),
-});
+const paramsArb = windowParamsArb(1_000, [2_000, 60_000, 3_600_000], 100_000);
+
+const request = requestFor(slidingWindowCounter);
 
 describeDifferential(
   slidingWindowCounter,
@@ -74,32 +68,10 @@ describeDifferential(
           let nowMs = startMs;
           for (const step of steps) {
             nowMs += step.dtMs;
-            const batch: StoreRequest[] = step.items.map((it) => ({
-              key,
-              algorithm: slidingWindowCounter as Algorithm<unknown, unknown>,
-              params,
-              cost: it.cost,
-              enforce: it.enforce,
-            }));
-            const r = await store().apply(batch, { nowMs });
-            const outcome = decideBatch(
-              batch,
-              batch.map(() => state),
-              nowMs,
-            );
-            outcome.writes.forEach((w) => {
-              if (w !== undefined) state = w;
-            });
-            const field = (d: { remaining: number; retryAfterMs: number; resetAfterMs: number }) =>
-              [d.remaining, d.retryAfterMs, d.resetAfterMs].map((x) => `${x}`);
-            r.forEach((x, i) => {
-              if (!x.ok) throw x.error;
-              const want = outcome.decisions[i]!;
-              expect([x.decision.status, ...field(x.decision)]).toEqual([
-                want.status,
-                ...field(want),
-              ]);
-            });
+            const batch = step.items.map((it) => request(key, params, it.cost, it.enforce));
+            const applied = await applyOnOneKey(store(), batch, state, nowMs);
+            state = applied.state;
+            expectSameBits(applied.r, applied.want);
           }
         }),
         { numRuns: 500 },
@@ -108,16 +80,9 @@ describeDifferential(
 
     it('keeps a key until its state rolls out to a fresh one (two windows from its own)', async () => {
       const params: SlidingWindowCounterParams = { limit: 4, windowMs: 10_000 };
-      const request = (cost: number) => ({
-        key: '{swcx}:a',
-        algorithm: slidingWindowCounter as Algorithm<unknown, unknown>,
-        params,
-        cost,
-        enforce: true,
-      });
       // now = window 170_000_001 + 2_500.25ms: 17_499.75ms until window + 2 begins.
       const nowMs = 1_700_000_012_500.25;
-      const [r] = await store().apply([request(3)], { nowMs });
+      const [r] = await store().apply([request('{swcx}:a', params, 3)], { nowMs });
       expect(r).toMatchObject({ ok: true, decision: { remaining: 1 } });
       expect(await redis().get('diff:{swcx}:a')).toBe('170000001 3 0');
       const pttl = await redis().pttl('diff:{swcx}:a');

@@ -1,0 +1,122 @@
+import { watch, type FSWatcher } from 'node:fs';
+import { pino, type Logger } from 'pino';
+import { formatIssue, PolicyError } from '../core/errors.js';
+import { ServiceMetrics } from '../metrics/service-metrics.js';
+import { MemoryStore } from '../stores/memory/memory-store.js';
+import { RedisStore } from '../stores/redis/redis-store.js';
+import type { Store } from '../stores/store.js';
+import { createGrpcServer } from './grpc/server.js';
+import { HttpServer } from './http/http-server.js';
+import { RateLimitService } from './rate-limit-service.js';
+import { loadServiceConfig, type ConfigSources } from './service-config.js';
+
+export interface ServeOptions extends ConfigSources {
+  /** HTTP bind address (`HOST`). @default "0.0.0.0" */
+  readonly host?: string;
+  /** HTTP port (`PORT`). @default 8080 */
+  readonly port?: number;
+  /** gRPC bind address (`GRPC_HOST`). @default "0.0.0.0" */
+  readonly grpcHost?: string;
+  /** gRPC port (`GRPC_PORT`). @default 8081 */
+  readonly grpcPort?: number;
+  /** Redis URL (`REDIS_URL`); absent: the embedded memory store. */
+  readonly redisUrl?: string;
+  /** Key prefix in Redis (`CACHE_KEY_PREFIX`). @default "sl" */
+  readonly keyPrefix?: string;
+  /** Upstream's `SHADOW_MODE`. @default false */
+  readonly shadowMode?: boolean;
+  /** How long shutdown lets in-flight calls finish, in ms. @default 10_000 */
+  readonly shutdownTimeoutMs?: number;
+  readonly logger?: Logger;
+}
+
+export interface RunningService {
+  readonly httpPort: number;
+  readonly grpcPort: number;
+  readonly service: RateLimitService;
+  readonly metrics: ServiceMetrics;
+  /** Re-reads every config source; an invalid change keeps the running config. */
+  reload(): Promise<boolean>;
+  /** Stops accepting, lets in-flight calls finish, closes the store. */
+  shutdown(): Promise<void>;
+}
+
+/** The composition root: the only place the real clock, store and servers are wired. */
+export async function startService(options: ServeOptions): Promise<RunningService> {
+  const log = options.logger ?? pino({ name: 'sluice' });
+  const metrics = new ServiceMetrics();
+  const config = await loadServiceConfig(options);
+  metrics.recordConfigLoad('success');
+  const store: Store =
+    options.redisUrl === undefined
+      ? new MemoryStore()
+      : RedisStore.connect(options.redisUrl, { prefix: options.keyPrefix ?? 'sl' });
+  if (store instanceof RedisStore) await store.ready();
+  const service = new RateLimitService({
+    store,
+    envoyConfig: config.envoy,
+    ...(config.policies === undefined ? {} : { policies: config.policies }),
+    metrics,
+    globalShadowMode: options.shadowMode ?? false,
+  });
+  const handlers = {
+    shouldRateLimit: (r: Parameters<RateLimitService['shouldRateLimit']>[0]) =>
+      service.shouldRateLimit(r),
+    check: (r: Parameters<RateLimitService['check']>[0]) => service.check(r),
+    rlconfig: () => service.rlconfig(),
+  };
+  const onError = (error: unknown): void => log.error({ err: error }, 'request failed');
+  const timeout = options.shutdownTimeoutMs ?? 10_000;
+  const grpc = createGrpcServer(handlers, { onError, shutdownTimeoutMs: timeout });
+  const http = new HttpServer(handlers, { metrics, onError });
+  const grpcPort = await grpc.listen(options.grpcHost ?? '0.0.0.0', options.grpcPort ?? 8081);
+  const httpPort = await http.listen(options.host ?? '0.0.0.0', options.port ?? 8080);
+  log.info(
+    {
+      httpPort,
+      grpcPort,
+      store: store.constructor.name,
+      domains: Object.keys(config.envoy.domains),
+    },
+    'sluice serving',
+  );
+
+  let reloading = Promise.resolve(true);
+  const reload = (): Promise<boolean> => {
+    reloading = reloading.then(async () => {
+      try {
+        const next = await loadServiceConfig(options);
+        service.reload(next.envoy, next.policies);
+        metrics.recordConfigLoad('success');
+        log.info({ domains: Object.keys(next.envoy.domains) }, 'config reloaded');
+        return true;
+      } catch (error) {
+        metrics.recordConfigLoad('error');
+        const detail =
+          error instanceof PolicyError ? error.issues.map(formatIssue) : [String(error)];
+        log.error({ issues: detail }, 'config reload rejected; the previous config keeps serving');
+        return false;
+      }
+    });
+    return reloading;
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const watchers: FSWatcher[] = config.watch.map((path) =>
+    watch(path, { recursive: false }, () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => void reload(), 100);
+    }),
+  );
+
+  let stopping: Promise<void> | undefined;
+  const shutdown = (): Promise<void> =>
+    (stopping ??= (async () => {
+      for (const w of watchers) w.close();
+      clearTimeout(timer);
+      http.setHealthy(false);
+      await Promise.all([grpc.shutdown(), http.shutdown(timeout)]);
+      await store.close();
+      log.info('sluice stopped');
+    })());
+  return { httpPort, grpcPort, service, metrics, reload, shutdown };
+}

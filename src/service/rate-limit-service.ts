@@ -1,0 +1,279 @@
+import { createHash } from 'node:crypto';
+import { systemClock, type Clock } from '../core/clock.js';
+import type { Decision } from '../core/decision.js';
+import type { Descriptor } from '../core/descriptor.js';
+import { StoreError } from '../core/errors.js';
+import type { FailureMode, Policy } from '../core/policy.js';
+import type { EnvoyConfig, EnvoyDescriptorLevel, EnvoyRule } from '../config/envoy/envoy-config.js';
+import { resolveDescriptorLimit, type ResolvedLimit } from '../config/envoy/limit-override.js';
+import { hitsAddends } from '../config/envoy/hits-addend.js';
+import { replacedMask } from '../config/envoy/replaces.js';
+import {
+  UNLIMITED_REMAINING,
+  descriptorCode,
+  overallResult,
+  type DescriptorOutcome,
+} from '../config/envoy/overall.js';
+import { durationUntilResetMs } from '../config/envoy/window.js';
+import { DEFAULT_TIMEOUT_MS, type PolicySet } from '../config/policies.js';
+import { createLimiter, type CheckItem, type Limiter } from '../limiter/limiter.js';
+import type { ServiceMetrics } from '../metrics/service-metrics.js';
+import type { Store } from '../stores/store.js';
+import { toNativeCheckResponse } from './grpc/check-response.js';
+import type {
+  NativeCheckRequest,
+  NativeCheckResponse,
+  RlsDescriptorStatus,
+  RlsRequest,
+  RlsResponse,
+  RlsUnit,
+} from './grpc/types.js';
+
+export interface RateLimitServiceOptions {
+  readonly store: Store;
+  /** envoyproxy/ratelimit rules, answered on ShouldRateLimit and `/json`. */
+  readonly envoyConfig: EnvoyConfig;
+  /** Sluice-native policies, answered on `sluice.v1.Sluice/Check` and `/v1/check`. */
+  readonly policies?: PolicySet;
+  /** @default the system clock */
+  readonly clock?: Clock;
+  readonly metrics?: ServiceMetrics;
+  /** Upstream's SHADOW_MODE: every overall answer is OK (descriptors still say). @default false */
+  readonly globalShadowMode?: boolean;
+  /** Upstream's QUOTA_MODE. @default false */
+  readonly globalQuotaMode?: boolean;
+  /** Failure mode of envoy rules without a `sluice.failure_mode`. @default "open" */
+  readonly defaultFailureMode?: FailureMode;
+  /** Store deadline for envoy rules, in ms. @default 10 */
+  readonly timeoutMs?: number;
+}
+
+const MAX_OVERRIDE_POLICIES = 10_000;
+
+/**
+ * The one handler core behind every transport: envoy's ShouldRateLimit (gRPC and
+ * `/json`) over envoyproxy/ratelimit rules, and Sluice's native Check over policies.
+ * Each request's limited descriptors are decided as one all-or-nothing batch through
+ * the limiter (deadlines, failure modes, idempotency), so a request denied by one
+ * descriptor is charged nowhere.
+ */
+export class RateLimitService {
+  readonly #limiter: Limiter;
+  readonly #clock: Clock;
+  readonly #metrics: ServiceMetrics | undefined;
+  readonly #options: RateLimitServiceOptions;
+  #config: EnvoyConfig;
+  readonly #rulePolicies = new WeakMap<EnvoyRule, Policy>();
+  readonly #overridePolicies = new Map<string, Policy>();
+
+  constructor(options: RateLimitServiceOptions) {
+    this.#options = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#metrics = options.metrics;
+    this.#config = options.envoyConfig;
+    this.#limiter = createLimiter({
+      store: options.store,
+      policies: options.policies ?? [],
+      clock: this.#clock,
+    });
+  }
+
+  /** The envoy rules in force. */
+  get envoyConfig(): EnvoyConfig {
+    return this.#config;
+  }
+
+  /** Swaps rules and policies atomically: a request uses the old set or the new one. */
+  reload(envoyConfig: EnvoyConfig, policies?: PolicySet): void {
+    if (policies !== undefined) this.#limiter.setPolicies(policies);
+    this.#config = envoyConfig;
+  }
+
+  async shouldRateLimit(req: RlsRequest): Promise<RlsResponse> {
+    const config = this.#config; // one read: a reload never mixes rule sets
+    const nowMs = this.#clock.nowMs();
+    const hits = hitsAddends(
+      req.hitsAddend,
+      req.descriptors.map((d) => d.hitsAddend),
+    );
+    const resolved = req.descriptors.map((d) =>
+      resolveDescriptorLimit(
+        config,
+        req.domain,
+        d.entries,
+        d.limit && {
+          requestsPerUnit: d.limit.requestsPerUnit,
+          unit: d.limit.unit.toLowerCase() as NonNullable<EnvoyRule['unit']>,
+        },
+      ),
+    );
+    const replaced = replacedMask(resolved.map((r) => r?.rule));
+    const limited = resolved.map((r, i) =>
+      r !== undefined && !replaced[i] && !r.rule.unlimited && r.rule.sluice.params !== undefined
+        ? r
+        : undefined,
+    );
+    const items: CheckItem[] = [];
+    const itemOf: (number | undefined)[] = limited.map((r, i) => {
+      if (r === undefined) return undefined;
+      items.push({ policy: this.#policyFor(r), descriptor: bucketDescriptor(r), cost: hits[i]! });
+      return items.length - 1;
+    });
+    const result = await this.#limiter.decideAt(nowMs, items);
+    const failed = result.decisions.find((d) => d.status === 'UNAVAILABLE');
+    if (failed !== undefined) {
+      // envoy has no "could not decide" code: answer the call with an error, as upstream
+      // does when Redis fails, so envoy's own failure_mode_deny applies.
+      throw new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', 'rate limit store unavailable');
+    }
+
+    const outcomes: DescriptorOutcome[] = [];
+    const statuses = req.descriptors.map((_, i): RlsDescriptorStatus => {
+      const r = resolved[i];
+      const idx = itemOf[i];
+      const decision = idx === undefined ? undefined : result.decisions[idx];
+      const status = this.#status(r, replaced[i]!, decision, hits[i]!, req.domain, nowMs);
+      outcomes.push({
+        code: status.code,
+        unlimited: r?.rule.unlimited === true && !replaced[i],
+        quotaMode: r?.rule.quotaMode === true,
+        hasLimit: status.currentLimit !== undefined,
+        remaining: status.limitRemaining,
+      });
+      return status;
+    });
+    for (const d of result.decisions) this.#metrics?.recordDecision(d);
+    const overall = overallResult(outcomes, {
+      globalShadowMode: this.#options.globalShadowMode ?? false,
+      globalQuotaMode: this.#options.globalQuotaMode ?? false,
+    });
+    return { overallCode: overall.code, statuses };
+  }
+
+  async check(req: NativeCheckRequest): Promise<NativeCheckResponse> {
+    const result = await this.#limiter.check(req.entries, {
+      ...(req.cost === undefined ? {} : { cost: req.cost }),
+      ...(req.requestId === undefined ? {} : { requestId: req.requestId }),
+      ...(req.policies === undefined ? {} : { policies: req.policies }),
+    });
+    for (const d of result.decisions) this.#metrics?.recordDecision(d);
+    return toNativeCheckResponse(result);
+  }
+
+  /** Upstream's `/rlconfig` dump: one line per rule. */
+  rlconfig(): string {
+    const lines: string[] = [];
+    const walk = (level: EnvoyDescriptorLevel): void => {
+      for (const node of Object.values(level.nodes)) {
+        const rule = node.rule;
+        if (rule !== undefined) {
+          const limit = rule.unlimited
+            ? 'unlimited'
+            : `unit=${(rule.unit ?? '').toUpperCase()} requests_per_unit=${rule.requestsPerUnit}`;
+          lines.push(
+            `${rule.fullKey}: ${limit}, shadow_mode: ${rule.shadowMode}, quota_mode: ${rule.quotaMode}`,
+          );
+        }
+        walk(node.children);
+      }
+    };
+    for (const d of Object.values(this.#config.domains)) walk(d.descriptors);
+    return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
+  }
+
+  #status(
+    r: ResolvedLimit | undefined,
+    replaced: boolean,
+    decision: Decision | undefined,
+    hits: number,
+    domain: string,
+    nowMs: number,
+  ): RlsDescriptorStatus {
+    if (r === undefined || replaced) return { code: 'OK', limitRemaining: 0 };
+    const rule = r.rule;
+    if (rule.unlimited) return { code: 'OK', limitRemaining: UNLIMITED_REMAINING };
+    const currentLimit = {
+      ...(rule.name === '' ? {} : { name: rule.name }),
+      requestsPerUnit: rule.requestsPerUnit,
+      unit: (rule.unit ?? 'second').toUpperCase() as RlsUnit,
+    };
+    const resetMs =
+      rule.sluice.algorithm === 'fixed-window' || decision === undefined
+        ? durationUntilResetMs(rule.unit!, nowMs)
+        : decision.resetAfterMs;
+    if (decision === undefined) {
+      // requests_per_unit 0: upstream's "deny everything"
+      this.#metrics?.recordRuleCheck(domain, r.statsKey, {
+        limit: 0,
+        usedBefore: 0,
+        hits,
+        shadow: rule.shadowMode,
+      });
+      return {
+        code: descriptorCode(true, rule.shadowMode),
+        currentLimit,
+        limitRemaining: 0,
+        durationUntilResetMs: resetMs,
+      };
+    }
+    const remaining = Math.max(0, Math.floor(decision.remaining + 1e-9));
+    const usedBefore = decision.limit - decision.remaining - (decision.allowed ? hits : 0);
+    this.#metrics?.recordRuleCheck(domain, r.statsKey, {
+      limit: decision.limit,
+      usedBefore: Math.max(0, usedBefore),
+      hits,
+      shadow: rule.shadowMode,
+    });
+    return {
+      code: descriptorCode(decision.status === 'OVER_LIMIT', rule.shadowMode),
+      currentLimit,
+      limitRemaining: remaining,
+      durationUntilResetMs: resetMs,
+    };
+  }
+
+  #policyFor(r: ResolvedLimit): Policy {
+    const rule = r.rule;
+    if (r.source === 'config') {
+      const cached = this.#rulePolicies.get(rule);
+      if (cached !== undefined) return cached;
+      const p = this.#buildPolicy(rule, r.bucketValues.length);
+      this.#rulePolicies.set(rule, p);
+      return p;
+    }
+    const key = `${rule.fullKey}|${rule.requestsPerUnit}|${rule.unit ?? ''}`;
+    let p = this.#overridePolicies.get(key);
+    if (p === undefined) {
+      if (this.#overridePolicies.size >= MAX_OVERRIDE_POLICIES) {
+        this.#overridePolicies.delete(this.#overridePolicies.keys().next().value as string);
+      }
+      p = this.#buildPolicy(rule, r.bucketValues.length);
+      this.#overridePolicies.set(key, p);
+    }
+    return p;
+  }
+
+  #buildPolicy(rule: EnvoyRule, depth: number): Policy {
+    // Internal name: safe in storage keys whatever the rule's path holds. The limit and
+    // algorithm are part of it, so a reload that changes them starts fresh buckets.
+    const fingerprint = `${rule.fullKey}|${rule.requestsPerUnit}|${rule.unit ?? ''}|${rule.sluice.algorithm}|${JSON.stringify(rule.sluice.params)}`;
+    const name = `envoy.${createHash('sha256').update(fingerprint).digest('hex').slice(0, 24)}`;
+    const keys = Array.from({ length: depth }, (_, i) => `e${i}`);
+    return Object.freeze({
+      name,
+      match: Object.freeze(keys.map((key) => Object.freeze({ key }))),
+      identity: Object.freeze(keys.slice(0, 1)),
+      algorithm: rule.sluice.algorithm,
+      params: rule.sluice.params!,
+      cost: Object.freeze({ defaultCost: 1, rules: Object.freeze([]) }),
+      failureMode: rule.sluice.failureMode ?? this.#options.defaultFailureMode ?? 'open',
+      timeoutMs: this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      shadow: rule.shadowMode,
+    }) as Policy;
+  }
+}
+
+/** Positional entries (e0, e1, ...): envoy descriptors may repeat a key; paths are unique per policy. */
+function bucketDescriptor(r: ResolvedLimit): Descriptor {
+  return r.bucketValues.map((value, i) => ({ key: `e${i}`, value }));
+}

@@ -1,0 +1,106 @@
+/**
+ * The service end to end on the embedded memory store with the example configs: a real
+ * gRPC client (envoy's RateLimitService) and real HTTP requests against startService().
+ */
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startService, type RunningService } from '../../src/service/main.js';
+import { call, connect, type Clients } from './grpc/client.js';
+
+const root = join(import.meta.dirname, '../..');
+let svc: RunningService;
+let clients: Clients;
+
+beforeAll(async () => {
+  svc = await startService({
+    envoyConfig: join(root, 'examples/envoy'),
+    policiesFile: join(root, 'examples/policies.yaml'),
+    host: '127.0.0.1',
+    grpcHost: '127.0.0.1',
+    port: 0,
+    grpcPort: 0,
+    logger: pino({ level: 'silent' }),
+  });
+  clients = connect(svc.grpcPort);
+});
+afterAll(async () => {
+  clients?.close();
+  await svc?.shutdown();
+});
+
+const transfer = (tenant: string) => ({
+  domain: 'payments',
+  descriptors: [
+    {
+      entries: [
+        { key: 'tenant', value: tenant },
+        { key: 'route', value: 'POST /transfers' },
+      ],
+    },
+  ],
+});
+
+describe('sluice serve (memory store, example configs)', () => {
+  // The transfer rule is a token bucket of burst 20 refilling 20/s on the real clock:
+  // 30 concurrent calls admit the burst plus at most the refill during the burst.
+  it('answers ShouldRateLimit over gRPC: the burst of 20 (+ refill) OK, the rest OVER_LIMIT', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, () =>
+        call<{ overallCode: string }>(clients.rls, 'ShouldRateLimit', transfer('grpc-tenant')),
+      ),
+    );
+    const ok = answers.filter((r) => r.overallCode === 'OK').length;
+    expect(ok).toBeGreaterThanOrEqual(20);
+    expect(ok).toBeLessThanOrEqual(23);
+    expect(answers.filter((r) => r.overallCode === 'OVER_LIMIT')).toHaveLength(30 - ok);
+  });
+
+  it('answers /json like upstream (200, then 429 when over) and keeps tenants apart', async () => {
+    const post = (tenant: string) =>
+      fetch(`http://127.0.0.1:${svc.httpPort}/json`, {
+        method: 'POST',
+        body: JSON.stringify(transfer(tenant)),
+      });
+    const statuses = (await Promise.all(Array.from({ length: 30 }, () => post('json-tenant')))).map(
+      (r) => r.status,
+    );
+    const ok = statuses.filter((s) => s === 200).length;
+    expect(ok).toBeGreaterThanOrEqual(20);
+    expect(ok).toBeLessThanOrEqual(23);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(30 - ok);
+    expect((await post('other-tenant')).status).toBe(200);
+  });
+
+  it('answers a descriptor with no rule as OK, and an unknown domain as OK', async () => {
+    const r = await call<{ overallCode: string }>(clients.rls, 'ShouldRateLimit', {
+      domain: 'nope',
+      descriptors: [{ entries: [{ key: 'x', value: 'y' }] }],
+    });
+    expect(r.overallCode).toBe('OK');
+  });
+
+  it('serves the native /v1/check with the stable policy name and Retry-After', async () => {
+    const check = () =>
+      fetch(`http://127.0.0.1:${svc.httpPort}/v1/check`, {
+        method: 'POST',
+        body: JSON.stringify({ descriptor: { tenant: 'native', route: 'POST /transfers' } }),
+      });
+    const answers = [];
+    for (let i = 0; i < 5; i++) answers.push(await check());
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 429]);
+    expect(Number(answers[4]!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(((await answers[4]!.json()) as { policy: string }).policy).toBe('payments-tenant');
+  });
+
+  it('serves /rlconfig, /healthcheck and /metrics', async () => {
+    const base = `http://127.0.0.1:${svc.httpPort}`;
+    expect(await (await fetch(`${base}/rlconfig`)).text()).toContain(
+      'payments.tenant.route_POST /transfers: unit=SECOND requests_per_unit=20',
+    );
+    expect(await (await fetch(`${base}/healthcheck`)).text()).toBe('OK');
+    expect(await (await fetch(`${base}/metrics`)).text()).toContain(
+      'sluice_config_load_total{result="success"} 1',
+    );
+  });
+});
