@@ -67,7 +67,24 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   };
   const onError = (error: unknown): void => log.error({ err: error }, 'request failed');
   const timeout = options.shutdownTimeoutMs ?? 10_000;
-  const grpc = createGrpcServer(handlers, { onError, shutdownTimeoutMs: timeout });
+  // The HTTP server times its own calls; gRPC calls are timed here.
+  const timed =
+    <A, R>(method: 'ShouldRateLimit' | 'Check', fn: (a: A) => Promise<R>) =>
+    async (a: A): Promise<R> => {
+      const t0 = performance.now();
+      try {
+        return await fn(a);
+      } finally {
+        metrics.observeDecisionDuration('grpc', method, performance.now() - t0);
+      }
+    };
+  const grpc = createGrpcServer(
+    {
+      shouldRateLimit: timed('ShouldRateLimit', handlers.shouldRateLimit),
+      check: timed('Check', handlers.check),
+    },
+    { onError, shutdownTimeoutMs: timeout },
+  );
   const http = new HttpServer(handlers, { metrics, onError });
   const grpcPort = await grpc.listen(options.grpcHost ?? '0.0.0.0', options.grpcPort ?? 8081);
   const httpPort = await http.listen(options.host ?? '0.0.0.0', options.port ?? 8080);

@@ -104,3 +104,13 @@ describe('sluice serve (memory store, example configs)', () => {
     );
   });
 });
+
+describe('sluice serve metrics', () => {
+  it('times gRPC decisions in sluice_decision_duration_seconds', async () => {
+    await call(clients.rls, 'ShouldRateLimit', transfer('metrics-tenant'));
+    const text = await (await fetch(`http://127.0.0.1:${svc.httpPort}/metrics`)).text();
+    expect(text).toMatch(
+      /sluice_decision_duration_seconds_count\{transport="grpc",method="ShouldRateLimit"\} [1-9]/,
+    );
+  });
+});
