@@ -1,5 +1,6 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { pino, type Logger } from 'pino';
+import type { Clock } from '../core/clock.js';
 import { formatIssue, PolicyError } from '../core/errors.js';
 import { ServiceMetrics } from '../metrics/service-metrics.js';
 import { MemoryStore } from '../stores/memory/memory-store.js';
@@ -28,6 +29,8 @@ export interface ServeOptions extends ConfigSources {
   /** How long shutdown lets in-flight calls finish, in ms. @default 10_000 */
   readonly shutdownTimeoutMs?: number;
   readonly logger?: Logger;
+  /** @default the system clock; tests pass a ManualClock */
+  readonly clock?: Clock;
 }
 
 export interface RunningService {
@@ -57,6 +60,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     envoyConfig: config.envoy,
     ...(config.policies === undefined ? {} : { policies: config.policies }),
     metrics,
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
     globalShadowMode: options.shadowMode ?? false,
   });
   const handlers = {
