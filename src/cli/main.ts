@@ -1,7 +1,14 @@
 #!/usr/bin/env node
-import { Command, InvalidArgumentError } from 'commander';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import {
+  formatEnvoyConfigError,
+  loadEnvoyConfigFiles,
+  type EnvoyConfigSource,
+} from '../config/envoy/index.js';
 import { loadPolicyFile } from '../config/load.js';
-import { SluiceError } from '../core/errors.js';
+import { formatIssue, PolicyError, SluiceError } from '../core/errors.js';
 import { createLimiter } from '../limiter/limiter.js';
 import { MemoryStore } from '../stores/memory/memory-store.js';
 import { startService } from '../service/main.js';
@@ -120,6 +127,12 @@ program
     'Redis URL (env REDIS_URL); default: the embedded memory store',
     env['REDIS_URL'],
   )
+  .option(
+    '--store-timeout <ms>',
+    'store deadline for envoy rules, ms (env STORE_TIMEOUT_MS)',
+    wholeNumber('--store-timeout', 1),
+    Number(env['STORE_TIMEOUT_MS'] ?? 100),
+  )
   .action(
     async (o: {
       config?: string;
@@ -129,6 +142,7 @@ program
       host: string;
       grpcHost: string;
       redis?: string;
+      storeTimeout: number;
     }) => {
       try {
         const running = await startService({
@@ -139,6 +153,7 @@ program
           grpcPort: o.grpcPort,
           host: o.host,
           grpcHost: o.grpcHost,
+          storeTimeoutMs: o.storeTimeout,
           keyPrefix: env['CACHE_KEY_PREFIX'] ?? 'sl',
           shadowMode: envBool(env['SHADOW_MODE']) ?? false,
           mergeDomainConfig: envBool(env['MERGE_DOMAIN_CONFIG']) ?? false,
@@ -154,19 +169,134 @@ program
     },
   );
 
+/** Which loader a file given to `validate` is meant for. */
+type ConfigFormat = 'envoy' | 'sluice';
+
+/**
+ * Guesses a file's format from its top-level keys: `policies:` is a Sluice policy file,
+ * `domain:` (without `policies:`) is envoyproxy/ratelimit YAML. Read line by line so a
+ * file with a syntax error is still sent to the loader that reports it best.
+ */
+function detectFormat(text: string): ConfigFormat {
+  const topKey = (key: string): boolean =>
+    new RegExp(`^(["']?)${key}\\1[ \\t]*:`, 'm').test(text) ||
+    new RegExp(`^\\s*\\{\\s*"${key}"\\s*:`).test(text);
+  if (topKey('policies')) return 'sluice';
+  return topKey('domain') ? 'envoy' : 'sluice';
+}
+
+/**
+ * Validates envoyproxy/ratelimit config like upstream's `config_check` tool: the same
+ * progress lines on stdout and `all rate limit configs ok`, or one
+ * `error loading rate limit configs: <file>: <message>` line per issue on stderr and
+ * exit 1. A directory's `.yaml`/`.yml` files are read in name order, as `serve --config`
+ * reads them.
+ */
+async function validateEnvoy(path: string, isDir: boolean, merge: boolean): Promise<void> {
+  const out = (line: string): boolean => process.stdout.write(`${line}\n`);
+  out('checking rate limit configs...');
+  let files = [path];
+  if (isDir) {
+    out(`loading config directory: ${path}`);
+    files = (await readdir(path))
+      .filter((f) => /\.ya?ml$/.test(f))
+      .sort()
+      .map((f) => join(path, f));
+  }
+  const sources: EnvoyConfigSource[] = [];
+  for (const name of files) {
+    out(`opening config file: ${name}`);
+    try {
+      sources.push({ name, text: await readFile(name, 'utf8') });
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code ?? String(e);
+      process.stderr.write(`error reading file ${name}: ${code}\n`);
+      process.exit(1);
+    }
+  }
+  try {
+    const config = loadEnvoyConfigFiles(sources, { mergeDomainConfig: merge });
+    for (const w of config.warnings) process.stderr.write(`warning: ${formatIssue(w)}\n`);
+  } catch (error) {
+    process.stderr.write(`${formatEnvoyConfigError(error)}\n`);
+    process.exit(error instanceof PolicyError ? 1 : 2);
+  }
+  out('all rate limit configs ok');
+}
+
+// Upstream's config_check flags are Go-style (`-config_dir DIR`, `-config_dir=DIR`);
+// accept them as spellings of the long options below.
+const GO_FLAGS: Readonly<Record<string, string>> = {
+  config_dir: '--config-dir',
+  merge_domain_configs: '--merge-domain-configs',
+};
+const argv = process.argv.map((a) => {
+  const m = /^--?(config_dir|merge_domain_configs)(=.*)?$/.exec(a);
+  return m ? `${GO_FLAGS[m[1]!]}${m[2] ?? ''}` : a;
+});
+
 program
   .command('validate')
-  .description('Validate a policy file; print every problem and exit 1 when there is one')
-  .argument('<file>', 'policy file (YAML or JSON)')
-  .action(async (file: string) => {
-    try {
-      const set = await loadPolicyFile(file);
-      process.stdout.write(
-        `${file}: ok (${set.policies.length} ${set.policies.length === 1 ? 'policy' : 'policies'})\n`,
-      );
-    } catch (error) {
-      fail(error);
-    }
-  });
+  .description(
+    'Validate a Sluice policy file, or envoyproxy/ratelimit config (a directory, or a file with a top-level domain:); print every problem and exit 1 when there is one',
+  )
+  .argument('[path]', 'policy file (YAML or JSON), or envoyproxy/ratelimit YAML file or directory')
+  .option('--config-dir <dir>', 'envoyproxy/ratelimit config directory (upstream -config_dir)')
+  .option(
+    '--merge-domain-configs',
+    'let several files configure one domain (upstream -merge_domain_configs; env MERGE_DOMAIN_CONFIG)',
+  )
+  .addOption(
+    new Option('--format <format>', 'skip detection: envoy or sluice').choices(['envoy', 'sluice']),
+  )
+  .action(
+    async (
+      arg: string | undefined,
+      o: { configDir?: string; mergeDomainConfigs?: boolean; format?: ConfigFormat },
+    ) => {
+      try {
+        if (arg !== undefined && o.configDir !== undefined)
+          throw new InvalidArgumentError('give a path or --config-dir, not both');
+        const path = arg ?? o.configDir;
+        if (path === undefined) throw new InvalidArgumentError('missing path to validate');
+        const merge = o.mergeDomainConfigs ?? envBool(env['MERGE_DOMAIN_CONFIG']) ?? false;
+        let isDir = false;
+        try {
+          isDir = (await stat(path)).isDirectory();
+        } catch {
+          // Unreadable: let the chosen loader report it.
+        }
+        let format = o.format;
+        if (o.configDir !== undefined || isDir) format ??= 'envoy';
+        if (format === undefined) {
+          let text = '';
+          try {
+            text = await readFile(path, 'utf8');
+          } catch {
+            // The Sluice loader reports the read error with its code.
+          }
+          format = detectFormat(text);
+        }
+        if (format === 'envoy') {
+          if (o.configDir !== undefined && !isDir) {
+            process.stderr.write(`error opening directory ${path}: not a directory\n`);
+            process.exit(1);
+          }
+          await validateEnvoy(path, isDir, merge);
+          return;
+        }
+        const set = await loadPolicyFile(path);
+        process.stdout.write(
+          `${path}: ok (${set.policies.length} ${set.policies.length === 1 ? 'policy' : 'policies'})\n`,
+        );
+      } catch (error) {
+        if (error instanceof InvalidArgumentError) {
+          process.stderr.write(`sluice: ${error.message}\n`);
+          process.exit(2);
+        }
+        fail(error);
+      }
+    },
+  );
 
-await program.parseAsync(process.argv);
+await program.parseAsync(argv);

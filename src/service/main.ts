@@ -29,6 +29,13 @@ export interface ServeOptions extends ConfigSources {
   /** How long shutdown lets in-flight calls finish, in ms. @default 10_000 */
   readonly shutdownTimeoutMs?: number;
   readonly logger?: Logger;
+  /**
+   * Store deadline for envoy rules, in ms (`STORE_TIMEOUT_MS`). Past it the rule's
+   * failure mode decides; without a `sluice.failure_mode` that is an UNAVAILABLE gRPC
+   * error, as upstream answers a Redis failure, so envoy's failure_mode_deny applies.
+   * @default 100
+   */
+  readonly storeTimeoutMs?: number;
   /** @default the system clock; tests pass a ManualClock */
   readonly clock?: Clock;
 }
@@ -62,6 +69,8 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     metrics,
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     globalShadowMode: options.shadowMode ?? false,
+    defaultFailureMode: 'closed',
+    timeoutMs: options.storeTimeoutMs ?? 100,
   });
   const handlers = {
     shouldRateLimit: (r: Parameters<RateLimitService['shouldRateLimit']>[0]) =>

@@ -77,4 +77,62 @@ describe('sluice CLI (built dist/, spawned)', () => {
     expect(bad.stderr).toContain('invalid policies (3 issues):');
     expect(bad.stderr).toContain('test/config/fixtures/many-issues.yaml: policies[1].algorithm: ');
   });
+  it('validate: an envoyproxy/ratelimit directory prints what config_check prints, exit 0', async () => {
+    const dir = 'test/cli/fixtures/envoy-ok';
+    const expected = [
+      'checking rate limit configs...',
+      `loading config directory: ${dir}`,
+      `opening config file: ${dir}/a-payments.yaml`,
+      `opening config file: ${dir}/b-search.yaml`,
+      'all rate limit configs ok',
+      '',
+    ].join('\n');
+    expect(await sluice('validate', dir)).toEqual({ code: 0, stdout: expected, stderr: '' });
+    // upstream's flag spellings
+    expect(await sluice('validate', '-config_dir', dir)).toMatchObject({
+      code: 0,
+      stdout: expected,
+    });
+    expect(await sluice('validate', `-config_dir=${dir}`)).toMatchObject({
+      code: 0,
+      stdout: expected,
+    });
+  });
+
+  it('validate: a file with a top-level domain: is envoy config', async () => {
+    const ok = await sluice('validate', 'examples/envoy/config.yaml');
+    expect(ok).toMatchObject({ code: 0, stderr: '' });
+    expect(ok.stdout).toContain('all rate limit configs ok\n');
+    const bad = await sluice('validate', 'test/cli/fixtures/envoy-bad-unit.yaml');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toBe(
+      "error loading rate limit configs: test/cli/fixtures/envoy-bad-unit.yaml: invalid rate limit unit 'fortnight'\n",
+    );
+    expect(bad.stdout).not.toContain('all rate limit configs ok');
+  });
+
+  it('validate: two files with one domain fail unless domains are merged', async () => {
+    const dir = 'test/cli/fixtures/envoy-dup';
+    const dup = await sluice('validate', dir);
+    expect(dup.code).toBe(1);
+    expect(dup.stderr).toBe(
+      `error loading rate limit configs: ${dir}/two.yaml: duplicate domain 'payments' in config file\n`,
+    );
+    const merged = await sluice('validate', '-config_dir', dir, '-merge_domain_configs');
+    expect(merged).toMatchObject({ code: 0, stderr: '' });
+    expect(merged.stdout).toContain('all rate limit configs ok\n');
+  });
+
+  it('validate: --format overrides detection; --config-dir must be a directory', async () => {
+    const forced = await sluice('validate', '--format', 'envoy', 'examples/policies.yaml');
+    expect(forced.code).toBe(1);
+    expect(forced.stderr).toBe(
+      "error loading rate limit configs: examples/policies.yaml: config error, unknown key 'policies'\n",
+    );
+    const notDir = await sluice('validate', '--config-dir', 'examples/envoy/config.yaml');
+    expect(notDir.code).toBe(1);
+    expect(notDir.stderr).toBe(
+      'error opening directory examples/envoy/config.yaml: not a directory\n',
+    );
+  });
 });
