@@ -14,7 +14,7 @@ import {
   overallResult,
   type DescriptorOutcome,
 } from '../config/envoy/overall.js';
-import { durationUntilResetMs } from '../config/envoy/window.js';
+import { durationUntilResetSeconds } from '../config/envoy/window.js';
 import { DEFAULT_TIMEOUT_MS, type PolicySet } from '../config/policies.js';
 import { createLimiter, type CheckItem, type Limiter } from '../limiter/limiter.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
@@ -197,9 +197,10 @@ export class RateLimitService {
       requestsPerUnit: rule.requestsPerUnit,
       unit: (rule.unit ?? 'second').toUpperCase() as RlsUnit,
     };
+    // Upstream reports whole seconds to the end of the epoch-aligned window.
     const resetMs =
       rule.sluice.algorithm === 'fixed-window' || decision === undefined
-        ? durationUntilResetMs(rule.unit!, nowMs)
+        ? durationUntilResetSeconds(rule.unit!, nowMs) * 1_000
         : decision.resetAfterMs;
     if (decision === undefined) {
       // requests_per_unit 0: upstream's "deny everything"

@@ -111,3 +111,20 @@ describe('sluice serve metrics', () => {
     );
   });
 });
+
+describe('sluice serve: upstream answer details', () => {
+  it('reports duration_until_reset in whole seconds to the end of the epoch-aligned window', async () => {
+    // the clock is at 1_700_000_000_000 ms = 20 s into a minute: 40 s until it ends
+    const r = await fetch(`http://127.0.0.1:${svc.httpPort}/json`, {
+      method: 'POST',
+      body: JSON.stringify({
+        domain: 'payments',
+        descriptors: [{ entries: [{ key: 'tenant', value: 'reset' }] }],
+      }),
+    });
+    const body = (await r.json()) as {
+      statuses: { durationUntilReset: string; limitRemaining: number }[];
+    };
+    expect(body.statuses[0]).toMatchObject({ durationUntilReset: '40s', limitRemaining: 99 });
+  });
+});
