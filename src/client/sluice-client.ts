@@ -4,6 +4,7 @@ import type { DescriptorEntry, DescriptorInput } from '../core/descriptor.js';
 import { PolicyError, ProtocolError } from '../core/errors.js';
 import type { Status } from '../core/status.js';
 import { SLUICE_SERVICE } from '../service/grpc/protos.js';
+import type { NativeCheckResponse } from '../service/grpc/types.js';
 import type { WireCheckRequest, WireCheckResponse, WireDecision } from '../service/grpc/wire.js';
 import { fromServiceError, isUndecided } from './service-error.js';
 
@@ -41,19 +42,7 @@ export interface ClientCheckOptions {
  * The service's answer (the limiter's `CheckResult`, flattened as the service sends it),
  * or the client's failure mode when the service did not decide. Times are whole ms.
  */
-export interface ClientCheckResult {
-  readonly allowed: boolean;
-  /** Never `OVER_LIMIT` on a failure path: fail-open is `OK`, fail-closed `UNAVAILABLE`. */
-  readonly status: Status;
-  readonly retryAfterMs: number;
-  readonly resetAfterMs: number;
-  readonly remaining: number;
-  readonly limit: number;
-  /** The deciding policy's name; absent when none matched or the service did not decide. */
-  readonly policy?: string;
-  readonly delayMs?: number;
-  /** One per matched policy, in policy order; empty on a failure path. */
-  readonly decisions: readonly Decision[];
+export interface ClientCheckResult extends NativeCheckResponse {
   /** `service` when the service decided; otherwise which failure mode answered. */
   readonly path: ClientPath;
   /** On a failure path: the gRPC status name and message that caused it. */
