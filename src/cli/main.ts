@@ -12,6 +12,7 @@ import { formatIssue, PolicyError, SluiceError } from '../core/errors.js';
 import { createLimiter } from '../limiter/limiter.js';
 import { MemoryStore } from '../stores/memory/memory-store.js';
 import { startService } from '../service/main.js';
+import { redisUrlFromSettings } from '../service/redis-settings.js';
 import { parseDescriptorArgs } from './descriptor-args.js';
 
 function wholeNumber(name: string, min: number) {
@@ -124,7 +125,7 @@ program
   .option('--grpc-host <addr>', 'gRPC bind address (env GRPC_HOST)', env['GRPC_HOST'] ?? '0.0.0.0')
   .option(
     '--redis <url>',
-    'Redis URL (env REDIS_URL); default: the embedded memory store',
+    'Redis host:port or redis:// URL (env REDIS_URL; REDIS_AUTH, REDIS_TYPE=single); default: the embedded memory store',
     env['REDIS_URL'],
   )
   .option(
@@ -148,7 +149,15 @@ program
         const running = await startService({
           ...(o.config === undefined ? {} : { envoyConfig: o.config }),
           ...(o.policies === undefined ? {} : { policiesFile: o.policies }),
-          ...(o.redis === undefined ? {} : { redisUrl: o.redis }),
+          ...(o.redis === undefined
+            ? {}
+            : {
+                redisUrl: redisUrlFromSettings({
+                  url: o.redis,
+                  auth: env['REDIS_AUTH'],
+                  type: env['REDIS_TYPE'],
+                }),
+              }),
           port: o.port,
           grpcPort: o.grpcPort,
           host: o.host,

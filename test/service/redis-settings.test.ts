@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { redisUrlFromSettings } from '../../src/service/redis-settings.js';
+
+describe('Redis settings (REDIS_URL, REDIS_AUTH, REDIS_TYPE)', () => {
+  it("accepts upstream's host:port and redis:// URLs", () => {
+    expect(redisUrlFromSettings({ url: '127.0.0.1:6379' })).toBe('redis://127.0.0.1:6379');
+    expect(redisUrlFromSettings({ url: 'redis://127.0.0.1:6380/2' })).toBe(
+      'redis://127.0.0.1:6380/2',
+    );
+    expect(redisUrlFromSettings({ url: 'rediss://cache.internal:6380' })).toBe(
+      'rediss://cache.internal:6380',
+    );
+  });
+
+  it('adds REDIS_AUTH as the password (or user:password) unless the URL has one', () => {
+    expect(redisUrlFromSettings({ url: '127.0.0.1:6379', auth: 's3cret' })).toBe(
+      'redis://:s3cret@127.0.0.1:6379',
+    );
+    expect(redisUrlFromSettings({ url: '127.0.0.1:6379', auth: 'app:p@ss' })).toBe(
+      'redis://app:p%40ss@127.0.0.1:6379',
+    );
+    expect(redisUrlFromSettings({ url: 'redis://:own@127.0.0.1:6379', auth: 'other' })).toBe(
+      'redis://:own@127.0.0.1:6379',
+    );
+  });
+
+  it('refuses what it cannot honour, naming the setting', () => {
+    expect(() => redisUrlFromSettings({ url: '127.0.0.1:6379', type: 'cluster' })).toThrow(
+      'REDIS_TYPE=cluster: only "single" is supported so far',
+    );
+    expect(() => redisUrlFromSettings({ url: 'localhost' })).toThrow(
+      'REDIS_URL: needs a host and a port: "localhost"',
+    );
+    expect(() => redisUrlFromSettings({ url: 'a b:c' })).toThrow(
+      /REDIS_URL: not host:port or a redis:\/\/ URL/,
+    );
+  });
+});
