@@ -217,7 +217,9 @@ export class RateLimitService {
         durationUntilResetMs: resetMs,
       };
     }
-    const remaining = Math.max(0, Math.floor(decision.remaining + 1e-9));
+    // Upstream reports 0 left for a descriptor over its limit, whatever the counter holds.
+    const remaining =
+      decision.status === 'OVER_LIMIT' ? 0 : Math.max(0, Math.floor(decision.remaining + 1e-9));
     const usedBefore = decision.limit - decision.remaining - (decision.allowed ? hits : 0);
     this.#metrics?.recordRuleCheck(domain, r.statsKey, {
       limit: decision.limit,
