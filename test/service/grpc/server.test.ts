@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PolicyError, StoreError } from '../../../src/core/errors.js';
+import { ScriptedHandlers } from '../scripted-handlers.js';
 import { createGrpcServer, type GrpcServer } from '../../../src/service/grpc/server.js';
 import type {
   CallContext,
@@ -17,37 +17,12 @@ import { call, connect, watch, type Clients } from './client.js';
 // handler and carried by the transport. Keys in the descriptor steer them: `deny` is
 // over limit, `slow` waits for the test to release it, `fail-*` throws.
 
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
-
-class Handlers implements GrpcHandlers {
+class Handlers extends ScriptedHandlers implements GrpcHandlers {
   readonly rlsSeen: RlsRequest[] = [];
   readonly checkSeen: NativeCheckRequest[] = [];
-  readonly contexts: CallContext[] = [];
-  slowStarted = deferred();
-  slowRelease = deferred();
-
-  async #steer(keys: readonly string[], context: CallContext): Promise<void> {
-    this.contexts.push(context);
-    if (keys.includes('slow')) {
-      this.slowStarted.resolve();
-      await this.slowRelease.promise;
-    }
-    if (keys.includes('fail-policy')) {
-      throw new PolicyError('SLUICE_ERR_POLICY_UNKNOWN', 'unknown policy "nope"; loaded: a, b');
-    }
-    if (keys.includes('fail-store')) {
-      throw new StoreError('SLUICE_ERR_STORE_TIMEOUT', 'store did not answer within 20ms');
-    }
-    if (keys.includes('fail-bug')) throw new Error('secret: redis://user:hunter2@10.0.0.1');
-  }
-
   async shouldRateLimit(req: RlsRequest, context: CallContext): Promise<RlsResponse> {
     this.rlsSeen.push(req);
-    await this.#steer(
+    await this.steer(
       req.descriptors.flatMap((d) => d.entries.map((e) => e.key)),
       context,
     );
@@ -91,7 +66,7 @@ class Handlers implements GrpcHandlers {
 
   async check(req: NativeCheckRequest, context: CallContext): Promise<NativeCheckResponse> {
     this.checkSeen.push(req);
-    await this.#steer(
+    await this.steer(
       req.entries.map((e) => e.key),
       context,
     );

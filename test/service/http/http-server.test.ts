@@ -1,6 +1,6 @@
 import * as net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PolicyError, StoreError } from '../../../src/core/errors.js';
+import { deferred, ScriptedHandlers } from '../scripted-handlers.js';
 import { ServiceMetrics } from '../../../src/metrics/service-metrics.js';
 import type {
   CallContext,
@@ -20,40 +20,15 @@ import {
 // and carried by the transport. Keys in the descriptor steer them: `deny` is over limit,
 // `down` unavailable, `slow` waits for the test to release it, `fail-*` throws.
 
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
-
 const RLCONFIG =
   'edge.tenant: unit=MINUTE requests_per_unit=100, shadow_mode: false, quota_mode: false\n';
 
-class Handlers implements HttpHandlers {
+class Handlers extends ScriptedHandlers implements HttpHandlers {
   readonly rlsSeen: RlsRequest[] = [];
   readonly checkSeen: NativeCheckRequest[] = [];
-  readonly contexts: CallContext[] = [];
-  slowStarted = deferred();
-  slowRelease = deferred();
-
-  async #steer(keys: readonly string[], context: CallContext): Promise<void> {
-    this.contexts.push(context);
-    if (keys.includes('slow')) {
-      this.slowStarted.resolve();
-      await this.slowRelease.promise;
-    }
-    if (keys.includes('fail-policy')) {
-      throw new PolicyError('SLUICE_ERR_POLICY_UNKNOWN', 'unknown policy "nope"; loaded: a, b');
-    }
-    if (keys.includes('fail-store')) {
-      throw new StoreError('SLUICE_ERR_STORE_TIMEOUT', 'store did not answer within 20ms');
-    }
-    if (keys.includes('fail-bug')) throw new Error('secret: redis://user:hunter2@10.0.0.1');
-  }
-
   async shouldRateLimit(req: RlsRequest, context: CallContext): Promise<RlsResponse> {
     this.rlsSeen.push(req);
-    await this.#steer(
+    await this.steer(
       req.descriptors.flatMap((d) => d.entries.map((e) => e.key)),
       context,
     );
@@ -95,7 +70,7 @@ class Handlers implements HttpHandlers {
   async check(req: NativeCheckRequest, context: CallContext): Promise<NativeCheckResponse> {
     this.checkSeen.push(req);
     const keys = req.entries.map((e) => e.key);
-    await this.#steer(keys, context);
+    await this.steer(keys, context);
     const cost = req.cost ?? 1;
     const policies = req.policies ?? ['default'];
     const status = keys.includes('deny')
