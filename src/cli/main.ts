@@ -11,6 +11,8 @@ import { loadPolicyFile } from '../config/load.js';
 import { formatIssue, PolicyError, SluiceError } from '../core/errors.js';
 import { createLimiter } from '../limiter/limiter.js';
 import { MemoryStore } from '../stores/memory/memory-store.js';
+import { pino } from 'pino';
+import { settingsFromEnv } from '../service/env-settings.js';
 import { startService } from '../service/main.js';
 import { redisUrlFromSettings } from '../service/redis-settings.js';
 import { parseDescriptorArgs } from './descriptor-args.js';
@@ -96,8 +98,6 @@ program
   );
 
 const env = process.env;
-const envBool = (v: string | undefined): boolean | undefined =>
-  v === undefined ? undefined : ['1', 't', 'T', 'true', 'TRUE', 'True'].includes(v);
 
 program
   .command('serve')
@@ -146,6 +146,10 @@ program
       storeTimeout: number;
     }) => {
       try {
+        const settings = settingsFromEnv(env);
+        const logger = pino({ name: 'sluice', level: settings.logLevel });
+        if (settings.logFormatText)
+          logger.warn('LOG_FORMAT=text: Sluice writes JSON logs only; logging JSON');
         const running = await startService({
           ...(o.config === undefined ? {} : { envoyConfig: o.config }),
           ...(o.policies === undefined ? {} : { policiesFile: o.policies }),
@@ -163,9 +167,16 @@ program
           host: o.host,
           grpcHost: o.grpcHost,
           storeTimeoutMs: o.storeTimeout,
-          keyPrefix: env['CACHE_KEY_PREFIX'] ?? 'sl',
-          shadowMode: envBool(env['SHADOW_MODE']) ?? false,
-          mergeDomainConfig: envBool(env['MERGE_DOMAIN_CONFIG']) ?? false,
+          keyPrefix: settings.keyPrefix,
+          shadowMode: settings.shadowMode,
+          quotaMode: settings.quotaMode,
+          mergeDomainConfig: settings.mergeDomainConfig,
+          nearLimitRatio: settings.nearLimitRatio,
+          ...(settings.responseHeaders === undefined
+            ? {}
+            : { responseHeaders: settings.responseHeaders }),
+          responseDynamicMetadata: settings.responseDynamicMetadata,
+          logger,
         });
         const stop = (): void => {
           void running.shutdown().then(() => process.exit(0));
@@ -268,7 +279,7 @@ program
           throw new InvalidArgumentError('give a path or --config-dir, not both');
         const path = arg ?? o.configDir;
         if (path === undefined) throw new InvalidArgumentError('missing path to validate');
-        const merge = o.mergeDomainConfigs ?? envBool(env['MERGE_DOMAIN_CONFIG']) ?? false;
+        const merge = o.mergeDomainConfigs ?? settingsFromEnv(env).mergeDomainConfig;
         let isDir = false;
         try {
           isDir = (await stat(path)).isDirectory();

@@ -9,6 +9,7 @@ import type { Store } from '../stores/store.js';
 import { createGrpcServer } from './grpc/server.js';
 import { HttpServer } from './http/http-server.js';
 import { RateLimitService } from './rate-limit-service.js';
+import type { ResponseHeaderNames } from './response-headers.js';
 import { loadServiceConfig, type ConfigSources } from './service-config.js';
 
 export interface ServeOptions extends ConfigSources {
@@ -26,6 +27,14 @@ export interface ServeOptions extends ConfigSources {
   readonly keyPrefix?: string;
   /** Upstream's `SHADOW_MODE`. @default false */
   readonly shadowMode?: boolean;
+  /** Upstream's `QUOTA_MODE`. @default false */
+  readonly quotaMode?: boolean;
+  /** Upstream's `NEAR_LIMIT_RATIO`, for the `near_limit` counters. @default 0.8 */
+  readonly nearLimitRatio?: number;
+  /** Upstream's `LIMIT_RESPONSE_HEADERS_ENABLED` with the header names. @default off */
+  readonly responseHeaders?: ResponseHeaderNames;
+  /** Upstream's `RESPONSE_DYNAMIC_METADATA`. @default false */
+  readonly responseDynamicMetadata?: boolean;
   /** How long shutdown lets in-flight calls finish, in ms. @default 10_000 */
   readonly shutdownTimeoutMs?: number;
   readonly logger?: Logger;
@@ -54,7 +63,9 @@ export interface RunningService {
 /** The composition root: the only place the real clock, store and servers are wired. */
 export async function startService(options: ServeOptions): Promise<RunningService> {
   const log = options.logger ?? pino({ name: 'sluice' });
-  const metrics = new ServiceMetrics();
+  const metrics = new ServiceMetrics(
+    options.nearLimitRatio === undefined ? {} : { nearLimitRatio: options.nearLimitRatio },
+  );
   const config = await loadServiceConfig(options);
   metrics.recordConfigLoad('success');
   const store: Store =
@@ -69,6 +80,9 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     metrics,
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     globalShadowMode: options.shadowMode ?? false,
+    globalQuotaMode: options.quotaMode ?? false,
+    ...(options.responseHeaders === undefined ? {} : { responseHeaders: options.responseHeaders }),
+    responseDynamicMetadata: options.responseDynamicMetadata ?? false,
     defaultFailureMode: 'closed',
     timeoutMs: options.storeTimeoutMs ?? 100,
   });

@@ -17,8 +17,10 @@ import {
 import { durationUntilResetSeconds } from '../config/envoy/window.js';
 import { DEFAULT_TIMEOUT_MS, type PolicySet } from '../config/policies.js';
 import { createLimiter, type CheckItem, type Limiter } from '../limiter/limiter.js';
+import type { RuleUsage } from '../metrics/rule-hits.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
 import type { Store } from '../stores/store.js';
+import { rateLimitDynamicMetadata } from './dynamic-metadata.js';
 import { toNativeCheckResponse } from './grpc/check-response.js';
 import type {
   NativeCheckRequest,
@@ -28,6 +30,7 @@ import type {
   RlsResponse,
   RlsUnit,
 } from './grpc/types.js';
+import { rateLimitResponseHeaders, type ResponseHeaderNames } from './response-headers.js';
 
 export interface RateLimitServiceOptions {
   readonly store: Store;
@@ -46,6 +49,13 @@ export interface RateLimitServiceOptions {
   readonly defaultFailureMode?: FailureMode;
   /** Store deadline for envoy rules, in ms. @default 10 */
   readonly timeoutMs?: number;
+  /**
+   * Upstream's `LIMIT_RESPONSE_HEADERS_ENABLED`: add limit / remaining / reset headers for
+   * the descriptor closest to its limit to every answer. @default off
+   */
+  readonly responseHeaders?: ResponseHeaderNames;
+  /** Upstream's `RESPONSE_DYNAMIC_METADATA`. @default false */
+  readonly responseDynamicMetadata?: boolean;
 }
 
 const MAX_OVERRIDE_POLICIES = 10_000;
@@ -113,41 +123,85 @@ export class RateLimitService {
         ? r
         : undefined,
     );
-    const items: CheckItem[] = [];
-    const itemOf: (number | undefined)[] = limited.map((r, i) => {
-      if (r === undefined) return undefined;
-      items.push({ policy: this.#policyFor(r), descriptor: bucketDescriptor(r), cost: hits[i]! });
-      return items.length - 1;
-    });
-    const result = await this.#limiter.decideAt(nowMs, items);
-    const failed = result.decisions.find((d) => d.status === 'UNAVAILABLE');
-    if (failed !== undefined) {
-      // envoy has no "could not decide" code: answer the call with an error, as upstream
-      // does when Redis fails, so envoy's own failure_mode_deny applies.
-      throw new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', 'rate limit store unavailable');
-    }
-
+    const globalShadowMode = this.#options.globalShadowMode ?? false;
+    const globalQuotaMode = this.#options.globalQuotaMode ?? false;
+    const statuses: RlsDescriptorStatus[] = [];
+    const usages: (RuleUsage | undefined)[] = [];
     const outcomes: DescriptorOutcome[] = [];
-    const statuses = req.descriptors.map((_, i): RlsDescriptorStatus => {
-      const r = resolved[i];
-      const idx = itemOf[i];
-      const decision = idx === undefined ? undefined : result.decisions[idx];
-      const status = this.#status(r, replaced[i]!, decision, hits[i]!, req.domain, nowMs);
-      outcomes.push({
-        code: status.code,
-        unlimited: r?.rule.unlimited === true && !replaced[i],
-        quotaMode: r?.rule.quotaMode === true,
-        hasLimit: status.currentLimit !== undefined,
-        remaining: status.limitRemaining,
+    const decisionOf: (Decision | undefined)[] = [];
+    // Descriptors of quota-mode rules found over their limit: a request that passes
+    // anyway (not every quota descriptor is over) is decided again without them, so the
+    // batch stays all-or-nothing over what the request is actually charged.
+    const droppedQuota = new Set<number>();
+    let overall: ReturnType<typeof overallResult>;
+    for (;;) {
+      const items: CheckItem[] = [];
+      const itemOf = limited.map((r, i) => {
+        if (r === undefined || droppedQuota.has(i)) return undefined;
+        items.push({ policy: this.#policyFor(r), descriptor: bucketDescriptor(r), cost: hits[i]! });
+        return items.length - 1;
       });
-      return status;
+      const result = await this.#limiter.decideAt(nowMs, items);
+      if (result.decisions.some((d) => d.status === 'UNAVAILABLE')) {
+        // envoy has no "could not decide" code: answer the call with an error, as upstream
+        // does when Redis fails, so envoy's own failure_mode_deny applies.
+        throw new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', 'rate limit store unavailable');
+      }
+      req.descriptors.forEach((_, i) => {
+        if (droppedQuota.has(i)) return; // keeps its over-limit answer from the pass that dropped it
+        const r = resolved[i];
+        const idx = itemOf[i];
+        const decision = idx === undefined ? undefined : result.decisions[idx];
+        decisionOf[i] = decision;
+        const { status, usage } = this.#status(r, replaced[i]!, decision, hits[i]!, nowMs);
+        statuses[i] = status;
+        usages[i] = usage;
+        outcomes[i] = {
+          code: status.code,
+          unlimited: r?.rule.unlimited === true && !replaced[i],
+          quotaMode: r?.rule.quotaMode === true,
+          hasLimit: status.currentLimit !== undefined,
+          remaining: status.limitRemaining,
+        };
+      });
+      overall = overallResult(outcomes, { globalShadowMode, globalQuotaMode });
+      const passes = overall.code === 'OK' && !overall.globalShadowApplied;
+      const newlyOver = outcomes.flatMap((o, i) =>
+        !droppedQuota.has(i) &&
+        itemOf[i] !== undefined &&
+        o.code === 'OVER_LIMIT' &&
+        (globalQuotaMode || o.quotaMode)
+          ? [i]
+          : [],
+      );
+      if (result.allowed || !passes || newlyOver.length === 0) break;
+      for (const i of newlyOver) droppedQuota.add(i);
+    }
+    usages.forEach((usage, i) => {
+      const r = resolved[i];
+      if (usage !== undefined && r !== undefined)
+        this.#metrics?.recordRuleCheck(req.domain, r.statsKey, usage);
     });
-    for (const d of result.decisions) this.#metrics?.recordDecision(d);
-    const overall = overallResult(outcomes, {
-      globalShadowMode: this.#options.globalShadowMode ?? false,
-      globalQuotaMode: this.#options.globalQuotaMode ?? false,
-    });
-    return { overallCode: overall.code, statuses };
+    for (const d of decisionOf) if (d !== undefined) this.#metrics?.recordDecision(d);
+    const names = this.#options.responseHeaders;
+    const headers =
+      names === undefined || overall.headerIndex === undefined
+        ? []
+        : rateLimitResponseHeaders(names, statuses[overall.headerIndex]!);
+    return {
+      overallCode: overall.code,
+      statuses,
+      ...(headers.length === 0 ? {} : { responseHeadersToAdd: headers }),
+      ...(this.#options.responseDynamicMetadata === true
+        ? {
+            dynamicMetadata: rateLimitDynamicMetadata(
+              req,
+              resolved.map((r, i) => (replaced[i] ? undefined : r?.rule)),
+              outcomes.map((o) => !o.unlimited && o.code !== 'OVER_LIMIT'),
+            ),
+          }
+        : {}),
+    };
   }
 
   async check(req: NativeCheckRequest): Promise<NativeCheckResponse> {
@@ -186,12 +240,11 @@ export class RateLimitService {
     replaced: boolean,
     decision: Decision | undefined,
     hits: number,
-    domain: string,
     nowMs: number,
-  ): RlsDescriptorStatus {
-    if (r === undefined || replaced) return { code: 'OK', limitRemaining: 0 };
+  ): { status: RlsDescriptorStatus; usage?: RuleUsage } {
+    if (r === undefined || replaced) return { status: { code: 'OK', limitRemaining: 0 } };
     const rule = r.rule;
-    if (rule.unlimited) return { code: 'OK', limitRemaining: UNLIMITED_REMAINING };
+    if (rule.unlimited) return { status: { code: 'OK', limitRemaining: UNLIMITED_REMAINING } };
     const currentLimit = {
       ...(rule.name === '' ? {} : { name: rule.name }),
       requestsPerUnit: rule.requestsPerUnit,
@@ -204,34 +257,33 @@ export class RateLimitService {
         : decision.resetAfterMs;
     if (decision === undefined) {
       // requests_per_unit 0: upstream's "deny everything"
-      this.#metrics?.recordRuleCheck(domain, r.statsKey, {
-        limit: 0,
-        usedBefore: 0,
-        hits,
-        shadow: rule.shadowMode,
-      });
       return {
-        code: descriptorCode(true, rule.shadowMode),
-        currentLimit,
-        limitRemaining: 0,
-        durationUntilResetMs: resetMs,
+        status: {
+          code: descriptorCode(true, rule.shadowMode),
+          currentLimit,
+          limitRemaining: 0,
+          durationUntilResetMs: resetMs,
+        },
+        usage: { limit: 0, usedBefore: 0, hits, shadow: rule.shadowMode },
       };
     }
     // Upstream reports 0 left for a descriptor over its limit, whatever the counter holds.
     const remaining =
       decision.status === 'OVER_LIMIT' ? 0 : Math.max(0, Math.floor(decision.remaining + 1e-9));
     const usedBefore = decision.limit - decision.remaining - (decision.allowed ? hits : 0);
-    this.#metrics?.recordRuleCheck(domain, r.statsKey, {
-      limit: decision.limit,
-      usedBefore: Math.max(0, usedBefore),
-      hits,
-      shadow: rule.shadowMode,
-    });
     return {
-      code: descriptorCode(decision.status === 'OVER_LIMIT', rule.shadowMode),
-      currentLimit,
-      limitRemaining: remaining,
-      durationUntilResetMs: resetMs,
+      status: {
+        code: descriptorCode(decision.status === 'OVER_LIMIT', rule.shadowMode),
+        currentLimit,
+        limitRemaining: remaining,
+        durationUntilResetMs: resetMs,
+      },
+      usage: {
+        limit: decision.limit,
+        usedBefore: Math.max(0, usedBefore),
+        hits,
+        shadow: rule.shadowMode,
+      },
     };
   }
 

@@ -7,11 +7,15 @@ const run = promisify(execFile);
 const root = join(import.meta.dirname, '../..');
 const bin = join(root, 'dist/cli/main.js');
 
-async function sluice(
+async function sluiceWithEnv(
+  env: Record<string, string>,
   ...args: string[]
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { cwd: root });
+    const { stdout, stderr } = await run(process.execPath, [bin, ...args], {
+      cwd: root,
+      env: { ...process.env, ...env },
+    });
     return { code: 0, stdout, stderr };
   } catch (e) {
     const err = e as { code: number; stdout: string; stderr: string };
@@ -19,7 +23,26 @@ async function sluice(
   }
 }
 
+const sluice = (...args: string[]) => sluiceWithEnv({}, ...args);
+
 describe('sluice CLI (built dist/, spawned)', () => {
+  it('serve refuses an unreadable upstream setting, naming it, before listening', async () => {
+    const r = await sluiceWithEnv(
+      { LIMIT_RESPONSE_HEADERS_ENABLED: 'yes' },
+      'serve',
+      '--config',
+      'examples/envoy',
+      '--port',
+      '0',
+      '--grpc-port',
+      '0',
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(
+      'sluice: LIMIT_RESPONSE_HEADERS_ENABLED="yes": expected a boolean (true/false, 1/0, t/f) [SLUICE_ERR_CONFIG_INVALID]\n',
+    );
+  });
+
   it('check: four transfers of cost 5 fit the burst of 20, the fifth is denied with its retry-after', async () => {
     const r = await sluice(
       'check',

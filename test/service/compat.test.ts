@@ -1,8 +1,9 @@
 /**
- * envoyproxy/ratelimit compatibility over real gRPC: matching and response rules from
+ * envoyproxy/ratelimit compatibility: matching and response rules from
  * docs/envoy-config.md, each on its own fixture domain (test/service/fixtures/compat/),
- * run once on the embedded memory store and once on a real redis-server. The clock stands
- * still, so no window rolls over between calls.
+ * asked over real gRPC (envoy's ShouldRateLimit) and over real HTTP (`POST /json`), on the
+ * embedded memory store and on a real redis-server. The clock stands still, so no window
+ * rolls over between calls.
  */
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -49,12 +50,21 @@ const ok = (limit: Limit, limitRemaining: number) => ({
 const over = (limit: Limit) => ({ code: 'OVER_LIMIT', currentLimit: limit, limitRemaining: 0 });
 const noLimit = { code: 'OK', currentLimit: null, limitRemaining: 0 };
 
-const stores = [
-  { store: 'memory', redis: false },
-  { store: 'redis', redis: true },
+const setups = [
+  { transport: 'gRPC', store: 'memory', redis: false },
+  { transport: 'gRPC', store: 'redis', redis: true },
+  { transport: '/json', store: 'memory', redis: false },
+  { transport: '/json', store: 'redis', redis: true },
 ];
 
-describe.each(stores)('envoy compatibility over gRPC ($store store)', ({ redis }) => {
+interface JsonStatus {
+  code: string;
+  currentLimit?: { name?: string; requestsPerUnit?: number; unit: string };
+  limitRemaining?: number;
+}
+
+describe.each(setups)('envoy compatibility over $transport ($store store)', (setup) => {
+  const { redis } = setup;
   let server: RedisServer | undefined;
   let svc: RunningService | undefined;
   let clients: Clients | undefined;
@@ -86,14 +96,41 @@ describe.each(stores)('envoy compatibility over gRPC ($store store)', ({ redis }
     descriptors: Descriptor[],
     hitsAddend?: number,
   ): Promise<{ overallCode: string; statuses: Status[] }> {
-    const r = await call<RlsAnswer>(clients!.rls, 'ShouldRateLimit', {
+    const request = {
       domain,
       descriptors: descriptors.map((d) => ({
         entries: Object.entries(d.entries).map(([key, value]) => ({ key, value })),
         ...(d.limit === undefined ? {} : { limit: d.limit }),
       })),
       ...(hitsAddend === undefined ? {} : { hitsAddend }),
-    });
+    };
+    if (setup.transport === '/json') {
+      const res = await fetch(`http://127.0.0.1:${svc!.httpPort}/json`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(request),
+      });
+      const body = (await res.json()) as { overallCode: string; statuses: JsonStatus[] };
+      // upstream's JSON gateway: 429 exactly when the overall code is OVER_LIMIT
+      expect(res.status).toBe(body.overallCode === 'OVER_LIMIT' ? 429 : 200);
+      // protojson leaves default values (0, "", absent messages) out
+      return {
+        overallCode: body.overallCode,
+        statuses: body.statuses.map(({ code, currentLimit, limitRemaining }) => ({
+          code,
+          currentLimit:
+            currentLimit === undefined
+              ? null
+              : {
+                  name: currentLimit.name ?? '',
+                  requestsPerUnit: currentLimit.requestsPerUnit ?? 0,
+                  unit: currentLimit.unit,
+                },
+          limitRemaining: limitRemaining ?? 0,
+        })),
+      };
+    }
+    const r = await call<RlsAnswer>(clients!.rls, 'ShouldRateLimit', request);
     return {
       overallCode: r.overallCode,
       statuses: r.statuses.map(({ code, currentLimit, limitRemaining }) => ({
@@ -278,5 +315,90 @@ describe.each(stores)('envoy compatibility over gRPC ($store store)', ({ redis }
       // "All or nothing"); upstream would also charge loose here and answer 8
       statuses: [over(tight), ok(loose, 9)],
     });
+  });
+  it('a `*` in the middle of a value, or several, matches any run of characters', async () => {
+    const orders = minute('orders', 3);
+    const price = minute('price', 2);
+    const t = (path: string) => ({ entries: { tenant: 'mid-1', path } });
+    expect(
+      await ask('compat-wildcard-mid', [
+        t('/v2/7/orders'),
+        t('/v2/7/orders/1'),
+        t('/v3/a/items/b/price'),
+        t('/v3/a/b/items/c/d/price'),
+        t('/v3/a/price'),
+      ]),
+    ).toEqual({
+      overallCode: 'OK',
+      statuses: [ok(orders, 2), noLimit, ok(price, 1), ok(price, 1), noLimit],
+    });
+    expect(await ask('compat-wildcard-mid', [t('/v3/a/items/b/price')])).toEqual({
+      overallCode: 'OK',
+      statuses: [ok(price, 0)],
+    });
+    expect(await ask('compat-wildcard-mid', [t('/v3/a/items/b/price')])).toEqual({
+      overallCode: 'OVER_LIMIT',
+      statuses: [over(price)],
+    });
+  });
+
+  it('quota_mode: OVER_LIMIT only when every quota descriptor is over', async () => {
+    const credits = minute('credits', 1);
+    const bonus = minute('bonus', 2);
+    const d = [
+      { entries: { tenant: 'quota-1', credits: 'c' } },
+      { entries: { tenant: 'quota-1', bonus: 'b' } },
+    ];
+    expect(await ask('compat-quota', d)).toEqual({
+      overallCode: 'OK',
+      statuses: [ok(credits, 0), ok(bonus, 1)],
+    });
+    // credits is over, bonus still fits: the request passes and bonus is charged
+    expect(await ask('compat-quota', d)).toEqual({
+      overallCode: 'OK',
+      statuses: [over(credits), ok(bonus, 0)],
+    });
+    expect(await ask('compat-quota', d)).toEqual({
+      overallCode: 'OVER_LIMIT',
+      statuses: [over(credits), over(bonus)],
+    });
+  });
+
+  it('share_threshold: every value matching the pattern shares one bucket', async () => {
+    const docs = { name: 'docs', requestsPerUnit: 3, unit: 'HOUR' };
+    const file = (f: string) => [{ entries: { file: f } }];
+    expect(await ask('compat-metrics', file('docs/a.pdf'))).toEqual({
+      overallCode: 'OK',
+      statuses: [ok(docs, 2)],
+    });
+    expect(await ask('compat-metrics', file('docs/b.pdf'))).toEqual({
+      overallCode: 'OK',
+      statuses: [ok(docs, 1)],
+    });
+    expect(await ask('compat-metrics', file('docs/c.pdf'))).toEqual({
+      overallCode: 'OK',
+      statuses: [ok(docs, 0)],
+    });
+    expect(await ask('compat-metrics', file('docs/a.pdf'))).toEqual({
+      overallCode: 'OVER_LIMIT',
+      statuses: [over(docs)],
+    });
+  });
+
+  it('metric keys: detailed_metric and value_to_metric add request values, nothing else does', async () => {
+    await ask('compat-metrics', [{ entries: { client: 'mobile' } }]);
+    await ask('compat-metrics', [{ entries: { route: '/a', user: 'u-secret' } }]);
+    await ask('compat-metrics', [{ entries: { file: 'docs/x.pdf' } }]);
+    const text = await (await fetch(`http://127.0.0.1:${svc!.httpPort}/metrics`)).text();
+    const hits = (rule: string) =>
+      text.includes(
+        `sluice_rule_hits_total{domain="compat-metrics",rule="${rule}",outcome="total_hits"}`,
+      );
+    expect(hits('compat-metrics.client_mobile')).toBe(true);
+    expect(hits('compat-metrics.route_/a.user')).toBe(true);
+    expect(hits('compat-metrics.file_docs/*')).toBe(true);
+    // the user value is not asked for in the key and never appears
+    expect(text).not.toContain('u-secret');
+    expect(text).not.toContain('x.pdf');
   });
 });
