@@ -165,7 +165,7 @@ export class RedisStore implements Store {
       // Connect each node as soon as ioredis learns of it: with no cluster offline queue,
       // a command for a node whose connection is still being made would fail at once.
       this.#client.on('+node', (node: Redis) => {
-        if (node.status === 'wait') node.connect().catch(() => undefined);
+        if (!node.options.readOnly && node.status === 'wait') node.connect().catch(() => undefined);
       });
     }
     // Connection errors surface per call as StoreError; without a listener ioredis
