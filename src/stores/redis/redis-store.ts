@@ -17,6 +17,7 @@ import {
   newReplicatedAckStats,
   validateReplicatedAck,
   waitForReplicas,
+  type DegradedPrimaries,
   type ReplicatedAckOptions,
   type ReplicatedAckStats,
 } from './replicated-ack.js';
@@ -115,6 +116,7 @@ export class RedisStore implements Store {
   readonly #hotKeys: HotKeys | undefined;
   readonly #crossSlotStats: CrossSlotStats = newCrossSlotStats();
   readonly #ackStats: ReplicatedAckStats = newReplicatedAckStats();
+  readonly #degraded: DegradedPrimaries = new WeakMap();
   readonly #maxInFlight: number;
   readonly #stuckAfterMs: number;
   #inFlight = 0;
@@ -377,7 +379,13 @@ export class RedisStore implements Store {
       items.every((r, j) => !r.enforce || decisions[j]!.allowed) &&
       items.some((r, j) => r.cost > 0 && decisions[j]!.allowed)
     ) {
-      await waitForReplicas(this.#client, group.slot, this.#replicatedAck, this.#ackStats);
+      await waitForReplicas(
+        this.#client,
+        group.slot,
+        this.#replicatedAck,
+        this.#ackStats,
+        this.#degraded,
+      );
     }
     return { ok: true, decisions, decidedAtMs: decided.decidedAtMs };
   }
