@@ -195,15 +195,21 @@ export class RedisStore implements Store {
    */
   static connectCluster(
     nodes: readonly ClusterNode[],
-    options: Omit<RedisStoreOptions, 'client'> & { readonly password?: string } = {},
+    options: Omit<RedisStoreOptions, 'client'> & {
+      readonly username?: string;
+      readonly password?: string;
+    } = {},
   ): RedisStore {
-    const { password, ...rest } = options;
+    const { username, password, ...rest } = options;
     const seed = new Cluster(
       nodes.map((n) => ({ host: n.host, port: n.port })),
       {
         lazyConnect: true,
         scaleReads: 'master',
-        ...(password === undefined ? {} : { redisOptions: { password } }),
+        redisOptions: {
+          ...(username === undefined ? {} : { username }),
+          ...(password === undefined ? {} : { password }),
+        },
       },
     );
     const store = new RedisStore({ ...rest, client: seed });
