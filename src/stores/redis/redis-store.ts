@@ -518,6 +518,7 @@ const SAFE = { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 } a
  * a replica (applyBatch writes, so ioredis would send it to the primary anyway).
  */
 const SAFE_CLUSTER = {
+  lazyConnect: false,
   enableOfflineQueue: false,
   retryDelayOnFailover: 0,
   scaleReads: 'master',
