@@ -88,7 +88,8 @@ describe('sluice serve on one Redis Cluster', () => {
       const byPrimary = new Map<number, string>();
       for (let i = 0; byPrimary.size < 3; i++) {
         const tenant = `c-${process.pid}-${Date.now()}-${i}`;
-        const key = `sl:{${'tenant=' + encodeURIComponent(tenant)}}:x`;
+        // The service's envoy rules key buckets by positional entries: identity `e0=<value>`.
+        const key = `sl:{e0=${encodeURIComponent(tenant)}}:x`;
         const port = (await cluster.nodeForSlot(keySlot(key))).port;
         if (!byPrimary.has(port)) byPrimary.set(port, tenant);
       }
@@ -119,6 +120,10 @@ describe('sluice serve on one Redis Cluster', () => {
       console.log(
         `[service] 3 processes on a Redis Cluster, ${tenants.length} tenants on ${primaries.size} primaries × ${CALLS} calls: OK per tenant ${okPer.join('/')}, OVER_LIMIT per tenant ${overPer.join('/')}, OK per process ${okByProc.join('/')}; ${answers.length} calls in ${callsMs.toFixed(0)} ms`,
       );
+      // Where the buckets really are: keys per primary (the warm-up tenant adds one).
+      const sizes = await Promise.all((await cluster.primaries()).map((n) => n.client().dbsize()));
+      console.log(`[service] keys per primary: ${sizes.join('/')}`);
+      expect(sizes.every((n) => n > 0)).toBe(true);
       expect(okPer).toEqual(tenants.map(() => 100));
       expect(overPer).toEqual(tenants.map(() => CALLS - 100));
     } finally {
