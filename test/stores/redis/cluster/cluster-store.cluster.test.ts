@@ -228,6 +228,21 @@ describe('RedisStore on Redis Cluster', () => {
           `${refunded} refunded checks, ${failures} refund failures; partial-consumption window ms p50 ${pct(0.5).toFixed(2)} p99 ${pct(0.99).toFixed(2)} max ${(windows.at(-1) ?? 0).toFixed(2)}`,
       );
       expect(failures).toBe(0);
+
+      // Unloaded: one caller, the global budget spent, so every check consumes its tenant
+      // bucket (checked first: smaller capacity), is denied by the global one, and refunds.
+      const one = conns[0]!;
+      const from = one.crossSlotStats.partialWindowsMs.length;
+      for (let i = 0; i < 50; i++) {
+        const r = await ls[0]!.check({ env: 'prod', tenant: 'seq' });
+        expect(r.allowed).toBe(false);
+      }
+      const seq = one.crossSlotStats.partialWindowsMs.slice(from).sort((a, b) => a - b);
+      const left = (await ls[0]!.check({ env: 'prod', tenant: 'seq' }, { cost: 0 })).decisions;
+      expect(left.find((d) => d.policy === 'tenant')!.remaining).toBeGreaterThan(29.99);
+      console.log(
+        `[cluster] global spent, 50 sequential checks: ${seq.length} refunds, partial-consumption window ms p50 ${seq[25]!.toFixed(2)} max ${seq.at(-1)!.toFixed(2)}; tenant bucket after: full`,
+      );
     });
   });
 
