@@ -41,7 +41,13 @@ async function runFailover(
   victim: RedisServer,
   label: string,
   options: Partial<RedisStoreOptions>,
-): Promise<{ windowMs: number; lost: number; admitted: number; duringWindow: number }> {
+): Promise<{
+  windowMs: number;
+  lost: number;
+  admitted: number;
+  duringWindow: number;
+  unreplicated: number;
+}> {
   const store = new RedisStore({ client: cluster.client(), prefix: label, ...options });
   stores.push(store);
   await store.ready();
@@ -130,7 +136,9 @@ async function runFailover(
         ? `; WAIT sent ${ack.waits}, short ${ack.short}, failed ${ack.failed}, skipped (degraded) ${ack.skipped}`
         : ''),
   );
-  return { windowMs, lost, admitted, duringWindow: during.length };
+  // Admitted consumes that returned without a full replica acknowledgement.
+  const unreplicated = ack.short + ack.failed + ack.skipped;
+  return { windowMs, lost, admitted, duringWindow: during.length, unreplicated };
 }
 
 describe('RedisStore on Redis Cluster: primary failover under traffic', () => {
@@ -148,7 +156,8 @@ describe('RedisStore on Redis Cluster: primary failover under traffic', () => {
       replicatedAck: { replicas: 1, timeoutMs: 50 },
     });
     expect(waited.admitted).toBeGreaterThan(0);
-    // With WAIT every admitted consume reached the replica before it was returned.
-    expect(waited.lost).toBe(0);
+    // With WAIT, only consumes returned without a replica's acknowledgement (short, failed,
+    // or skipped while degraded) can be lost.
+    expect(waited.lost).toBeLessThanOrEqual(waited.unreplicated);
   }, 90_000);
 });
