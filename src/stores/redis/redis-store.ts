@@ -161,6 +161,12 @@ export class RedisStore implements Store {
       options.replicatedAck === undefined
         ? undefined
         : validateReplicatedAck(options.replicatedAck);
+    if (this.#replicatedAck !== undefined && this.#replicatedAck.timeoutMs >= this.#stuckAfterMs) {
+      // WAIT holds its connection: a longer wait would look like a dead link to the watchdog.
+      throw new RangeError(
+        `RedisStore: replicatedAck.timeoutMs (${this.#replicatedAck.timeoutMs}) must be below stuckAfterMs (${this.#stuckAfterMs})`,
+      );
+    }
     const k = options.hotKeys ?? 32;
     this.#hotKeys = k === 0 ? undefined : new HotKeys(k);
     if (this.#client instanceof Cluster) {
