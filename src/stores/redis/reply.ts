@@ -5,12 +5,39 @@ import type { StoreRequest } from '../store.js';
 const STATUS = ['OK', 'OVER_LIMIT', 'INVALID_POLICY'] as const;
 const FIELDS = 5;
 
+/** applyBatch.lua's reply, decoded. */
+export interface AppliedBatch {
+  readonly decisions: AlgorithmDecision[];
+  /** The instant (server or client clock, ms) the batch was decided at. */
+  readonly decidedAtMs: number;
+}
+
 /**
- * Decodes applyBatch.lua's reply into decisions, in request order. Domain failures come
- * back as `[-code, item]` and become a `StoreError`; this is the one place that knows
- * those codes. `keys` are the full Redis keys, for the error message.
+ * Decodes applyBatch.lua's reply into decisions, in request order, plus the instant it
+ * decided at (its last field). Domain failures come back as `[-code, item]` and become a
+ * `StoreError`; this is the one place that knows those codes. `keys` are the full Redis
+ * keys, for the error message.
  */
 export function decodeApplyBatch(
+  reply: unknown,
+  batch: readonly StoreRequest[],
+  keys: readonly string[],
+): AppliedBatch {
+  if (Array.isArray(reply) && reply.length === batch.length * FIELDS + 1) {
+    const decidedAtMs = Number(reply.at(-1));
+    if (!Number.isFinite(decidedAtMs)) throw malformed(reply);
+    return { decisions: decodeDecisions(reply.slice(0, -1), batch, keys), decidedAtMs };
+  }
+  // A domain failure ([-code, item]) throws its StoreError here; anything else is malformed.
+  decodeDecisions(reply, batch, keys);
+  throw malformed(reply);
+}
+
+/**
+ * Decodes a reply of 5 fields per request (refundBatch.lua's, or applyBatch.lua's without
+ * its last field) into decisions, in request order.
+ */
+export function decodeDecisions(
   reply: unknown,
   batch: readonly StoreRequest[],
   keys: readonly string[],
@@ -53,6 +80,6 @@ function fail(e: StoreError): never {
 function malformed(reply: unknown): StoreError {
   return new StoreError(
     'SLUICE_ERR_STORE_UNAVAILABLE',
-    `unexpected reply from applyBatch.lua: ${JSON.stringify(reply)?.slice(0, 200)}`,
+    `unexpected reply from a Sluice script: ${JSON.stringify(reply)?.slice(0, 200)}`,
   );
 }

@@ -19,25 +19,37 @@ export function loadLua(name: string, seen = new Set<string>()): string {
 /** The full source of applyBatch.lua, loaded once. */
 export const APPLY_BATCH_LUA = loadLua('applyBatch');
 
-const COMMAND = 'sluiceApplyBatch';
+/** The full source of refundBatch.lua, loaded once. */
+export const REFUND_BATCH_LUA = loadLua('refundBatch');
 
-/** The one client surface RedisStore uses: its script, plus what it needs for checks. */
-type ScriptClient = (Redis | Cluster) & {
-  [COMMAND]?: (...args: (string | number)[]) => Promise<unknown>;
-};
+/** A script as RedisStore calls it: keys and args in, the raw reply out. */
+export type ScriptCall = (
+  keys: readonly string[],
+  args: readonly (string | number)[],
+) => Promise<unknown>;
+
+type ScriptClient = (Redis | Cluster) & Record<string, unknown>;
 
 /**
  * Registers applyBatch on the client (once). ioredis sends it as EVALSHA and resends it
  * on NOSCRIPT; if that fails again, the source goes as EVAL. So a flushed script cache, a
  * restarted server or a promoted replica never surfaces as an error. Never call it
- * inside MULTI: there is no NOSCRIPT fallback there.
+ * inside MULTI: there is no NOSCRIPT fallback there. On a Cluster, ioredis routes the
+ * call by its keys' slot (every key of one call must share a slot).
  */
-export function applyBatchScript(
-  client: Redis | Cluster,
-): (keys: readonly string[], args: readonly (string | number)[]) => Promise<unknown> {
+export function applyBatchScript(client: Redis | Cluster): ScriptCall {
+  return script(client, 'sluiceApplyBatch', APPLY_BATCH_LUA);
+}
+
+/** Registers refundBatch on the client (once), with the same NOSCRIPT recovery. */
+export function refundBatchScript(client: Redis | Cluster): ScriptCall {
+  return script(client, 'sluiceRefundBatch', REFUND_BATCH_LUA);
+}
+
+function script(client: Redis | Cluster, command: string, lua: string): ScriptCall {
   const c = client as ScriptClient;
-  if (typeof c[COMMAND] !== 'function') client.defineCommand(COMMAND, { lua: APPLY_BATCH_LUA });
-  const call = c[COMMAND] as (...args: (string | number)[]) => Promise<unknown>;
+  if (typeof c[command] !== 'function') client.defineCommand(command, { lua });
+  const call = c[command] as (...args: (string | number)[]) => Promise<unknown>;
   return async (keys, args) => {
     try {
       return await call.call(client, keys.length, ...keys, ...args);
@@ -46,7 +58,7 @@ export function applyBatchScript(
       // just loaded the script; a flush in between fails that too. NOSCRIPT means the
       // script never ran, so sending the source itself is safe: EVAL needs no cache.
       if (!(error instanceof Error) || !error.message.includes('NOSCRIPT')) throw error;
-      return client.eval(APPLY_BATCH_LUA, keys.length, ...keys, ...args);
+      return client.eval(lua, keys.length, ...keys, ...args);
     }
   };
 }

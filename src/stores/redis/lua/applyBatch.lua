@@ -12,7 +12,9 @@ ARGV[4..] 8 fields per item: algorithm code, cost, enforce (1|0), ttlMs, p1, p2,
           (codes and params: src/stores/redis/lua-args.ts)
 
 Reply     5 fields per item: status (0 OK, 1 OVER_LIMIT, 2 INVALID_POLICY), remaining,
-          retryAfterMs, resetAfterMs, delayMs ('' when absent); numbers as %.17g strings.
+          retryAfterMs, resetAfterMs, delayMs ('' when absent); numbers as %.17g strings;
+          then one last field: the now the batch was decided at (what refundBatch.lua
+          needs to find the window or log entry of this consumption).
           On a domain failure: { -code, item } (decoded in src/stores/redis/reply.ts):
           -1 the item's key holds something that is not Sluice state.
 ]]
@@ -98,5 +100,6 @@ for i = 1, n do
   reply[j + 4] = fmt(it.reset)
   reply[j + 5] = it.delay == nil and '' or fmt(it.delay)
 end
+reply[n * 5 + 1] = fmt(now)
 if dedup then redis.call('SET', dedup, table.concat(reply, '\n'), 'PX', ARGV[3]) end
 return reply
