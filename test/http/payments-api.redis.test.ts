@@ -131,7 +131,9 @@ describe('examples/payments-api server (one command)', () => {
       );
       const elapsedS = (performance.now() - started) / 1000;
       const admitted = statuses.filter((s) => s === 202).length;
-      expect(statuses.filter((s) => s !== 202 && s !== 429)).toEqual([]);
+      // 503 is the policy's `closed` answer when Redis misses the 250ms timeout, which a
+      // loaded machine can cause; never anything else.
+      expect(statuses.filter((s) => s !== 202 && s !== 429 && s !== 503)).toEqual([]);
       expect(admitted * 5).toBeLessThanOrEqual(15 + 100 * elapsedS);
     }, 90_000);
   }
