@@ -13,18 +13,19 @@
  * autocannon with 32 connections, a warm-up (2 s) then a measured window (10 s; 1 s and 3 s
  * with `--quick`). Prints a markdown table (req/s, latency p50/p99, errors, the server's
  * CPU in cores and in µs per request, the 1-minute load average) and writes bench/results/http-middleware-<date>.json.
- * Nothing here asserts.
+ * Then, in process and without HTTP, µs per `limiter.check` alone and per the middleware's
+ * core (`EdgeLimiter.decide`: API key lookup, the same check, headers). Nothing here asserts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import express from 'express';
 import { createLimiter } from '../src/limiter/limiter.js';
 import { MemoryStore } from '../src/stores/memory/memory-store.js';
-import { byApiKey, createHttpRateLimit } from '../src/http.js';
+import { byApiKey, createHttpRateLimit, EdgeLimiter } from '../src/http.js';
 
 const root = path.join(import.meta.dirname, '..');
 const TENANTS = 1_000;
@@ -162,6 +163,53 @@ async function measure(round: number, mode: Mode): Promise<Row> {
   }
 }
 
+/**
+ * In-process breakdown, no HTTP: µs per `limiter.check` alone and per `EdgeLimiter.decide`
+ * (API key lookup + the same check + headers), sequential, on one event loop.
+ */
+async function breakdown(): Promise<{ limiterCheckMicros: number; edgeDecideMicros: number }> {
+  const tenants = new Map(Array.from({ length: TENANTS }, (_, i) => [keyOf(i), `t${i}`]));
+  const limiter = createLimiter({
+    store: new MemoryStore(),
+    policies: [{ name: 'bench-tenant', match: ['tenant'], rate: 1e9, burst: 1e9 }],
+  });
+  const edge = new EdgeLimiter<IncomingMessage>({
+    limiter,
+    descriptor: byApiKey({ key: 'tenant', resolve: (k) => tenants.get(k) }),
+  });
+  const reqs = Array.from(
+    { length: TENANTS },
+    (_, i) =>
+      ({
+        headers: { 'x-api-key': keyOf(i) },
+        socket: { remoteAddress: '127.0.0.1' },
+      }) as unknown as IncomingMessage,
+  );
+  const n = quick ? 20_000 : 100_000;
+  const route = 'GET /transfers/:id/status';
+  let limiterCheckMicros = 0;
+  let edgeDecideMicros = 0;
+  for (let pass = 0; pass < 2; pass++) {
+    // pass 0 warms up; pass 1 is reported
+    let t = performance.now();
+    for (let i = 0; i < n; i++) {
+      await limiter.check({ tenant: `t${i % TENANTS}`, route }, { cost: 1 });
+    }
+    limiterCheckMicros = ((performance.now() - t) * 1000) / n;
+    t = performance.now();
+    for (let i = 0; i < n; i++) {
+      const req = reqs[i % TENANTS]!;
+      await edge.decide(req, req, route, { cost: 1 });
+    }
+    edgeDecideMicros = ((performance.now() - t) * 1000) / n;
+  }
+  const round1 = (x: number) => Math.round(x * 10) / 10;
+  return {
+    limiterCheckMicros: round1(limiterCheckMicros),
+    edgeDecideMicros: round1(edgeDecideMicros),
+  };
+}
+
 async function main(): Promise<void> {
   const rows: Row[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
@@ -184,6 +232,10 @@ async function main(): Promise<void> {
       `round ${round}: with/without req/s = ${ratio.toFixed(3)}; CPU per request +${cpu} µs`,
     );
   }
+  const inProcess = await breakdown();
+  console.log(
+    `in process: limiter.check ${inProcess.limiterCheckMicros} µs, edge.decide ${inProcess.edgeDecideMicros} µs (load avg ${os.loadavg()[0]!.toFixed(2)})`,
+  );
   const date = new Date().toISOString().slice(0, 10);
   const dir = path.join(root, 'bench/results');
   fs.mkdirSync(dir, { recursive: true });
@@ -199,7 +251,7 @@ async function main(): Promise<void> {
     measureS: MEASURE_S,
     tenants: TENANTS,
   };
-  fs.writeFileSync(file, `${JSON.stringify({ meta, rows }, null, 2)}\n`);
+  fs.writeFileSync(file, `${JSON.stringify({ meta, rows, inProcess }, null, 2)}\n`);
   console.log(`wrote ${path.relative(root, file)}`);
 }
 

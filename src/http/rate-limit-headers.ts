@@ -45,6 +45,18 @@ function sfString(s: string): string {
  * rate never exceeds the policy's: 10 per 1.5 s becomes `q=13;w=2`.
  */
 export function policyItem(policy: Policy): string {
+  let item = policyItems.get(policy);
+  if (item === undefined) {
+    item = formatPolicyItem(policy);
+    policyItems.set(policy, item);
+  }
+  return item;
+}
+
+/** Policies are frozen, so each one's item is formatted once. */
+const policyItems = new WeakMap<Policy, string>();
+
+function formatPolicyItem(policy: Policy): string {
   const p = policy.params as Readonly<Record<string, number>>;
   const windowMs = p['windowMs'] ?? p['periodMs'] ?? 1000;
   const units = p['limit'] ?? p['rate'] ?? 0;
