@@ -146,6 +146,11 @@ export class EdgeLimiter<Req> {
         throw httpConfigError('routeKey must be a non-empty string or false');
       }
     }
+    if (options.timeoutMs !== undefined && !(options.timeoutMs > 0)) {
+      throw httpConfigError(
+        `timeoutMs must be a positive number of ms, got ${String(options.timeoutMs)}`,
+      );
+    }
     this.#limiter = options.limiter;
     this.#build = options.descriptor;
     this.#clientIp = createClientIp({

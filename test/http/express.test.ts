@@ -323,6 +323,14 @@ describe('Express: errors never leak', () => {
     expect(events[0]?.route).toBe('ANY /api');
   });
 
+  it('refuses invalid options at start-up rather than answering 500 to every request', () => {
+    for (const bad of [{ timeoutMs: 0 }, { routeKey: '' }, { trustProxy: ['10.0.0.0/40'] }]) {
+      expect(() => setup(payments, bad as Partial<HttpRateLimitOptions>)).toThrow(
+        expect.objectContaining({ code: 'SLUICE_ERR_HTTP_CONFIG_INVALID' }),
+      );
+    }
+  });
+
   it('refuses an invalid route cost when the route is declared', () => {
     const { limits } = setup();
     expect(() => limits.route({ cost: -1 })).toThrow(
