@@ -64,6 +64,29 @@ describe('npm pack', () => {
     expect(stdout.trim()).toBe('function function');
   });
 
+  it('resolves sluice/http and sluice/fastify, and answers 429 over node:http, with neither Express nor Fastify installed', async () => {
+    const code = `
+      import { createServer } from 'node:http';
+      import { createRequire } from 'node:module';
+      import { createLimiter, MemoryStore } from 'sluice';
+      import { byClientIp, createHttpRateLimit } from 'sluice/http';
+      import { createFastifyRateLimit } from 'sluice/fastify';
+      const installed = (m) => { try { createRequire(import.meta.url).resolve(m); return 'installed'; } catch { return 'absent'; } };
+      const limiter = createLimiter({ store: new MemoryStore(), policies: [{ name: 'per-ip', match: ['client_ip'], rate: 1, period: '1h', burst: 1 }] });
+      const limits = createHttpRateLimit({ limiter, descriptor: byClientIp() });
+      const server = createServer(async (req, res) => {
+        if (await limits.check(req, res, { name: 'GET /' })) res.end('ok');
+      }).listen(0, '127.0.0.1', async () => {
+        const url = 'http://127.0.0.1:' + server.address().port + '/';
+        const a = await fetch(url); const b = await fetch(url);
+        console.log(a.status, b.status, b.headers.get('retry-after'), typeof createFastifyRateLimit, installed('fastify'), installed('express'));
+        server.close(); server.closeAllConnections();
+      });`;
+    await writeFile(join(dir, 'http.mjs'), code);
+    const { stdout } = await run(process.execPath, ['http.mjs'], { cwd: dir });
+    expect(stdout.trim()).toBe('200 429 3600 function absent absent');
+  });
+
   it('ships the sluice bin and the example policies', async () => {
     const { stdout } = await run(
       join(dir, 'node_modules/.bin/sluice'),
@@ -82,6 +105,8 @@ describe('npm pack', () => {
     );
     expect(files).toContain('dist/index.d.ts');
     expect(files).toContain('dist/redis.d.ts');
+    expect(files).toContain('dist/http.d.ts');
+    expect(files).toContain('dist/fastify.d.ts');
     expect(files).toContain('dist/stores/redis/lua/applyBatch.lua');
     expect(files).toContain('dist/stores/redis/lua/includes/tokenBucket.lua');
     expect(files).toContain('dist/service/proto/sluice/v1/sluice.proto');

@@ -132,6 +132,13 @@ export const ERROR_CODES = Object.freeze({
     grpcStatus: GRPC_UNAVAILABLE,
     summary: 'The store was used after close().',
   },
+  SLUICE_ERR_HTTP_CONFIG_INVALID: {
+    family: 'policy',
+    httpStatus: 500,
+    grpcStatus: GRPC_FAILED_PRECONDITION,
+    summary:
+      'HTTP middleware options are invalid (trusted proxies, route cost or name, retry settings), or a route has no template.',
+  },
   SLUICE_ERR_PROTOCOL_BAD_REQUEST: {
     family: 'protocol',
     httpStatus: 400,
