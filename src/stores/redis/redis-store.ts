@@ -1,10 +1,11 @@
 import { Cluster, Redis, ReplyError } from 'ioredis';
 import { PolicyError, StoreError } from '../../core/errors.js';
 import type { Policy } from '../../core/policy.js';
-import { dedupKey } from '../key.js';
+import { dedupKey, hashTagOf } from '../key.js';
 import type { Store, StoreApplyOptions, StoreRequest, StoreResult } from '../store.js';
 import { LUA_ALGORITHM_CODE, luaParams } from './lua-args.js';
 import { decodeApplyBatch } from './reply.js';
+import { ScriptCoalescer } from './coalescer.js';
 import { applyBatchScript } from './scripts.js';
 
 export interface RedisStoreOptions {
@@ -47,10 +48,16 @@ export interface RedisStoreOptions {
    * the slot of the batch's first key), in ms. @default 60_000
    */
   readonly dedupTtlMs?: number;
+  /**
+   * Most checks coalesced into one script call: concurrent checks (those issued within
+   * one turn of the event loop) go to Redis together, one command for all of them. The
+   * bound keeps each script run short on Redis. @default 64
+   */
+  readonly maxBatchesPerCall?: number;
 }
 
 /**
- * Runs every algorithm in Redis as one atomic Lua step per batch (applyBatch.lua):
+ * Runs every algorithm in Redis as one atomic Lua step per batch (applyBatches.lua):
  * read, refill, check, consume, write, expire, return. All keys of a batch must share a
  * hash slot (they do when the policies share an identity). See docs/redis.md.
  */
@@ -61,7 +68,7 @@ export class RedisStore implements Store {
   readonly #clientClock: boolean;
   readonly #maxSlidingLogLimit: number;
   readonly #dedupTtlMs: number;
-  readonly #apply: ReturnType<typeof applyBatchScript>;
+  readonly #apply: ScriptCoalescer;
   readonly #maxInFlight: number;
   readonly #stuckAfterMs: number;
   #inFlight = 0;
@@ -93,7 +100,7 @@ export class RedisStore implements Store {
     this.#clientClock = options.clock === 'client';
     this.#maxSlidingLogLimit = max;
     this.#dedupTtlMs = options.dedupTtlMs ?? 60_000;
-    this.#apply = applyBatchScript(this.#client);
+    this.#apply = new ScriptCoalescer(applyBatchScript(this.#client), options.maxBatchesPerCall);
     // Connection errors surface per call as StoreError; without a listener ioredis
     // would report each one as an unhandled 'error' event.
     this.#client.on('error', () => undefined);
@@ -198,7 +205,11 @@ export class RedisStore implements Store {
       const scriptKeys =
         rid === undefined ? keys : [...keys, this.redisKey(dedupKey(batch[0]!.key, rid))];
       this.#unansweredSince ??= performance.now();
-      reply = await this.#apply(scriptKeys, args);
+      reply = await this.#apply.call(
+        this.#client instanceof Cluster ? hashTagOf(batch[0]!.key) : '',
+        scriptKeys,
+        args,
+      );
       this.#unansweredSince = undefined;
     } catch (cause) {
       // An error reply still proves the connection works; a connection error does not.

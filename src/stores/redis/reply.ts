@@ -3,10 +3,12 @@ import { StoreError } from '../../core/errors.js';
 import type { StoreRequest } from '../store.js';
 
 const STATUS = ['OK', 'OVER_LIMIT', 'INVALID_POLICY'] as const;
-const FIELDS = 5;
+/** One item of applyOne.lua's packed reply: struct '<Bdddd'. */
+const ITEM_BYTES = 1 + 4 * 8;
 
 /**
- * Decodes applyBatch.lua's reply into decisions, in request order. Domain failures come
+ * Decodes one batch's reply from applyBatches.lua into decisions, in request order: a
+ * binary string of packed items (see lua/includes/applyOne.lua). Domain failures come
  * back as `[-code, item]` and become a `StoreError`; this is the one place that knows
  * those codes. `keys` are the full Redis keys, for the error message.
  */
@@ -15,8 +17,7 @@ export function decodeApplyBatch(
   batch: readonly StoreRequest[],
   keys: readonly string[],
 ): AlgorithmDecision[] {
-  if (!Array.isArray(reply)) throw malformed(reply);
-  if (typeof reply[0] === 'number' && reply[0] < 0) {
+  if (Array.isArray(reply) && typeof reply[0] === 'number' && reply[0] < 0) {
     const item = Number(reply[1]) - 1;
     if (reply[0] === -1) {
       return fail(
@@ -28,21 +29,21 @@ export function decodeApplyBatch(
     }
     throw malformed(reply);
   }
-  if (reply.length !== batch.length * FIELDS) throw malformed(reply);
+  if (!Buffer.isBuffer(reply) || reply.length !== batch.length * ITEM_BYTES) throw malformed(reply);
   return batch.map((r, i): AlgorithmDecision => {
-    const j = i * FIELDS;
-    const status = STATUS[reply[j] as number];
+    const at = i * ITEM_BYTES;
+    const status = STATUS[reply.readUInt8(at)];
     if (status === undefined) throw malformed(reply);
-    const delay = reply[j + 4] as string;
+    const delay = reply.readDoubleLE(at + 25);
     const d: AlgorithmDecision = {
       status,
       allowed: status === 'OK',
       limit: r.algorithm.capacity(r.params),
-      remaining: Number(reply[j + 1]),
-      retryAfterMs: Number(reply[j + 2]),
-      resetAfterMs: Number(reply[j + 3]),
+      remaining: reply.readDoubleLE(at + 1),
+      retryAfterMs: reply.readDoubleLE(at + 9),
+      resetAfterMs: reply.readDoubleLE(at + 17),
     };
-    return delay === '' ? d : { ...d, delayMs: Number(delay) };
+    return Number.isNaN(delay) ? d : { ...d, delayMs: delay };
   });
 }
 
@@ -51,8 +52,9 @@ function fail(e: StoreError): never {
 }
 
 function malformed(reply: unknown): StoreError {
+  const shown = Buffer.isBuffer(reply) ? reply.toString('hex') : JSON.stringify(reply);
   return new StoreError(
     'SLUICE_ERR_STORE_UNAVAILABLE',
-    `unexpected reply from applyBatch.lua: ${JSON.stringify(reply)?.slice(0, 200)}`,
+    `unexpected reply from applyBatches.lua: ${shown?.slice(0, 200)}`,
   );
 }

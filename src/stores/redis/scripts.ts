@@ -16,18 +16,18 @@ export function loadLua(name: string, seen = new Set<string>()): string {
   return text.replace(INCLUDE, (_, inc: string) => (seen.has(inc) ? '' : loadLua(inc, seen)));
 }
 
-/** The full source of applyBatch.lua, loaded once. */
-export const APPLY_BATCH_LUA = loadLua('applyBatch');
+/** The full source of applyBatches.lua, loaded once. */
+export const APPLY_BATCH_LUA = loadLua('applyBatches');
 
-const COMMAND = 'sluiceApplyBatch';
+const COMMAND = 'sluiceApplyBatches';
 
 /** The one client surface RedisStore uses: its script, plus what it needs for checks. */
 type ScriptClient = (Redis | Cluster) & {
-  [COMMAND]?: (...args: (string | number)[]) => Promise<unknown>;
+  [K in `${typeof COMMAND}Buffer`]?: (...args: (string | number)[]) => Promise<unknown>;
 };
 
 /**
- * Registers applyBatch on the client (once). ioredis sends it as EVALSHA and resends it
+ * Registers applyBatches on the client (once). ioredis sends it as EVALSHA and resends it
  * on NOSCRIPT; if that fails again, the source goes as EVAL. So a flushed script cache, a
  * restarted server or a promoted replica never surfaces as an error. Never call it
  * inside MULTI: there is no NOSCRIPT fallback there.
@@ -36,8 +36,10 @@ export function applyBatchScript(
   client: Redis | Cluster,
 ): (keys: readonly string[], args: readonly (string | number)[]) => Promise<unknown> {
   const c = client as ScriptClient;
-  if (typeof c[COMMAND] !== 'function') client.defineCommand(COMMAND, { lua: APPLY_BATCH_LUA });
-  const call = c[COMMAND] as (...args: (string | number)[]) => Promise<unknown>;
+  if (typeof c[`${COMMAND}Buffer`] !== 'function')
+    client.defineCommand(COMMAND, { lua: APPLY_BATCH_LUA });
+  // The Buffer variant: replies carry packed binary doubles, which text decoding would mangle.
+  const call = c[`${COMMAND}Buffer`] as (...args: (string | number)[]) => Promise<unknown>;
   return async (keys, args) => {
     try {
       return await call.call(client, keys.length, ...keys, ...args);
@@ -46,7 +48,7 @@ export function applyBatchScript(
       // just loaded the script; a flush in between fails that too. NOSCRIPT means the
       // script never ran, so sending the source itself is safe: EVAL needs no cache.
       if (!(error instanceof Error) || !error.message.includes('NOSCRIPT')) throw error;
-      return client.eval(APPLY_BATCH_LUA, keys.length, ...keys, ...args);
+      return client.callBuffer('EVAL', APPLY_BATCH_LUA, keys.length, ...keys, ...args);
     }
   };
 }
