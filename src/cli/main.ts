@@ -14,7 +14,7 @@ import { MemoryStore } from '../stores/memory/memory-store.js';
 import { pino } from 'pino';
 import { settingsFromEnv } from '../service/env-settings.js';
 import { startService } from '../service/main.js';
-import { redisUrlFromSettings } from '../service/redis-settings.js';
+import { clusterNodesFromList, redisTargetFromSettings } from '../service/redis-settings.js';
 import { parseDescriptorArgs } from './descriptor-args.js';
 
 function wholeNumber(name: string, min: number) {
@@ -129,6 +129,10 @@ program
     env['REDIS_URL'],
   )
   .option(
+    '--redis-cluster <host:port,...>',
+    'Redis Cluster seed nodes, comma-separated (or env REDIS_TYPE=cluster with REDIS_URL as the list; REDIS_AUTH applies)',
+  )
+  .option(
     '--store-timeout <ms>',
     'store deadline for envoy rules, ms (env STORE_TIMEOUT_MS)',
     wholeNumber('--store-timeout', 1),
@@ -143,6 +147,7 @@ program
       host: string;
       grpcHost: string;
       redis?: string;
+      redisCluster?: string;
       storeTimeout: number;
     }) => {
       try {
@@ -150,18 +155,31 @@ program
         const logger = pino({ name: 'sluice', level: settings.logLevel });
         if (settings.logFormatText)
           logger.warn('LOG_FORMAT=text: Sluice writes JSON logs only; logging JSON');
-        const running = await startService({
-          ...(o.config === undefined ? {} : { envoyConfig: o.config }),
-          ...(o.policies === undefined ? {} : { policiesFile: o.policies }),
-          ...(o.redis === undefined
-            ? {}
-            : {
-                redisUrl: redisUrlFromSettings({
+        const target =
+          o.redisCluster !== undefined
+            ? redisTargetFromSettings({
+                // parsed first so a bad value is reported as --redis-cluster's
+                url: clusterNodesFromList(o.redisCluster, '--redis-cluster')
+                  .map((n) => `${n.host.includes(':') ? `[${n.host}]` : n.host}:${n.port}`)
+                  .join(','),
+                auth: env['REDIS_AUTH'],
+                type: 'cluster',
+              })
+            : o.redis === undefined
+              ? undefined
+              : redisTargetFromSettings({
                   url: o.redis,
                   auth: env['REDIS_AUTH'],
                   type: env['REDIS_TYPE'],
-                }),
-              }),
+                });
+        const running = await startService({
+          ...(o.config === undefined ? {} : { envoyConfig: o.config }),
+          ...(o.policies === undefined ? {} : { policiesFile: o.policies }),
+          ...(target === undefined
+            ? {}
+            : target.type === 'single'
+              ? { redisUrl: target.url }
+              : { redisCluster: target }),
           port: o.port,
           grpcPort: o.grpcPort,
           host: o.host,

@@ -67,6 +67,13 @@ export const ERROR_CODES = Object.freeze({
     summary:
       'The store cannot run a policy as configured (e.g. a sliding log limit above the Redis store maximum).',
   },
+  SLUICE_ERR_POLICY_CROSS_SLOT: {
+    family: 'policy',
+    httpStatus: 500,
+    grpcStatus: GRPC_FAILED_PRECONDITION,
+    summary:
+      'Two policies can match one descriptor but keep their buckets in different Redis Cluster slots, and the store\'s crossSlot strategy is "reject".',
+  },
   SLUICE_ERR_COST_INVALID: {
     family: 'policy',
     httpStatus: 400,
@@ -111,6 +118,13 @@ export const ERROR_CODES = Object.freeze({
     grpcStatus: GRPC_UNAVAILABLE,
     summary:
       'A bucket key holds a value that is not Sluice state (wrong type or format); it is left untouched.',
+  },
+  SLUICE_ERR_STORE_CROSS_SLOT: {
+    family: 'store',
+    httpStatus: 503,
+    grpcStatus: GRPC_UNAVAILABLE,
+    summary:
+      'A batch spans several Redis Cluster slots and the store\'s crossSlot strategy is "reject"; nothing was applied.',
   },
   SLUICE_ERR_STORE_CLOSED: {
     family: 'store',

@@ -93,6 +93,7 @@ export class Limiter {
   #accept(policies: PolicySet | readonly PolicyInput[]): PolicySet {
     const set = toPolicySet(policies);
     for (const p of set.policies) this.#store.checkPolicy?.(p);
+    this.#store.checkPolicies?.(set.policies);
     return set;
   }
 

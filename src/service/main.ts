@@ -21,8 +21,17 @@ export interface ServeOptions extends ConfigSources {
   readonly grpcHost?: string;
   /** gRPC port (`GRPC_PORT`). @default 8081 */
   readonly grpcPort?: number;
-  /** Redis URL (`REDIS_URL`); absent: the embedded memory store. */
+  /** Redis URL (`REDIS_URL`); absent (and no `redisCluster`): the embedded memory store. */
   readonly redisUrl?: string;
+  /**
+   * Redis Cluster seed nodes (`--redis-cluster`, or `REDIS_TYPE=cluster` with a
+   * `REDIS_URL` list); the store decides on primaries only. Exclusive with `redisUrl`.
+   */
+  readonly redisCluster?: {
+    readonly nodes: readonly { readonly host: string; readonly port: number }[];
+    readonly username?: string;
+    readonly password?: string;
+  };
   /** Key prefix in Redis (`CACHE_KEY_PREFIX`). @default "sl" */
   readonly keyPrefix?: string;
   /** Upstream's `SHADOW_MODE`. @default false */
@@ -68,10 +77,18 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   );
   const config = await loadServiceConfig(options);
   metrics.recordConfigLoad('success');
+  const prefix = options.keyPrefix ?? 'sl';
+  const cluster = options.redisCluster;
   const store: Store =
-    options.redisUrl === undefined
-      ? new MemoryStore()
-      : RedisStore.connect(options.redisUrl, { prefix: options.keyPrefix ?? 'sl' });
+    cluster !== undefined
+      ? RedisStore.connectCluster(cluster.nodes, {
+          prefix,
+          ...(cluster.username === undefined ? {} : { username: cluster.username }),
+          ...(cluster.password === undefined ? {} : { password: cluster.password }),
+        })
+      : options.redisUrl === undefined
+        ? new MemoryStore()
+        : RedisStore.connect(options.redisUrl, { prefix });
   if (store instanceof RedisStore) await store.ready();
   const service = new RateLimitService({
     store,

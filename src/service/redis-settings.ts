@@ -1,11 +1,80 @@
 import { PolicyError } from '../core/errors.js';
 
+/** Where the service's Redis is: one server, or a Redis Cluster. */
+export type RedisTarget =
+  | { readonly type: 'single'; readonly url: string }
+  | {
+      readonly type: 'cluster';
+      /** Seed nodes; the rest of the cluster is discovered from them. */
+      readonly nodes: readonly { readonly host: string; readonly port: number }[];
+      readonly username?: string;
+      readonly password?: string;
+    };
+
 /**
- * The Redis URL the service connects to, from upstream-style settings: `REDIS_URL` may
- * be upstream's `host:port` (no scheme) or a `redis://` / `rediss://` URL; `REDIS_AUTH`
+ * The Redis the service connects to, from upstream-style settings. `REDIS_TYPE` is
+ * `single` (the default), `cluster` (then `REDIS_URL` is a comma-separated list of
+ * `host:port` seed nodes, as upstream takes it), or `sentinel` (refused clearly: not
+ * supported). `REDIS_AUTH` (`password` or `user:password`) applies to every node.
+ */
+export function redisTargetFromSettings(settings: {
+  readonly url: string;
+  readonly auth?: string | undefined;
+  readonly type?: string | undefined;
+}): RedisTarget {
+  const type = (settings.type ?? 'single').toLowerCase();
+  if (type !== 'cluster') return { type: 'single', url: redisUrlFromSettings(settings) };
+  const nodes = clusterNodesFromList(settings.url, 'REDIS_URL');
+  const auth = settings.auth ?? '';
+  const colon = auth.indexOf(':');
+  return {
+    type: 'cluster',
+    nodes,
+    ...(auth === ''
+      ? {}
+      : colon >= 0
+        ? { username: auth.slice(0, colon), password: auth.slice(colon + 1) }
+        : { password: auth }),
+  };
+}
+
+/**
+ * Parses `host:port,host:port,...` (IPv6 hosts in brackets: `[::1]:7000`) into nodes;
+ * `setting` names the source in errors.
+ */
+export function clusterNodesFromList(
+  list: string,
+  setting: string,
+): { readonly host: string; readonly port: number }[] {
+  const parts = list
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
+  if (parts.length === 0) {
+    throw new PolicyError(
+      'SLUICE_ERR_CONFIG_INVALID',
+      `${setting}: needs at least one host:port of a Redis Cluster node`,
+    );
+  }
+  return parts.map((part) => {
+    const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(part);
+    const port = m === null ? NaN : Number(m[3]);
+    if (m === null || port < 1 || port > 65_535) {
+      throw new PolicyError(
+        'SLUICE_ERR_CONFIG_INVALID',
+        `${setting}: not a host:port of a Redis Cluster node: ${JSON.stringify(part)}`,
+      );
+    }
+    return { host: m[1] ?? m[2]!, port };
+  });
+}
+
+/**
+ * The Redis URL of a single server, from upstream-style settings: `REDIS_URL` may be
+ * upstream's `host:port` (no scheme) or a `redis://` / `rediss://` URL; `REDIS_AUTH`
  * (upstream's password setting, `password` or `user:password`) is added when the URL
- * carries none; `REDIS_TYPE` must be `single` (the default) — `cluster` and `sentinel`
- * are refused with a clear error until they are supported.
+ * carries none; `REDIS_TYPE` must be `single` (the default) here — use
+ * {@link redisTargetFromSettings} for `cluster`; `sentinel` is refused with a clear error.
  */
 export function redisUrlFromSettings(settings: {
   readonly url: string;
@@ -16,7 +85,9 @@ export function redisUrlFromSettings(settings: {
   if (type !== 'single') {
     throw new PolicyError(
       'SLUICE_ERR_CONFIG_INVALID',
-      `REDIS_TYPE=${settings.type}: only "single" is supported so far (Redis Cluster and Sentinel are not yet)`,
+      type === 'cluster'
+        ? `REDIS_TYPE=${settings.type}: a cluster has no single URL (use a comma-separated host:port list)`
+        : `REDIS_TYPE=${settings.type}: only "single" and "cluster" are supported (Redis Sentinel is not)`,
     );
   }
   const withScheme = /^rediss?:\/\//.test(settings.url) ? settings.url : `redis://${settings.url}`;

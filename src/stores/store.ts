@@ -50,4 +50,10 @@ export interface Store {
    * limiter calls it for every policy it is given, before using them.
    */
   checkPolicy?(policy: Policy): void;
+  /**
+   * Throws a `PolicyError` when this store cannot run the policies together (e.g. a
+   * Redis Cluster store whose cross-slot strategy is `reject`). The limiter calls it with
+   * every policy set it is given, after {@link Store.checkPolicy}.
+   */
+  checkPolicies?(policies: readonly Policy[]): void;
 }

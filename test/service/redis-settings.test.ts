@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redisUrlFromSettings } from '../../src/service/redis-settings.js';
+import { redisTargetFromSettings, redisUrlFromSettings } from '../../src/service/redis-settings.js';
 
 describe('Redis settings (REDIS_URL, REDIS_AUTH, REDIS_TYPE)', () => {
   it("accepts upstream's host:port and redis:// URLs", () => {
@@ -25,14 +25,46 @@ describe('Redis settings (REDIS_URL, REDIS_AUTH, REDIS_TYPE)', () => {
   });
 
   it('refuses what it cannot honour, naming the setting', () => {
-    expect(() => redisUrlFromSettings({ url: '127.0.0.1:6379', type: 'cluster' })).toThrow(
-      'REDIS_TYPE=cluster: only "single" is supported so far',
+    expect(() => redisUrlFromSettings({ url: '127.0.0.1:6379', type: 'sentinel' })).toThrow(
+      'REDIS_TYPE=sentinel: only "single" and "cluster" are supported (Redis Sentinel is not)',
+    );
+    expect(() => redisTargetFromSettings({ url: '127.0.0.1:6379', type: 'sentinel' })).toThrow(
+      'REDIS_TYPE=sentinel: only "single" and "cluster" are supported (Redis Sentinel is not)',
     );
     expect(() => redisUrlFromSettings({ url: 'localhost' })).toThrow(
       'REDIS_URL: needs a host and a port: "localhost"',
     );
     expect(() => redisUrlFromSettings({ url: 'a b:c' })).toThrow(
       /REDIS_URL: not host:port or a redis:\/\/ URL/,
+    );
+  });
+
+  it('REDIS_TYPE=cluster takes REDIS_URL as a comma-separated host:port list, REDIS_AUTH for every node', () => {
+    expect(
+      redisTargetFromSettings({
+        url: '127.0.0.1:7000, 127.0.0.1:7001,[::1]:7002',
+        type: 'cluster',
+        auth: 'app:pw',
+      }),
+    ).toEqual({
+      type: 'cluster',
+      nodes: [
+        { host: '127.0.0.1', port: 7000 },
+        { host: '127.0.0.1', port: 7001 },
+        { host: '::1', port: 7002 },
+      ],
+      username: 'app',
+      password: 'pw',
+    });
+    expect(redisTargetFromSettings({ url: '127.0.0.1:6379' })).toEqual({
+      type: 'single',
+      url: 'redis://127.0.0.1:6379',
+    });
+    expect(() => redisTargetFromSettings({ url: '127.0.0.1', type: 'cluster' })).toThrow(
+      'REDIS_URL: not a host:port of a Redis Cluster node: "127.0.0.1"',
+    );
+    expect(() => redisTargetFromSettings({ url: ' , ', type: 'CLUSTER' })).toThrow(
+      'REDIS_URL: needs at least one host:port of a Redis Cluster node',
     );
   });
 });

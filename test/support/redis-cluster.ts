@@ -7,8 +7,8 @@ import { spawn } from 'node:child_process';
 import { Cluster, type ClusterOptions } from 'ioredis';
 import { ensureRedisBinaries } from './redis-binary.js';
 import { RedisServer } from './redis-server.js';
-import { parseInfo, respCommand, respString } from './resp.js';
-import { waitFor } from './wait.js';
+import { parseInfo, respCommand, RespError, respString, type RespReply } from './resp.js';
+import { sleep, waitFor } from './wait.js';
 
 /** Number of hash slots in Redis Cluster. */
 export const CLUSTER_SLOTS = 16384;
@@ -301,6 +301,63 @@ export class RedisCluster {
         timeoutMs: options.timeoutMs ?? 30_000,
       },
     );
+  }
+
+  /**
+   * Moves `slot` from its current primary to `target` (another primary) the way
+   * `redis-cli --cluster reshard` does, one step at a time so traffic can run across it:
+   * `CLUSTER SETSLOT slot IMPORTING` on the target, `MIGRATING` on the source, then
+   * `CLUSTER GETKEYSINSLOT` + `MIGRATE … KEYS` in batches of `batch` keys until the slot
+   * is empty on the source, then `SETSLOT slot NODE target` on the target, the source and
+   * every other primary; finally waits for {@link waitForHealthy}. `pauseMs` is slept after
+   * MIGRATING and between MIGRATE batches, so clients meet the ASK / TRYAGAIN states.
+   * Resolves with the number of keys moved.
+   */
+  async migrateSlot(
+    slot: number,
+    target: RedisServer,
+    options: { pauseMs?: number; batch?: number } = {},
+  ): Promise<number> {
+    const source = await this.nodeForSlot(slot);
+    if (source === target) throw new Error(`${target.url} already owns slot ${slot}`);
+    const sourceId = this.nodeId(source);
+    const targetId = this.nodeId(target);
+    const pauseMs = options.pauseMs ?? 0;
+    const run = async (
+      node: RedisServer,
+      args: readonly (string | number)[],
+    ): Promise<RespReply> => {
+      const reply = await respCommand(node.host, node.port, args.map(String));
+      if (reply instanceof RespError) {
+        throw new Error(`${args.join(' ')} on ${node.url}: ${reply.message}`);
+      }
+      return reply;
+    };
+    await run(target, ['CLUSTER', 'SETSLOT', slot, 'IMPORTING', sourceId]);
+    await run(source, ['CLUSTER', 'SETSLOT', slot, 'MIGRATING', targetId]);
+    if (pauseMs > 0) await sleep(pauseMs);
+    let moved = 0;
+    for (;;) {
+      const keys = (await run(source, [
+        'CLUSTER',
+        'GETKEYSINSLOT',
+        slot,
+        options.batch ?? 10,
+      ])) as string[];
+      if (keys.length === 0) break;
+      await run(source, ['MIGRATE', target.host, target.port, '', 0, 5000, 'KEYS', ...keys]);
+      moved += keys.length;
+      if (pauseMs > 0) await sleep(pauseMs);
+    }
+    await run(target, ['CLUSTER', 'SETSLOT', slot, 'NODE', targetId]);
+    await run(source, ['CLUSTER', 'SETSLOT', slot, 'NODE', targetId]);
+    for (const node of await this.primaries()) {
+      if (node !== source && node !== target) {
+        await run(node, ['CLUSTER', 'SETSLOT', slot, 'NODE', targetId]);
+      }
+    }
+    await this.waitForHealthy();
+    return moved;
   }
 
   /**

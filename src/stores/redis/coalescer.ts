@@ -27,6 +27,10 @@ export class ScriptCoalescer {
 
   /** `maxBatches` bounds one call, so one script never runs long on Redis. */
   constructor(send: ManyCall, maxBatches = 64) {
+    if (!Number.isSafeInteger(maxBatches) || maxBatches < 1)
+      throw new RangeError(
+        `RedisStore: maxBatchesPerCall must be a positive integer, got ${String(maxBatches)}`,
+      );
     this.#send = send;
     this.#maxBatches = maxBatches;
   }

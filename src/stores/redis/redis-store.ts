@@ -3,10 +3,28 @@ import { PolicyError, StoreError } from '../../core/errors.js';
 import type { Policy } from '../../core/policy.js';
 import { dedupKey, hashTagOf } from '../key.js';
 import type { Store, StoreApplyOptions, StoreRequest, StoreResult } from '../store.js';
+import {
+  applySequentialRefund,
+  crossSlotPair,
+  newCrossSlotStats,
+  type CrossSlotStats,
+  type CrossSlotStrategy,
+  type GroupOutcome,
+} from './cross-slot.js';
+import { HotKeys, type HotKey } from './hot-keys.js';
 import { LUA_ALGORITHM_CODE, luaParams } from './lua-args.js';
-import { decodeApplyBatch } from './reply.js';
+import {
+  newReplicatedAckStats,
+  validateReplicatedAck,
+  waitForReplicas,
+  type DegradedPrimaries,
+  type ReplicatedAckOptions,
+  type ReplicatedAckStats,
+} from './replicated-ack.js';
+import { decodeApplyBatch, decodeDecisions } from './reply.js';
 import { ScriptCoalescer } from './coalescer.js';
-import { applyBatchScript } from './scripts.js';
+import { applyBatchScript, refundBatchScript, type ScriptCall } from './scripts.js';
+import { groupBySlot, keySlot, type SlotGroup } from './slot-groups.js';
 
 export interface RedisStoreOptions {
   /**
@@ -49,17 +67,49 @@ export interface RedisStoreOptions {
    */
   readonly dedupTtlMs?: number;
   /**
+   * Redis Cluster only: what to do with a check whose buckets live in several hash slots
+   * (see {@link CrossSlotStrategy} and docs/cluster.md). With `reject`, the limiter refuses
+   * such policy sets when it is created. @default "sequential-refund"
+   */
+  readonly crossSlot?: CrossSlotStrategy;
+  /**
+   * After each consuming call, `WAIT replicas timeoutMs` on the primary that ran it, so
+   * a failover loses fewer admitted consumes (less overshoot) at the cost of latency.
+   * Fewer acknowledgements than asked leave the decision as it is; they are counted in
+   * {@link RedisStore.replicatedAckStats}. @default undefined (off)
+   */
+  readonly replicatedAck?: ReplicatedAckOptions;
+  /**
+   * Size of the per-process top-k of the busiest identities (hashed), read with
+   * {@link RedisStore.hotKeys}; `0` turns tracking off. @default 32
+   */
+  readonly hotKeys?: number;
+  /**
    * Most checks coalesced into one script call: concurrent checks (those issued within
-   * one turn of the event loop) go to Redis together, one command for all of them. The
-   * bound keeps each script run short on Redis. @default 64
+   * one turn of the event loop) go to Redis together, one command per Redis node (per hash
+   * slot on a Cluster) for all of them. The bound keeps each script run short on Redis.
+   * @default 64
    */
   readonly maxBatchesPerCall?: number;
 }
 
+/** `host:port` of a Redis Cluster node, as in `--redis-cluster` and `REDIS_URL`. */
+export interface ClusterNode {
+  readonly host: string;
+  readonly port: number;
+}
+
 /**
  * Runs every algorithm in Redis as one atomic Lua step per batch (applyBatches.lua):
- * read, refill, check, consume, write, expire, return. All keys of a batch must share a
- * hash slot (they do when the policies share an identity). See docs/redis.md.
+ * read, refill, check, consume, write, expire, return. Concurrent checks are coalesced
+ * into one script call, each still atomic on its own. See docs/redis.md.
+ *
+ * Over a standalone Redis, a batch is always one script call. Over a Redis Cluster
+ * (`client` is an ioredis `Cluster`), the buckets of one identity share a hash slot and
+ * are decided in one call on the slot's primary; a batch whose buckets span several slots
+ * is run with the `crossSlot` strategy (docs/cluster.md). Admission only ever runs on
+ * primaries; redirections (`MOVED`, `ASK`, `TRYAGAIN`) are followed, since they prove the
+ * script did not run, while a call whose connection drops is never resent.
  */
 export class RedisStore implements Store {
   readonly #client: Redis | Cluster;
@@ -68,7 +118,14 @@ export class RedisStore implements Store {
   readonly #clientClock: boolean;
   readonly #maxSlidingLogLimit: number;
   readonly #dedupTtlMs: number;
-  readonly #apply: ScriptCoalescer;
+  readonly #apply: ScriptCall;
+  readonly #refund: ScriptCall;
+  readonly #crossSlot: CrossSlotStrategy;
+  readonly #replicatedAck: ReplicatedAckOptions | undefined;
+  readonly #hotKeys: HotKeys | undefined;
+  readonly #crossSlotStats: CrossSlotStats = newCrossSlotStats();
+  readonly #ackStats: ReplicatedAckStats = newReplicatedAckStats();
+  readonly #degraded: DegradedPrimaries = new WeakMap();
   readonly #maxInFlight: number;
   readonly #stuckAfterMs: number;
   #inFlight = 0;
@@ -100,7 +157,40 @@ export class RedisStore implements Store {
     this.#clientClock = options.clock === 'client';
     this.#maxSlidingLogLimit = max;
     this.#dedupTtlMs = options.dedupTtlMs ?? 60_000;
-    this.#apply = new ScriptCoalescer(applyBatchScript(this.#client), options.maxBatchesPerCall);
+    const coalescer = new ScriptCoalescer(
+      applyBatchScript(this.#client),
+      options.maxBatchesPerCall,
+    );
+    // On a Cluster only batches of one slot can share a call: one script's keys must.
+    const cluster = this.#client instanceof Cluster;
+    this.#apply = (keys, args) => coalescer.call(cluster ? keySlot(keys[0]!) : 0, keys, args);
+    this.#refund = refundBatchScript(this.#client);
+    const crossSlot = options.crossSlot ?? 'sequential-refund';
+    if (crossSlot !== 'sequential-refund' && crossSlot !== 'reject') {
+      throw new RangeError(
+        `RedisStore: crossSlot must be "sequential-refund" or "reject", got ${JSON.stringify(crossSlot)}`,
+      );
+    }
+    this.#crossSlot = crossSlot;
+    this.#replicatedAck =
+      options.replicatedAck === undefined
+        ? undefined
+        : validateReplicatedAck(options.replicatedAck);
+    if (this.#replicatedAck !== undefined && this.#replicatedAck.timeoutMs >= this.#stuckAfterMs) {
+      // WAIT holds its connection: a longer wait would look like a dead link to the watchdog.
+      throw new RangeError(
+        `RedisStore: replicatedAck.timeoutMs (${this.#replicatedAck.timeoutMs}) must be below stuckAfterMs (${this.#stuckAfterMs})`,
+      );
+    }
+    const k = options.hotKeys ?? 32;
+    this.#hotKeys = k === 0 ? undefined : new HotKeys(k);
+    if (this.#client instanceof Cluster) {
+      // Connect each node as soon as ioredis learns of it: with no cluster offline queue,
+      // a command for a node whose connection is still being made would fail at once.
+      this.#client.on('+node', (node: Redis) => {
+        if (!node.options.readOnly && node.status === 'wait') node.connect().catch(() => undefined);
+      });
+    }
     // Connection errors surface per call as StoreError; without a listener ioredis
     // would report each one as an unhandled 'error' event.
     this.#client.on('error', () => undefined);
@@ -116,6 +206,34 @@ export class RedisStore implements Store {
   static connect(url: string, options: Omit<RedisStoreOptions, 'client'> = {}): RedisStore {
     const seed = new Redis(url, { lazyConnect: true });
     const store = new RedisStore({ ...options, client: seed });
+    seed.disconnect();
+    return store;
+  }
+
+  /**
+   * A store on a Redis Cluster reached through any of `nodes` (the rest are discovered).
+   * Commands go to primaries only (`scaleReads: "master"`).
+   */
+  static connectCluster(
+    nodes: readonly ClusterNode[],
+    options: Omit<RedisStoreOptions, 'client'> & {
+      readonly username?: string;
+      readonly password?: string;
+    } = {},
+  ): RedisStore {
+    const { username, password, ...rest } = options;
+    const seed = new Cluster(
+      nodes.map((n) => ({ host: n.host, port: n.port })),
+      {
+        lazyConnect: true,
+        scaleReads: 'master',
+        redisOptions: {
+          ...(username === undefined ? {} : { username }),
+          ...(password === undefined ? {} : { password }),
+        },
+      },
+    );
+    const store = new RedisStore({ ...rest, client: seed });
     seed.disconnect();
     return store;
   }
@@ -165,6 +283,35 @@ export class RedisStore implements Store {
     }
   }
 
+  /**
+   * With `crossSlot: "reject"` on a Cluster: throws `SLUICE_ERR_POLICY_CROSS_SLOT` when two
+   * policies can match one descriptor while their buckets live in different slots.
+   */
+  checkPolicies(policies: readonly Policy[]): void {
+    if (this.#crossSlot !== 'reject' || !(this.#client instanceof Cluster)) return;
+    const pair = crossSlotPair(policies);
+    if (pair === undefined) return;
+    throw new PolicyError(
+      'SLUICE_ERR_POLICY_CROSS_SLOT',
+      `policies "${pair[0].name}" and "${pair[1].name}" can match one descriptor but keep their buckets in different Redis Cluster slots (different identity keys), and the store's crossSlot strategy is "reject"; give them the same identity keys or use crossSlot "sequential-refund"`,
+    );
+  }
+
+  /** The busiest identities seen by this store (hashed), busiest first; empty when off. */
+  hotKeys(): HotKey[] {
+    return this.#hotKeys?.top() ?? [];
+  }
+
+  /** Counters of cross-slot batches (live object; see {@link CrossSlotStats}). */
+  get crossSlotStats(): Readonly<CrossSlotStats> {
+    return this.#crossSlotStats;
+  }
+
+  /** Counters of replicated acknowledgements (live object). */
+  get replicatedAckStats(): Readonly<ReplicatedAckStats> {
+    return this.#ackStats;
+  }
+
   async apply(
     batch: readonly StoreRequest[],
     options: StoreApplyOptions,
@@ -173,13 +320,67 @@ export class RedisStore implements Store {
       return failAll(batch, new StoreError('SLUICE_ERR_STORE_CLOSED', 'RedisStore is closed'));
     if (batch.length === 0) return [];
     const keys = batch.map((r) => this.redisKey(r.key));
-    const rid = options.requestId;
+    if (this.#hotKeys !== undefined) {
+      for (const tag of new Set(batch.map((r) => hashTagOf(r.key)))) this.#hotKeys.record(tag);
+    }
+    const all: SlotGroup = { slot: keySlot(keys[0]!), indices: batch.map((_, i) => i) };
+    if (this.#client instanceof Cluster) {
+      const groups = groupBySlot(keys);
+      if (groups.length > 1) {
+        if (this.#crossSlot === 'reject') {
+          return failAll(
+            batch,
+            new StoreError(
+              'SLUICE_ERR_STORE_CROSS_SLOT',
+              `the batch's buckets live in ${groups.length} Redis Cluster slots and the store's crossSlot strategy is "reject"`,
+            ),
+          );
+        }
+        return applySequentialRefund(
+          batch,
+          groups,
+          {
+            consume: (g) => this.#consume(batch, keys, g, options, false),
+            dryRun: (g) => this.#consume(batch, keys, g, options, true),
+            refund: (g, indices, decidedAtMs) =>
+              this.#refundGroup(batch, keys, g, indices, decidedAtMs, options),
+          },
+          this.#crossSlotStats,
+        );
+      }
+    }
+    const out = await this.#consume(batch, keys, all, options, false);
+    if (!out.ok) return failAll(batch, out.error);
+    return out.decisions.map((decision) => ({ ok: true as const, decision }));
+  }
+
+  /**
+   * One applyBatch call over the requests of `group` (all in one slot). A dry run adds a
+   * last request that can never fit (cost above its capacity, enforced) on the group's
+   * first key: the batch is then refused as a whole, so nothing is written, and every
+   * real request reports what it would get, unconsumed. It has no request id.
+   */
+  async #consume(
+    batch: readonly StoreRequest[],
+    allKeys: readonly string[],
+    group: SlotGroup,
+    options: StoreApplyOptions,
+    dryRun: boolean,
+  ): Promise<GroupOutcome> {
+    const items = group.indices.map((i) => batch[i]!);
+    const keys = group.indices.map((i) => allKeys[i]!);
+    if (dryRun) {
+      const first = items[0]!;
+      items.push({ ...first, cost: first.algorithm.capacity(first.params) + 1, enforce: true });
+      keys.push(keys[0]!);
+    }
+    const rid = dryRun ? undefined : options.requestId;
     const args: (string | number)[] = [
       this.#clientClock ? String(options.nowMs) : '',
       rid ?? '',
       this.#dedupTtlMs,
     ];
-    for (const r of batch) {
+    for (const r of items) {
       args.push(
         LUA_ALGORITHM_CODE[r.algorithm.kind],
         r.cost,
@@ -188,50 +389,112 @@ export class RedisStore implements Store {
       );
       args.push(...luaParams(r.algorithm.kind, r.params as Readonly<Record<string, unknown>>));
     }
+    const scriptKeys =
+      rid === undefined ? keys : [...keys, this.redisKey(dedupKey(items[0]!.key, rid))];
+    const reply = await this.#call(this.#apply, scriptKeys, args, options.signal);
+    if (!reply.ok) return reply;
+    let decided;
+    try {
+      decided = decodeApplyBatch(reply.reply, items, keys);
+    } catch (error) {
+      return { ok: false, error: error as StoreError };
+    }
+    const decisions = dryRun ? decided.decisions.slice(0, -1) : decided.decisions;
+    if (
+      !dryRun &&
+      this.#replicatedAck !== undefined &&
+      items.every((r, j) => !r.enforce || decisions[j]!.allowed) &&
+      items.some((r, j) => r.cost > 0 && decisions[j]!.allowed)
+    ) {
+      await waitForReplicas(
+        this.#client,
+        group.slot,
+        this.#replicatedAck,
+        this.#ackStats,
+        this.#degraded,
+      );
+    }
+    return { ok: true, decisions, decidedAtMs: decided.decidedAtMs };
+  }
+
+  /** One refundBatch call giving back `indices` (of one slot) consumed at `decidedAtMs`. */
+  async #refundGroup(
+    batch: readonly StoreRequest[],
+    allKeys: readonly string[],
+    group: SlotGroup,
+    indices: readonly number[],
+    decidedAtMs: number,
+    options: StoreApplyOptions,
+  ): Promise<GroupOutcome> {
+    const items = indices.map((i) => batch[i]!);
+    const keys = indices.map((i) => allKeys[i]!);
+    const rid = options.requestId;
+    const args: (string | number)[] = [
+      this.#clientClock ? String(options.nowMs) : '',
+      this.#dedupTtlMs,
+    ];
+    for (const r of items) {
+      args.push(
+        LUA_ALGORITHM_CODE[r.algorithm.kind],
+        r.cost,
+        r.algorithm.ttlMs(r.params),
+        decidedAtMs,
+      );
+      args.push(...luaParams(r.algorithm.kind, r.params as Readonly<Record<string, unknown>>));
+    }
+    // The marker makes a refund under one request id happen once, however often a
+    // retry replays the batch (its consume is deduplicated; its refund must be too).
+    const firstKey = batch[group.indices[0]!]!.key;
+    const scriptKeys =
+      rid === undefined ? keys : [...keys, `${this.redisKey(dedupKey(firstKey, rid))}:refund`];
+    // Refunds run even after the caller's deadline: the consumption must not stay.
+    const reply = await this.#call(this.#refund, scriptKeys, args, undefined);
+    if (!reply.ok) return reply;
+    try {
+      return { ok: true, decisions: decodeDecisions(reply.reply, items, keys), decidedAtMs };
+    } catch (error) {
+      return { ok: false, error: error as StoreError };
+    }
+  }
+
+  /** One script call with the in-flight bound, the ready wait and the stuck watchdog. */
+  async #call(
+    script: ScriptCall,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    signal: AbortSignal | undefined,
+  ): Promise<{ ok: true; reply: unknown } | { ok: false; error: StoreError }> {
     this.#checkStuck();
     if (this.#inFlight >= this.#maxInFlight) {
-      return failAll(
-        batch,
-        new StoreError(
+      return {
+        ok: false,
+        error: new StoreError(
           'SLUICE_ERR_STORE_UNAVAILABLE',
           `Redis: ${this.#inFlight} calls already waiting (maxInFlight)`,
         ),
-      );
+      };
     }
     this.#inFlight++;
-    let reply: unknown;
     try {
-      await this.#whenReady(options.signal ?? AbortSignal.timeout(this.#stuckAfterMs));
-      const scriptKeys =
-        rid === undefined ? keys : [...keys, this.redisKey(dedupKey(batch[0]!.key, rid))];
+      await this.#whenReady(signal ?? AbortSignal.timeout(this.#stuckAfterMs));
       this.#unansweredSince ??= performance.now();
-      reply = await this.#apply.call(
-        this.#client instanceof Cluster ? hashTagOf(batch[0]!.key) : '',
-        scriptKeys,
-        args,
-      );
+      const reply = await script(keys, args);
       this.#unansweredSince = undefined;
+      return { ok: true, reply };
     } catch (cause) {
       // An error reply still proves the connection works; a connection error does not.
       if (cause instanceof ReplyError) this.#unansweredSince = undefined;
-      return failAll(
-        batch,
-        cause instanceof StoreError
-          ? cause
-          : new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', `Redis: ${(cause as Error).message}`, {
-              cause,
-            }),
-      );
+      return {
+        ok: false,
+        error:
+          cause instanceof StoreError
+            ? cause
+            : new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', `Redis: ${(cause as Error).message}`, {
+                cause,
+              }),
+      };
     } finally {
       this.#inFlight--;
-    }
-    try {
-      return decodeApplyBatch(reply, batch, keys).map((decision) => ({
-        ok: true as const,
-        decision,
-      }));
-    } catch (error) {
-      return failAll(batch, error as StoreError);
     }
   }
 
@@ -266,10 +529,27 @@ export class RedisStore implements Store {
 /** ioredis settings under which a command is sent at most once, and only when asked. */
 const SAFE = { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 } as const;
 
+/**
+ * The Cluster equivalent. ioredis's node connections never reconnect and fail what they
+ * had sent with "Connection is closed." when they drop, and the Cluster resends commands
+ * failed that way after `retryDelayOnFailover`: that would replay a consume that may have
+ * been applied, so it is 0 (off). Redirections (`MOVED`, `ASK`), `TRYAGAIN` and
+ * `CLUSTERDOWN` are replies saying the command did not run, so ioredis follows or retries
+ * them (at most `maxRedirections` times). `scaleReads: "master"`: admission never runs on
+ * a replica (applyBatch writes, so ioredis would send it to the primary anyway).
+ */
+const SAFE_CLUSTER = {
+  lazyConnect: false,
+  enableOfflineQueue: false,
+  retryDelayOnFailover: 0,
+  scaleReads: 'master',
+  maxRedirections: 16,
+} as const;
+
 function safeConnection(client: Redis | Cluster): Redis | Cluster {
   if (client instanceof Cluster) {
     return client.duplicate(undefined, {
-      enableOfflineQueue: false,
+      ...SAFE_CLUSTER,
       redisOptions: { ...client.options.redisOptions, ...SAFE },
     } as never);
   }

@@ -19,27 +19,44 @@ export function loadLua(name: string, seen = new Set<string>()): string {
 /** The full source of applyBatches.lua, loaded once. */
 export const APPLY_BATCH_LUA = loadLua('applyBatches');
 
-const COMMAND = 'sluiceApplyBatches';
+/** The full source of refundBatch.lua, loaded once. */
+export const REFUND_BATCH_LUA = loadLua('refundBatch');
 
-/** The one client surface RedisStore uses: its script, plus what it needs for checks. */
-type ScriptClient = (Redis | Cluster) & {
-  [K in `${typeof COMMAND}Buffer`]?: (...args: (string | number)[]) => Promise<unknown>;
-};
+/** A script as RedisStore calls it: keys and args in, the raw reply out. */
+export type ScriptCall = (
+  keys: readonly string[],
+  args: readonly (string | number)[],
+) => Promise<unknown>;
+
+type ScriptClient = (Redis | Cluster) & Record<string, unknown>;
 
 /**
- * Registers applyBatches on the client (once). ioredis sends it as EVALSHA and resends it
+ * Registers applyBatches on the client (once), with binary replies: they carry packed
+ * doubles, which text decoding would mangle. ioredis sends it as EVALSHA and resends it
  * on NOSCRIPT; if that fails again, the source goes as EVAL. So a flushed script cache, a
  * restarted server or a promoted replica never surfaces as an error. Never call it
- * inside MULTI: there is no NOSCRIPT fallback there.
+ * inside MULTI: there is no NOSCRIPT fallback there. On a Cluster, ioredis routes the
+ * call by its keys' slot (every key of one call must share a slot).
  */
-export function applyBatchScript(
+export function applyBatchScript(client: Redis | Cluster): ScriptCall {
+  return script(client, 'sluiceApplyBatches', APPLY_BATCH_LUA, true);
+}
+
+/** Registers refundBatch on the client (once), with the same NOSCRIPT recovery. */
+export function refundBatchScript(client: Redis | Cluster): ScriptCall {
+  return script(client, 'sluiceRefundBatch', REFUND_BATCH_LUA, false);
+}
+
+function script(
   client: Redis | Cluster,
-): (keys: readonly string[], args: readonly (string | number)[]) => Promise<unknown> {
+  command: string,
+  lua: string,
+  binary: boolean,
+): ScriptCall {
   const c = client as ScriptClient;
-  if (typeof c[`${COMMAND}Buffer`] !== 'function')
-    client.defineCommand(COMMAND, { lua: APPLY_BATCH_LUA });
-  // The Buffer variant: replies carry packed binary doubles, which text decoding would mangle.
-  const call = c[`${COMMAND}Buffer`] as (...args: (string | number)[]) => Promise<unknown>;
+  const name = binary ? `${command}Buffer` : command;
+  if (typeof c[name] !== 'function') client.defineCommand(command, { lua });
+  const call = c[name] as (...args: (string | number)[]) => Promise<unknown>;
   return async (keys, args) => {
     try {
       return await call.call(client, keys.length, ...keys, ...args);
@@ -48,7 +65,9 @@ export function applyBatchScript(
       // just loaded the script; a flush in between fails that too. NOSCRIPT means the
       // script never ran, so sending the source itself is safe: EVAL needs no cache.
       if (!(error instanceof Error) || !error.message.includes('NOSCRIPT')) throw error;
-      return client.callBuffer('EVAL', APPLY_BATCH_LUA, keys.length, ...keys, ...args);
+      return binary
+        ? client.callBuffer('EVAL', lua, keys.length, ...keys, ...args)
+        : client.eval(lua, keys.length, ...keys, ...args);
     }
   };
 }

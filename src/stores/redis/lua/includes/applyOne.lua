@@ -6,7 +6,9 @@
 -- code, cost, enforce 1|0, ttlMs, p1..p4).
 --
 -- Reply: one binary string, per item struct '<Bdddd' (status 0 OK / 1 OVER_LIMIT /
--- 2 INVALID_POLICY, remaining, retryAfterMs, resetAfterMs, delayMs or NaN when absent):
+-- 2 INVALID_POLICY, remaining, retryAfterMs, resetAfterMs, delayMs or NaN when absent),
+-- then '<d' the now the batch was decided at (what refundBatch.lua needs to find the
+-- window or log entry of this consumption):
 -- doubles travel exactly, and one pack costs Redis far less than formatting numbers as
 -- text. A domain failure is { -1, item }: that item's key holds something that is not
 -- Sluice state. Decoded in src/stores/redis/reply.ts.
@@ -41,7 +43,7 @@ local function applyOne(KEYS, ARGV, ko, ao, nArgs)
     local state, status, remaining, retry, reset, delay = alg.step(s, now, cost, p1, p2, p3, p4)
     -- a cost-0 request only reads: nothing to write
     if status == 0 and cost > 0 then alg.save(key, state, now, tonumber(ARGV[ao + 7]), p1, p2, p3, p4) end
-    return packItem(status, remaining, retry, reset, delay)
+    return packItem(status, remaining, retry, reset, delay) .. struct.pack('<d', now)
   end
 
   if dedup then
@@ -94,6 +96,7 @@ local function applyOne(KEYS, ARGV, ko, ao, nArgs)
     end
     reply[i] = packItem(it.status, it.remaining, it.retry, it.reset, it.delay)
   end
+  reply[n + 1] = struct.pack('<d', now)
   local packed = table.concat(reply)
   if dedup then redis.call('SET', dedup, packed, 'PX', ARGV[ao + 3]) end
   return packed

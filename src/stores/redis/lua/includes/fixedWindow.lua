@@ -40,3 +40,10 @@ ALG[4] = {
     setState(key, fmt(s.window) .. ' ' .. fmt(s.count), (s.window + 1) * windowMs - now)
   end,
 }
+
+-- refundState() of src/algorithms/refund.ts: only the window the units were taken in
+-- holds them; a later window never did.
+ALG[4].refund = function(key, s, now, at, cost, ttl, limit, windowMs)
+  if s.window ~= math.floor(at / windowMs) then return end
+  ALG[4].save(key, { window = s.window, count = math.max(0, s.count - cost) }, now, ttl, limit, windowMs)
+end

@@ -48,3 +48,8 @@ ALG[2] = {
     setState(key, fmt(s.tat), math.max(ttl, s.tat - now))
   end,
 }
+
+-- refundState() of src/algorithms/refund.ts: move the TAT back by cost, never before now.
+ALG[2].refund = function(key, s, now, at, cost, ttl, rate, periodMs)
+  ALG[2].save(key, { tat = math.max(now, s.tat - gcraEmissionMs(cost, rate, periodMs)) }, now, ttl)
+end

@@ -45,3 +45,10 @@ ALG[3] = {
     setState(key, fmt(s.level) .. ' ' .. fmt(s.ts), ttl + math.max(0, s.ts - now))
   end,
 }
+
+-- refundState() of src/algorithms/refund.ts: leak to now, then take cost out (floored at 0).
+ALG[3].refund = function(key, s, now, at, cost, ttl, rate, periodMs)
+  local elapsed = math.max(0, now - s.ts)
+  local level = math.max(0, s.level - (elapsed * rate) / periodMs)
+  ALG[3].save(key, { level = math.max(0, level - cost), ts = math.max(s.ts, now) }, now, ttl)
+end

@@ -103,3 +103,26 @@ ALG[6] = {
     redis.call('PEXPIRE', key, math.max(1, math.ceil(slidingLogExpiresAt(last, windowMs) - now)))
   end,
 }
+
+-- refundState() of src/algorithms/refund.ts: remove one entry of exactly cost units at the
+-- earliest stamp >= at that has one. The members at that stamp are rewritten numbered
+-- 0..k-2, so the numbering rule above (n = entries already at the score) still holds.
+ALG[6].refund = function(key, s, now, at, cost)
+  local entries = s.entries
+  local pick = nil
+  for i = 1, #entries do
+    local e = entries[i]
+    if e[1] >= at and e[2] == cost and (pick == nil or e[1] < entries[pick][1]) then pick = i end
+  end
+  if pick == nil then return end
+  local t = entries[pick][1]
+  local ft = fmt(t)
+  redis.call('ZREMRANGEBYSCORE', key, ft, ft)
+  local n = 0
+  for i = 1, #entries do
+    if i ~= pick and entries[i][1] == t then
+      redis.call('ZADD', key, ft, ft .. ':' .. fmt(entries[i][2]) .. ':' .. n)
+      n = n + 1
+    end
+  end
+end

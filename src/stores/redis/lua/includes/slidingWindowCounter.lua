@@ -81,3 +81,18 @@ ALG[5] = {
       (s.window + 2) * windowMs - now)
   end,
 }
+
+-- refundState() of src/algorithms/refund.ts: from current while the state is the window
+-- of the consumption, from previous once it has moved one window on.
+ALG[5].refund = function(key, s, now, at, cost, ttl, limit, windowMs)
+  local w = math.floor(at / windowMs)
+  local r
+  if s.window == w then
+    r = { window = s.window, current = math.max(0, s.current - cost), previous = s.previous }
+  elseif s.window == w + 1 then
+    r = { window = s.window, current = s.current, previous = math.max(0, s.previous - cost) }
+  else
+    return
+  end
+  ALG[5].save(key, r, now, ttl, limit, windowMs)
+end

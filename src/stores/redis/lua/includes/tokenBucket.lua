@@ -35,3 +35,10 @@ ALG[1] = {
     setState(key, fmt(s.tokens) .. ' ' .. fmt(s.ts), ttl + math.max(0, s.ts - now))
   end,
 }
+
+-- refundState() of src/algorithms/refund.ts: refill to now, then give cost back (capped).
+ALG[1].refund = function(key, s, now, at, cost, ttl, rate, periodMs, burst)
+  local elapsed = math.max(0, now - s.ts)
+  local tokens = math.min(burst, s.tokens + (elapsed * rate) / periodMs)
+  ALG[1].save(key, { tokens = math.min(burst, tokens + cost), ts = math.max(s.ts, now) }, now, ttl)
+end

@@ -1,0 +1,113 @@
+import { Cluster, type Redis } from 'ioredis';
+
+/**
+ * Replicated acknowledgement: after a consuming script, `WAIT replicas timeoutMs` on the
+ * same connection, so the decision returns only once that many replicas have the write
+ * (or the timeout passed). A failover then loses fewer acknowledged consumes, which is
+ * what makes a limiter overshoot after promotion; the price is one more round trip plus
+ * replication lag on every consuming call.
+ *
+ * `WAIT` cannot run inside a Lua script, so it is a separate command. It counts the
+ * writes of the connection it is sent on, so on a Cluster it goes to the pooled
+ * connection of the primary that owns the slot (the one the script was just sent on),
+ * found through ioredis's slot table; after a redirect that table already names the new
+ * owner.
+ *
+ * When fewer replicas acknowledge than asked (a replica down, lag above the timeout) or
+ * the WAIT fails, the decision stands: the consume was applied on the primary and is
+ * returned as decided. The shortfall is counted in {@link ReplicatedAckStats}.
+ *
+ * WAIT blocks its connection, and every decision for that primary shares the connection:
+ * on a primary that has lost its replicas (e.g. just promoted), each WAIT would hold all
+ * traffic to it for `timeoutMs`. So after a short acknowledgement the primary is
+ * *degraded* for `degradedForMs`: no WAIT is sent to it (counted as `skipped`; those
+ * consumes have only asynchronous replication), then WAIT is tried again.
+ */
+export interface ReplicatedAckOptions {
+  /** Replicas that must acknowledge. A positive integer. */
+  readonly replicas: number;
+  /** Longest wait for them, in ms (Redis `WAIT` timeout; 0 would wait forever, so >= 1). */
+  readonly timeoutMs: number;
+  /** After a short acknowledgement, send no WAIT to that primary for this long (ms). @default 1000 */
+  readonly degradedForMs?: number;
+}
+
+export interface ReplicatedAckStats {
+  /** WAITs sent. */
+  waits: number;
+  /** WAITs that returned fewer replicas than asked. */
+  short: number;
+  /** WAITs that failed (connection error, no ready connection to the slot's owner). */
+  failed: number;
+  /** Consumes returned without WAIT because their primary was degraded. */
+  skipped: number;
+}
+
+export function newReplicatedAckStats(): ReplicatedAckStats {
+  return { waits: 0, short: 0, failed: 0, skipped: 0 };
+}
+
+export function validateReplicatedAck(o: ReplicatedAckOptions): ReplicatedAckOptions {
+  if (!Number.isSafeInteger(o.replicas) || o.replicas < 1) {
+    throw new RangeError(
+      `replicatedAck.replicas must be a positive integer, got ${String(o.replicas)}`,
+    );
+  }
+  if (!Number.isSafeInteger(o.timeoutMs) || o.timeoutMs < 1) {
+    throw new RangeError(
+      `replicatedAck.timeoutMs must be a positive integer, got ${String(o.timeoutMs)}`,
+    );
+  }
+  const degradedForMs = o.degradedForMs ?? 1000;
+  if (!(degradedForMs >= 0)) {
+    throw new RangeError(`replicatedAck.degradedForMs must be >= 0, got ${String(degradedForMs)}`);
+  }
+  return Object.freeze({ replicas: o.replicas, timeoutMs: o.timeoutMs, degradedForMs });
+}
+
+/** The connection that ran the last command for `slot` (the slot owner's, on a Cluster). */
+function connectionFor(client: Redis | Cluster, slot: number): Redis | undefined {
+  if (!(client instanceof Cluster)) return client;
+  const owner = client.slots[slot]?.[0];
+  if (owner === undefined) return undefined;
+  // Only a ready connection can be the one that just ran the script; sending on any other
+  // would make ioredis (re)connect it, e.g. to a primary that has just died.
+  return client
+    .nodes('master')
+    .find(
+      (n) =>
+        n.status === 'ready' && `${n.options.host ?? ''}:${String(n.options.port ?? '')}` === owner,
+    );
+}
+
+/** Primaries (connections) that acknowledged short, until when (performance.now()). */
+export type DegradedPrimaries = WeakMap<Redis, number>;
+
+/** Sends WAIT after a consume on `slot`; never throws, records the outcome in `stats`. */
+export async function waitForReplicas(
+  client: Redis | Cluster,
+  slot: number,
+  options: ReplicatedAckOptions,
+  stats: ReplicatedAckStats,
+  degraded: DegradedPrimaries,
+): Promise<void> {
+  const connection = connectionFor(client, slot);
+  if (connection === undefined) {
+    stats.failed++;
+    return;
+  }
+  if ((degraded.get(connection) ?? -Infinity) > performance.now()) {
+    stats.skipped++;
+    return;
+  }
+  stats.waits++;
+  try {
+    const acked = await connection.wait(options.replicas, options.timeoutMs);
+    if (acked < options.replicas) {
+      stats.short++;
+      degraded.set(connection, performance.now() + (options.degradedForMs ?? 1000));
+    }
+  } catch {
+    stats.failed++;
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * Three `sluice serve` processes (the built CLI, dist/) on one real Redis Cluster
+ * (3 primaries + 3 replicas): one started with `--redis-cluster host:port,...`, two with
+ * upstream's `REDIS_TYPE=cluster` + `REDIS_URL` list. Together they enforce one global
+ * 100/minute limit per tenant, for tenants spread over every primary.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keySlot } from '../../src/stores/redis/slot-groups.js';
+import { freePort } from '../support/free-port.js';
+import { RedisCluster } from '../support/redis-cluster.js';
+import { sleep, waitFor } from '../support/wait.js';
+import { call, connect } from './grpc/client.js';
+
+const root = join(import.meta.dirname, '../..');
+const cli = join(root, 'dist/cli/main.js');
+const config = join(import.meta.dirname, 'fixtures', 'redis-svc');
+
+const request = (tenant: string) => ({
+  domain: 'svc',
+  descriptors: [{ entries: [{ key: 'tenant', value: tenant }] }],
+});
+
+const CALLS = 200;
+const children: ChildProcess[] = [];
+let cluster: RedisCluster;
+
+beforeAll(async () => {
+  cluster = await RedisCluster.start();
+});
+
+afterAll(async () => {
+  for (const child of children) {
+    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+      process.kill(child.pid, 'SIGKILL');
+    }
+  }
+  await cluster?.stop();
+});
+
+async function serve(mode: 'flag' | 'env'): Promise<{ grpcPort: number }> {
+  const [httpPort, grpcPort] = [await freePort(), await freePort()];
+  const list = cluster.startupNodes.map((n) => `${n.host}:${n.port}`).join(',');
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(httpPort),
+    GRPC_PORT: String(grpcPort),
+    STORE_TIMEOUT_MS: '5000',
+    HOST: '127.0.0.1',
+    GRPC_HOST: '127.0.0.1',
+  };
+  delete env['REDIS_URL'];
+  delete env['REDIS_TYPE'];
+  if (mode === 'env') Object.assign(env, { REDIS_TYPE: 'cluster', REDIS_URL: list });
+  const args = ['serve', '--config', config, ...(mode === 'flag' ? ['--redis-cluster', list] : [])];
+  const child = spawn(process.execPath, [cli, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  const output: string[] = [];
+  child.stdout?.on('data', (b: Buffer) => output.push(b.toString()));
+  child.stderr?.on('data', (b: Buffer) => output.push(b.toString()));
+  await waitFor(
+    async (report) => {
+      if (child.exitCode !== null) throw new Error(`sluice serve exited early: ${output.join('')}`);
+      const r = await fetch(`http://127.0.0.1:${httpPort}/healthcheck`);
+      report(`${r.status}`);
+      return r.status === 200 ? true : undefined;
+    },
+    {
+      what: `sluice serve (${mode}) on :${httpPort}`,
+      timeoutMs: 15_000,
+      intervalMs: 50,
+      fatal: (e) => e instanceof Error && e.message.startsWith('sluice serve exited early'),
+    },
+  );
+  return { grpcPort };
+}
+
+describe('sluice serve on one Redis Cluster', () => {
+  it('three processes enforce one 100/minute limit per tenant: a tenant on each primary × 200 calls, exactly 100 OK each', async () => {
+    const procs = await Promise.all([serve('flag'), serve('env'), serve('env')]);
+    const clients = procs.map((p) => connect(p.grpcPort));
+    try {
+      await Promise.all(clients.map((c) => call(c.rls, 'ShouldRateLimit', request('warmup'))));
+      const msLeft = 60_000 - (Date.now() % 60_000);
+      if (msLeft < 5_000) await sleep(msLeft + 50);
+      // One tenant per primary: pick names until every primary owns one.
+      const byPrimary = new Map<number, string>();
+      for (let i = 0; byPrimary.size < 3; i++) {
+        const tenant = `c-${process.pid}-${Date.now()}-${i}`;
+        // The service's envoy rules key buckets by positional entries: identity `e0=<value>`.
+        const key = `sl:{e0=${encodeURIComponent(tenant)}}:x`;
+        const port = (await cluster.nodeForSlot(keySlot(key))).port;
+        if (!byPrimary.has(port)) byPrimary.set(port, tenant);
+      }
+      const tenants = [...byPrimary.values()];
+      const primaries = byPrimary;
+      const began = performance.now();
+      const answers = await Promise.all(
+        tenants.flatMap((tenant) =>
+          Array.from({ length: CALLS }, (_, i) =>
+            call<{ overallCode: string }>(
+              clients[i % 3]!.rls,
+              'ShouldRateLimit',
+              request(tenant),
+            ).then((r) => ({ tenant, proc: i % 3, code: r.overallCode })),
+          ),
+        ),
+      );
+      const callsMs = performance.now() - began;
+      const okPer = tenants.map(
+        (t) => answers.filter((a) => a.tenant === t && a.code === 'OK').length,
+      );
+      const overPer = tenants.map(
+        (t) => answers.filter((a) => a.tenant === t && a.code === 'OVER_LIMIT').length,
+      );
+      const okByProc = [0, 1, 2].map(
+        (p) => answers.filter((a) => a.proc === p && a.code === 'OK').length,
+      );
+      console.log(
+        `[service] 3 processes on a Redis Cluster, ${tenants.length} tenants on ${primaries.size} primaries × ${CALLS} calls: OK per tenant ${okPer.join('/')}, OVER_LIMIT per tenant ${overPer.join('/')}, OK per process ${okByProc.join('/')}; ${answers.length} calls in ${callsMs.toFixed(0)} ms`,
+      );
+      // Where the buckets really are: keys per primary (the warm-up tenant adds one).
+      const sizes = await Promise.all((await cluster.primaries()).map((n) => n.client().dbsize()));
+      console.log(`[service] keys per primary: ${sizes.join('/')}`);
+      expect(sizes.every((n) => n > 0)).toBe(true);
+      expect(okPer).toEqual(tenants.map(() => 100));
+      expect(overPer).toEqual(tenants.map(() => CALLS - 100));
+    } finally {
+      clients.forEach((c) => c.close());
+    }
+  });
+});

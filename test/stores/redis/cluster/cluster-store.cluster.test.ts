@@ -1,0 +1,287 @@
+/**
+ * RedisStore over a real Redis Cluster (3 primaries + 3 replicas on loopback): the store
+ * conformance suite, slot computation, spread of tenants over primaries, exactness under
+ * contention, all-or-nothing within a slot, the cross-slot sequential-refund strategy
+ * (global + tenant), the reject strategy, and hot-key tracking. Resharding and failover
+ * have their own files (one cluster each, since they change the topology).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PolicyInput } from '../../../../src/config/policies.js';
+import { PolicyError } from '../../../../src/core/errors.js';
+import { createLimiter, type Limiter } from '../../../../src/limiter/limiter.js';
+import { bucketKey } from '../../../../src/stores/key.js';
+import { RedisStore } from '../../../../src/stores/redis/redis-store.js';
+import { keySlot } from '../../../../src/stores/redis/slot-groups.js';
+import { RedisCluster } from '../../../support/redis-cluster.js';
+import { describeStore } from '../../conformance.js';
+import { decidedByStore, randomInt, seededRandom } from '../redis-helpers.js';
+
+const CONNECTIONS = 64;
+const ATTEMPTS = 5; // 64 × 5 = 320 attempts per repetition
+const REPETITIONS = 5;
+const slow = { rate: 1, period: '1h', failureMode: 'closed', timeout: '30s' } as const;
+
+let cluster: RedisCluster;
+const stores: RedisStore[] = [];
+
+beforeAll(async () => {
+  cluster = await RedisCluster.start();
+});
+
+afterAll(async () => {
+  await Promise.all(stores.map((s) => s.close()));
+  await cluster?.stop();
+});
+
+function store(options: Partial<ConstructorParameters<typeof RedisStore>[0]> = {}): RedisStore {
+  const s = new RedisStore({ client: cluster.client(), ...options });
+  stores.push(s);
+  return s;
+}
+
+/** Fires `ATTEMPTS` calls per limiter at once. */
+function race<T>(ls: readonly Limiter[], f: (l: Limiter, i: number, j: number) => Promise<T>) {
+  return Promise.all(ls.flatMap((l, i) => Array.from({ length: ATTEMPTS }, (_, j) => f(l, i, j))));
+}
+
+describeStore('RedisStore on Redis Cluster (client clock)', async () => {
+  const s = store({ clock: 'client', prefix: 'conf' });
+  await s.ready();
+  return {
+    store: s,
+    reset: async () => {
+      await Promise.all((await cluster.primaries()).map((n) => n.client().flushdb()));
+    },
+    close: () => s.close(),
+  };
+});
+
+describe('RedisStore on Redis Cluster', () => {
+  it('computes the same slot as the server (CLUSTER KEYSLOT) for Sluice keys', async () => {
+    const policy = createLimiter({
+      store: store(),
+      policies: [{ name: 'p', match: ['tenant'], rate: 1 }],
+    }).policies[0]!;
+    const keys = [
+      ...Array.from(
+        { length: 50 },
+        (_, i) => `sl:${bucketKey(policy, [{ key: 'tenant', value: `t-${i}` }])}`,
+      ),
+      `sl:${bucketKey(policy, [{ key: 'tenant', value: 'ünï{cøde}' }])}`,
+      'no-tag',
+      'a{}b',
+      '{}',
+    ];
+    for (const key of keys) expect(keySlot(key), key).toBe(await cluster.slotOfKey(key));
+  });
+
+  it('spreads 10,000 tenants over the 3 primaries within ±10% of an even share', async () => {
+    const s = store({ prefix: 'spread' });
+    const l = createLimiter({ store: s, policies: [{ name: 'api', match: ['tenant'], ...slow }] });
+    const tenants = Array.from({ length: 10_000 }, (_, i) => `tenant-${i}`);
+    for (let i = 0; i < tenants.length; i += 500) {
+      await Promise.all(tenants.slice(i, i + 500).map((tenant) => l.check({ tenant })));
+    }
+    const primaries = await cluster.primaries();
+    // only this test's keys: another test's bucket may still be alive on a primary
+    const sizes = await Promise.all(
+      primaries.map(async (n) => (await n.client().keys('spread:*')).length),
+    );
+    const share = 10_000 / 3;
+    console.log(
+      `[cluster] 10,000 tenants per primary: ${sizes.join(', ')} (even share ${share.toFixed(0)}; deviations ${sizes
+        .map((n) => `${(((n - share) / share) * 100).toFixed(1)}%`)
+        .join(', ')})`,
+    );
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(10_000);
+    for (const n of sizes) expect(Math.abs(n - share) / share).toBeLessThanOrEqual(0.1);
+    await Promise.all(primaries.map((n) => n.client().flushdb()));
+  });
+
+  describe('64 connections', () => {
+    let ls: Limiter[];
+    const make = (policies: readonly PolicyInput[]) =>
+      Array.from({ length: CONNECTIONS }, (_, i) => createLimiter({ store: conns[i]!, policies }));
+    let conns: RedisStore[];
+    beforeAll(async () => {
+      conns = Array.from({ length: CONNECTIONS }, () => store());
+      await Promise.all(conns.map((c) => c.ready()));
+    });
+
+    it(`admits exactly 100 at capacity 100: 64 × ${ATTEMPTS} attempts, ${REPETITIONS} repetitions`, async () => {
+      ls = make([{ name: 'hot', match: ['tenant'], burst: 100, ...slow }]);
+      await Promise.all(ls.map((l) => l.check({ tenant: 'warm-up' }, { cost: 0 })));
+      const admitted: number[] = [];
+      for (let rep = 0; rep < REPETITIONS; rep++) {
+        const tenant = `exact-${rep}`;
+        const results = await race(ls, (l) => l.check({ tenant }));
+        expect(results.every(decidedByStore)).toBe(true);
+        admitted.push(results.filter((r) => r.allowed).length);
+      }
+      console.log(
+        `[cluster] capacity 100, 64 connections × ${ATTEMPTS}: admitted ${admitted.join(', ')}`,
+      );
+      expect(admitted).toEqual(admitted.map(() => 100));
+    });
+
+    it(`tenant (burst 50) + route (burst 20) in one slot are all-or-nothing, ${REPETITIONS} repetitions`, async () => {
+      ls = make([
+        { name: 'tenant', match: ['tenant'], burst: 50, ...slow },
+        { name: 'route', match: ['tenant', 'route'], identity: ['tenant'], burst: 20, ...slow },
+      ]);
+      const routes = ['A', 'B', 'C'];
+      const random = seededRandom(7);
+      const summary: string[] = [];
+      for (let rep = 0; rep < REPETITIONS; rep++) {
+        const tenant = `both-${rep}`;
+        const reqs = Array.from({ length: CONNECTIONS * ATTEMPTS }, () => ({
+          route: routes[randomInt(random, 0, 2)]!,
+          cost: randomInt(random, 1, 3),
+        }));
+        const results = await race(ls, (l, i, j) => {
+          const q = reqs[i * ATTEMPTS + j]!;
+          return l.check({ tenant, route: q.route }, { cost: q.cost });
+        });
+        expect(results.every(decidedByStore)).toBe(true);
+        const byRoute = new Map(routes.map((r) => [r, 0]));
+        let total = 0;
+        results.forEach((r, k) => {
+          if (!r.allowed) return;
+          byRoute.set(reqs[k]!.route, byRoute.get(reqs[k]!.route)! + reqs[k]!.cost);
+          total += reqs[k]!.cost;
+        });
+        const peek = (route: string) =>
+          ls[0]!.check({ tenant, route }, { cost: 0 }).then((r) => r.decisions);
+        const tenantUsed = 50 - (await peek('A'))[0]!.remaining;
+        expect(total).toBeLessThanOrEqual(50);
+        expect(tenantUsed).toBeGreaterThan(total - 0.01);
+        expect(tenantUsed).toBeLessThanOrEqual(total);
+        for (const route of routes) {
+          const used = 20 - (await peek(route))[1]!.remaining;
+          expect(byRoute.get(route)!).toBeLessThanOrEqual(20);
+          expect(used).toBeGreaterThan(byRoute.get(route)! - 0.01);
+          expect(used).toBeLessThanOrEqual(byRoute.get(route)!);
+        }
+        summary.push(`${total}=${routes.map((r) => byRoute.get(r)).join('+')}`);
+      }
+      console.log(`[cluster] tenant 50 + route 20, admitted tenant=A+B+C: ${summary.join(' ')}`);
+    });
+
+    it('global (cross-slot) + tenant under concurrency: the global key never admits more than its limit; refunds leave no partial consumption', async () => {
+      // 8 tenants of burst 30 (240 units wanted) against a global emergency limit of 100.
+      const policies: PolicyInput[] = [
+        { name: 'global', match: [{ key: 'env', value: 'prod' }], burst: 100, ...slow },
+        { name: 'tenant', match: ['tenant'], burst: 30, ...slow },
+      ];
+      ls = make(policies);
+      const before = conns.map((c) => ({
+        ...c.crossSlotStats,
+        partialWindowsMs: [...c.crossSlotStats.partialWindowsMs],
+      }));
+      const tenants = Array.from({ length: 8 }, (_, i) => `x-${i}`);
+      const random = seededRandom(11);
+      const reqs = Array.from(
+        { length: CONNECTIONS * ATTEMPTS },
+        () => tenants[randomInt(random, 0, 7)]!,
+      );
+      const results = await race(ls, (l, i, j) =>
+        l.check({ env: 'prod', tenant: reqs[i * ATTEMPTS + j]! }),
+      );
+      expect(results.every(decidedByStore)).toBe(true);
+      const admittedBy = new Map(tenants.map((t) => [t, 0]));
+      results.forEach((r, k) => {
+        if (r.allowed) admittedBy.set(reqs[k]!, admittedBy.get(reqs[k]!)! + 1);
+      });
+      const admitted = results.filter((r) => r.allowed).length;
+      // Ground truth from Redis: what the buckets hold after the race and refunds.
+      const globalLeft = (
+        await ls[0]!.check({ env: 'prod', tenant: 'x-0' }, { cost: 0 })
+      ).decisions.find((d) => d.policy === 'global')!.remaining;
+      let tenantUsed = 0;
+      for (const t of tenants) {
+        const left = (await ls[0]!.check({ env: 'prod', tenant: t }, { cost: 0 })).decisions.find(
+          (d) => d.policy === 'tenant',
+        )!.remaining;
+        const used = 30 - left;
+        expect(admittedBy.get(t)!).toBeLessThanOrEqual(30);
+        // Nothing a denied check took stays taken: used == admitted (±1/h refill).
+        expect(used).toBeGreaterThan(admittedBy.get(t)! - 0.01);
+        expect(used).toBeLessThanOrEqual(admittedBy.get(t)!);
+        tenantUsed += used;
+      }
+      expect(admitted).toBeLessThanOrEqual(100);
+      expect(100 - globalLeft).toBeGreaterThan(admitted - 0.01);
+      expect(100 - globalLeft).toBeLessThanOrEqual(admitted);
+      const windows = conns.flatMap((c, i) =>
+        c.crossSlotStats.partialWindowsMs.slice(before[i]!.partialWindowsMs.length),
+      );
+      const refunded = conns.reduce(
+        (n, c, i) => n + c.crossSlotStats.refunded - before[i]!.refunded,
+        0,
+      );
+      const failures = conns.reduce(
+        (n, c, i) => n + c.crossSlotStats.refundFailures - before[i]!.refundFailures,
+        0,
+      );
+      windows.sort((a, b) => a - b);
+      const pct = (p: number) =>
+        windows[Math.min(windows.length - 1, Math.floor(p * windows.length))] ?? 0;
+      console.log(
+        `[cluster] global 100 + tenant 30 × 8, 64 × ${ATTEMPTS} checks: admitted ${admitted} (global used ${(100 - globalLeft).toFixed(3)}, tenants used ${tenantUsed.toFixed(3)}); ` +
+          `${refunded} refunded checks, ${failures} refund failures; partial-consumption window ms p50 ${pct(0.5).toFixed(2)} p99 ${pct(0.99).toFixed(2)} max ${(windows.at(-1) ?? 0).toFixed(2)}`,
+      );
+      expect(failures).toBe(0);
+
+      // Unloaded: one caller, the global budget spent, so every check consumes its tenant
+      // bucket (checked first: smaller capacity), is denied by the global one, and refunds.
+      const one = conns[0]!;
+      const from = one.crossSlotStats.partialWindowsMs.length;
+      for (let i = 0; i < 50; i++) {
+        const r = await ls[0]!.check({ env: 'prod', tenant: 'seq' });
+        expect(r.allowed).toBe(false);
+      }
+      const seq = one.crossSlotStats.partialWindowsMs.slice(from).sort((a, b) => a - b);
+      const left = (await ls[0]!.check({ env: 'prod', tenant: 'seq' }, { cost: 0 })).decisions;
+      expect(left.find((d) => d.policy === 'tenant')!.remaining).toBeGreaterThan(29.99);
+      console.log(
+        `[cluster] global spent, 50 sequential checks: ${seq.length} refunds, partial-consumption window ms p50 ${seq[25]!.toFixed(2)} max ${seq.at(-1)!.toFixed(2)}; tenant bucket after: full`,
+      );
+    });
+  });
+
+  it('with crossSlot "reject", a global + tenant policy set is refused at limiter creation', () => {
+    const s = store({ crossSlot: 'reject' });
+    const make = () =>
+      createLimiter({
+        store: s,
+        policies: [
+          { name: 'global', match: [{ key: 'env', value: 'prod' }], rate: 100 },
+          { name: 'tenant', match: ['tenant'], rate: 10 },
+        ],
+      });
+    expect(make).toThrow(PolicyError);
+    expect(make).toThrow(expect.objectContaining({ code: 'SLUICE_ERR_POLICY_CROSS_SLOT' }));
+    // Same identity: one slot, accepted.
+    createLimiter({
+      store: s,
+      policies: [
+        { name: 'tenant', match: ['tenant'], rate: 100 },
+        { name: 'route', match: ['tenant', 'route'], identity: ['tenant'], rate: 10 },
+      ],
+    });
+  });
+
+  it('tracks the busiest identities, hashed, in a bounded top-k', async () => {
+    const s = store({ hotKeys: 4, prefix: 'hot' });
+    const l = createLimiter({
+      store: s,
+      policies: [{ name: 'api', match: ['tenant'], rate: 1000 }],
+    });
+    for (let i = 0; i < 200; i++) await l.check({ tenant: i % 2 === 0 ? 'whale' : `minnow-${i}` });
+    const top = s.hotKeys();
+    expect(top.length).toBeLessThanOrEqual(4);
+    expect(top[0]!.count - top[0]!.error).toBeGreaterThanOrEqual(100);
+    expect(top[0]!.identity).toMatch(/^[0-9a-f]{16}$/);
+    expect(JSON.stringify(top)).not.toContain('whale');
+  });
+});
