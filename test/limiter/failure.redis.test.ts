@@ -297,7 +297,7 @@ describe('2. reply lost after the write', () => {
     expect(lostMs).toBeLessThan(1_000);
     expect(first(lost).path).toBe('fail-closed');
     expect(await tokensIn(direct, keyA)).toBe(7); // it was applied all the same
-    const record = await direct.get(
+    const record = await direct.getBuffer(
       store.redisKey(
         dedupKey(bucketKey(limiter.policies[0]!, toDescriptor({ tenant: 'a' })), 'r1'),
       ),
@@ -321,11 +321,11 @@ describe('2. reply lost after the write', () => {
     expect(retry).toMatchObject({ allowed: true, status: 'OK' });
     expect(first(retry).path).toBe('store');
     // The original decision, as Redis recorded it when it applied the first attempt.
-    const [status, remaining, retryAfter, resetAfter] = (record ?? '').split('\n');
-    expect(status).toBe('0');
-    expect(first(retry).remaining).toBe(Number(remaining));
-    expect(first(retry).retryAfterMs).toBe(Number(retryAfter));
-    expect(first(retry).resetAfterMs).toBe(Number(resetAfter));
+    // (the reply as sent: status byte, then remaining, retry-after and reset-after as doubles)
+    expect(record!.readUInt8(0)).toBe(0);
+    expect(first(retry).remaining).toBe(record!.readDoubleLE(1));
+    expect(first(retry).retryAfterMs).toBe(record!.readDoubleLE(9));
+    expect(first(retry).resetAfterMs).toBe(record!.readDoubleLE(17));
     expect(first(retry).remaining).toBe(7);
     expect(afterRetry).toBe(7);
     expect(first(peek).path).toBe('store');

@@ -1,6 +1,6 @@
 import type { AlgorithmKind } from '../../core/policy.js';
 
-/** Algorithm codes understood by applyBatch.lua (`ALG[code]` in lua/includes/). */
+/** Algorithm codes understood by applyBatches.lua and refundBatch.lua (`ALG[code]` in lua/includes/). */
 export const LUA_ALGORITHM_CODE: Readonly<Record<AlgorithmKind, number>> = Object.freeze({
   'token-bucket': 1,
   gcra: 2,

@@ -22,6 +22,7 @@ import {
   type ReplicatedAckStats,
 } from './replicated-ack.js';
 import { decodeApplyBatch, decodeDecisions } from './reply.js';
+import { ScriptCoalescer } from './coalescer.js';
 import { applyBatchScript, refundBatchScript, type ScriptCall } from './scripts.js';
 import { groupBySlot, keySlot, type SlotGroup } from './slot-groups.js';
 
@@ -83,6 +84,13 @@ export interface RedisStoreOptions {
    * {@link RedisStore.hotKeys}; `0` turns tracking off. @default 32
    */
   readonly hotKeys?: number;
+  /**
+   * Most checks coalesced into one script call: concurrent checks (those issued within
+   * one turn of the event loop) go to Redis together, one command per Redis node (per hash
+   * slot on a Cluster) for all of them. The bound keeps each script run short on Redis.
+   * @default 64
+   */
+  readonly maxBatchesPerCall?: number;
 }
 
 /** `host:port` of a Redis Cluster node, as in `--redis-cluster` and `REDIS_URL`. */
@@ -92,8 +100,9 @@ export interface ClusterNode {
 }
 
 /**
- * Runs every algorithm in Redis as one atomic Lua step per batch (applyBatch.lua):
- * read, refill, check, consume, write, expire, return. See docs/redis.md.
+ * Runs every algorithm in Redis as one atomic Lua step per batch (applyBatches.lua):
+ * read, refill, check, consume, write, expire, return. Concurrent checks are coalesced
+ * into one script call, each still atomic on its own. See docs/redis.md.
  *
  * Over a standalone Redis, a batch is always one script call. Over a Redis Cluster
  * (`client` is an ioredis `Cluster`), the buckets of one identity share a hash slot and
@@ -148,7 +157,13 @@ export class RedisStore implements Store {
     this.#clientClock = options.clock === 'client';
     this.#maxSlidingLogLimit = max;
     this.#dedupTtlMs = options.dedupTtlMs ?? 60_000;
-    this.#apply = applyBatchScript(this.#client);
+    const coalescer = new ScriptCoalescer(
+      applyBatchScript(this.#client),
+      options.maxBatchesPerCall,
+    );
+    // On a Cluster only batches of one slot can share a call: one script's keys must.
+    const cluster = this.#client instanceof Cluster;
+    this.#apply = (keys, args) => coalescer.call(cluster ? keySlot(keys[0]!) : 0, keys, args);
     this.#refund = refundBatchScript(this.#client);
     const crossSlot = options.crossSlot ?? 'sequential-refund';
     if (crossSlot !== 'sequential-refund' && crossSlot !== 'reject') {

@@ -3,9 +3,14 @@ import { StoreError } from '../../core/errors.js';
 import type { StoreRequest } from '../store.js';
 
 const STATUS = ['OK', 'OVER_LIMIT', 'INVALID_POLICY'] as const;
+/** Fields per item of refundBatch.lua's text reply. */
 const FIELDS = 5;
+/** One item of applyOne.lua's packed reply: struct '<Bdddd'. */
+const ITEM_BYTES = 1 + 4 * 8;
+/** The packed reply's last field: the instant the batch was decided at, a double. */
+const DECIDED_AT_BYTES = 8;
 
-/** applyBatch.lua's reply, decoded. */
+/** One batch's reply from applyBatches.lua, decoded. */
 export interface AppliedBatch {
   readonly decisions: AlgorithmDecision[];
   /** The instant (server or client clock, ms) the batch was decided at. */
@@ -13,29 +18,44 @@ export interface AppliedBatch {
 }
 
 /**
- * Decodes applyBatch.lua's reply into decisions, in request order, plus the instant it
- * decided at (its last field). Domain failures come back as `[-code, item]` and become a
- * `StoreError`; this is the one place that knows those codes. `keys` are the full Redis
- * keys, for the error message.
+ * Decodes one batch's reply from applyBatches.lua: a binary string of packed items (see
+ * lua/includes/applyOne.lua) and the instant the batch was decided at (what
+ * refundBatch.lua needs to find the window or log entry of the consumption). Domain
+ * failures come back as `[-code, item]` and become a `StoreError`. `keys` are the full
+ * Redis keys, for the error message.
  */
 export function decodeApplyBatch(
   reply: unknown,
   batch: readonly StoreRequest[],
   keys: readonly string[],
 ): AppliedBatch {
-  if (Array.isArray(reply) && reply.length === batch.length * FIELDS + 1) {
-    const decidedAtMs = Number(reply.at(-1));
-    if (!Number.isFinite(decidedAtMs)) throw malformed(reply);
-    return { decisions: decodeDecisions(reply.slice(0, -1), batch, keys), decidedAtMs };
-  }
-  // A domain failure ([-code, item]) throws its StoreError here; anything else is malformed.
-  decodeDecisions(reply, batch, keys);
-  throw malformed(reply);
+  if (Array.isArray(reply)) return fail(domainFailure(reply, batch, keys));
+  if (!Buffer.isBuffer(reply) || reply.length !== batch.length * ITEM_BYTES + DECIDED_AT_BYTES)
+    throw malformed(reply);
+  const decisions = batch.map((r, i): AlgorithmDecision => {
+    const at = i * ITEM_BYTES;
+    const status = STATUS[reply.readUInt8(at)];
+    if (status === undefined) throw malformed(reply);
+    const delay = reply.readDoubleLE(at + 25);
+    const d: AlgorithmDecision = {
+      status,
+      allowed: status === 'OK',
+      limit: r.algorithm.capacity(r.params),
+      remaining: reply.readDoubleLE(at + 1),
+      retryAfterMs: reply.readDoubleLE(at + 9),
+      resetAfterMs: reply.readDoubleLE(at + 17),
+    };
+    return Number.isNaN(delay) ? d : { ...d, delayMs: delay };
+  });
+  const decidedAtMs = reply.readDoubleLE(batch.length * ITEM_BYTES);
+  if (!Number.isFinite(decidedAtMs)) throw malformed(reply);
+  return { decisions, decidedAtMs };
 }
 
 /**
- * Decodes a reply of 5 fields per request (refundBatch.lua's, or applyBatch.lua's without
- * its last field) into decisions, in request order.
+ * Decodes refundBatch.lua's text reply, 5 fields per request (status, then remaining,
+ * retry-after, reset-after and delay as `%.17g` strings, '' for no delay), into
+ * decisions, in request order.
  */
 export function decodeDecisions(
   reply: unknown,
@@ -43,18 +63,7 @@ export function decodeDecisions(
   keys: readonly string[],
 ): AlgorithmDecision[] {
   if (!Array.isArray(reply)) throw malformed(reply);
-  if (typeof reply[0] === 'number' && reply[0] < 0) {
-    const item = Number(reply[1]) - 1;
-    if (reply[0] === -1) {
-      return fail(
-        new StoreError(
-          'SLUICE_ERR_STORE_STATE_CORRUPT',
-          `Redis key ${JSON.stringify(keys[item] ?? '?')} holds a value that is not ${batch[item]?.algorithm.kind ?? 'Sluice'} state; it was left untouched`,
-        ),
-      );
-    }
-    throw malformed(reply);
-  }
+  if (typeof reply[0] === 'number' && reply[0] < 0) return fail(domainFailure(reply, batch, keys));
   if (reply.length !== batch.length * FIELDS) throw malformed(reply);
   return batch.map((r, i): AlgorithmDecision => {
     const j = i * FIELDS;
@@ -73,13 +82,30 @@ export function decodeDecisions(
   });
 }
 
+/** `[-code, item]`, the one place that knows the scripts' domain failure codes. */
+function domainFailure(
+  reply: readonly unknown[],
+  batch: readonly StoreRequest[],
+  keys: readonly string[],
+): StoreError {
+  if (reply[0] === -1) {
+    const item = Number(reply[1]) - 1;
+    return new StoreError(
+      'SLUICE_ERR_STORE_STATE_CORRUPT',
+      `Redis key ${JSON.stringify(keys[item] ?? '?')} holds a value that is not ${batch[item]?.algorithm.kind ?? 'Sluice'} state; it was left untouched`,
+    );
+  }
+  return malformed(reply);
+}
+
 function fail(e: StoreError): never {
   throw e;
 }
 
 function malformed(reply: unknown): StoreError {
+  const shown = Buffer.isBuffer(reply) ? reply.toString('hex') : JSON.stringify(reply);
   return new StoreError(
     'SLUICE_ERR_STORE_UNAVAILABLE',
-    `unexpected reply from a Sluice script: ${JSON.stringify(reply)?.slice(0, 200)}`,
+    `unexpected reply from a Sluice script: ${shown?.slice(0, 200)}`,
   );
 }

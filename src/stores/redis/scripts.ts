@@ -16,8 +16,8 @@ export function loadLua(name: string, seen = new Set<string>()): string {
   return text.replace(INCLUDE, (_, inc: string) => (seen.has(inc) ? '' : loadLua(inc, seen)));
 }
 
-/** The full source of applyBatch.lua, loaded once. */
-export const APPLY_BATCH_LUA = loadLua('applyBatch');
+/** The full source of applyBatches.lua, loaded once. */
+export const APPLY_BATCH_LUA = loadLua('applyBatches');
 
 /** The full source of refundBatch.lua, loaded once. */
 export const REFUND_BATCH_LUA = loadLua('refundBatch');
@@ -31,25 +31,32 @@ export type ScriptCall = (
 type ScriptClient = (Redis | Cluster) & Record<string, unknown>;
 
 /**
- * Registers applyBatch on the client (once). ioredis sends it as EVALSHA and resends it
+ * Registers applyBatches on the client (once), with binary replies: they carry packed
+ * doubles, which text decoding would mangle. ioredis sends it as EVALSHA and resends it
  * on NOSCRIPT; if that fails again, the source goes as EVAL. So a flushed script cache, a
  * restarted server or a promoted replica never surfaces as an error. Never call it
  * inside MULTI: there is no NOSCRIPT fallback there. On a Cluster, ioredis routes the
  * call by its keys' slot (every key of one call must share a slot).
  */
 export function applyBatchScript(client: Redis | Cluster): ScriptCall {
-  return script(client, 'sluiceApplyBatch', APPLY_BATCH_LUA);
+  return script(client, 'sluiceApplyBatches', APPLY_BATCH_LUA, true);
 }
 
 /** Registers refundBatch on the client (once), with the same NOSCRIPT recovery. */
 export function refundBatchScript(client: Redis | Cluster): ScriptCall {
-  return script(client, 'sluiceRefundBatch', REFUND_BATCH_LUA);
+  return script(client, 'sluiceRefundBatch', REFUND_BATCH_LUA, false);
 }
 
-function script(client: Redis | Cluster, command: string, lua: string): ScriptCall {
+function script(
+  client: Redis | Cluster,
+  command: string,
+  lua: string,
+  binary: boolean,
+): ScriptCall {
   const c = client as ScriptClient;
-  if (typeof c[command] !== 'function') client.defineCommand(command, { lua });
-  const call = c[command] as (...args: (string | number)[]) => Promise<unknown>;
+  const name = binary ? `${command}Buffer` : command;
+  if (typeof c[name] !== 'function') client.defineCommand(command, { lua });
+  const call = c[name] as (...args: (string | number)[]) => Promise<unknown>;
   return async (keys, args) => {
     try {
       return await call.call(client, keys.length, ...keys, ...args);
@@ -58,7 +65,9 @@ function script(client: Redis | Cluster, command: string, lua: string): ScriptCa
       // just loaded the script; a flush in between fails that too. NOSCRIPT means the
       // script never ran, so sending the source itself is safe: EVAL needs no cache.
       if (!(error instanceof Error) || !error.message.includes('NOSCRIPT')) throw error;
-      return client.eval(lua, keys.length, ...keys, ...args);
+      return binary
+        ? client.callBuffer('EVAL', lua, keys.length, ...keys, ...args)
+        : client.eval(lua, keys.length, ...keys, ...args);
     }
   };
 }

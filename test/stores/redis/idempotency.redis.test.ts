@@ -175,7 +175,7 @@ describe('RedisStore request-id dedup', () => {
     await limiter.check({ tenant: 'acme' }, { requestId: id });
     const bytes = await direct.memory('USAGE', k.record);
     const bucketBytes = await direct.memory('USAGE', k.bucket);
-    const value = (await direct.get(k.record)) ?? '';
+    const value = (await direct.getBuffer(k.record)) ?? Buffer.alloc(0);
     report(
       `one dedup record (UUID request id, key ${k.record.length} B, value ${value.length} B): ` +
         `MEMORY USAGE ${bytes} bytes (the token-bucket state beside it: ${bucketBytes} bytes)`,

@@ -203,7 +203,9 @@ describe('RedisStore: stored state', () => {
         await clientClock.apply([req(fixedWindow, p, key, 3)], { nowMs: windowStart + offsetMs }),
       );
       expect(d).toMatchObject({ allowed: true, remaining: 7, resetAfterMs: expectMs });
-      expect(await client.get(clientClock.redisKey(key))).toBe(`${windowStart / p.windowMs} 3`);
+      const stored = await client.get(clientClock.redisKey(key));
+      // a key with 1 ms to live may be gone before a loaded machine reads it
+      if (expectMs > 1 || stored !== null) expect(stored).toBe(`${windowStart / p.windowMs} 3`);
       const pttl = await client.pttl(clientClock.redisKey(key));
       const elapsed = performance.now() - t0;
       if (expectMs > 1) {

@@ -1,5 +1,5 @@
 --[[
-refundBatch: give back what an admitted applyBatch call consumed, in one atomic step.
+refundBatch: give back what an admitted applyBatches batch consumed, in one atomic step.
 Used when a check spans several Redis Cluster slots and a later slot denies (see
 src/stores/redis/cross-slot.ts). The per-algorithm rules are those of refundState() in
 src/algorithms/refund.ts; each is bounded (capacity never above its maximum, counts never
@@ -11,9 +11,9 @@ ARGV[1]   now in ms, or '' to read the Redis server clock (TIME)
 ARGV[2]   marker TTL in ms (used only with a marker key): a refund already done under this
           marker is not done again
 ARGV[3..] 8 fields per item: algorithm code, cost, ttlMs, consumedAtMs (the last field of
-          the applyBatch reply), p1, p2, p3, p4
+          the applyBatches reply), p1, p2, p3, p4
 
-Reply     5 fields per item, as applyBatch's: a cost-0 read of the bucket after the refund.
+Reply     5 fields per item (status, then %.17g strings; '' for no delay): a cost-0 read of the bucket after the refund.
           On a domain failure: { -1, item }, the item's key holds something that is not
           Sluice state (nothing is written then).
 ]]

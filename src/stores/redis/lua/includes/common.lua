@@ -4,6 +4,17 @@ local ABSENT = {}
 local FIT_EPSILON = 1e-9
 local DBL_EPSILON = 2 ^ -52
 
+-- Redis TIME in ms, read once per script call: every batch of one call decides at the
+-- same instant, and TIME is not paid per batch.
+local cachedServerNow
+local function serverNowMs()
+  if cachedServerNow == nil then
+    local t = redis.call('TIME')
+    cachedServerNow = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+  end
+  return cachedServerNow
+end
+
 -- %.17g round-trips every double, so no fraction is lost on the way to the client.
 local function fmt(x)
   return string.format('%.17g', x)
@@ -18,30 +29,28 @@ local function getString(key)
   return v, true
 end
 
--- Splits "a b c" into numbers; nil when the text is not exactly `count` numbers.
-local function numbers(text, count)
-  local out = {}
-  for part in string.gmatch(text, '%S+') do
-    local x = tonumber(part)
-    -- x ~= x is NaN; inf and nan are not states Sluice writes
-    if x == nil or x ~= x or x == math.huge or x == -math.huge then return nil end
-    out[#out + 1] = x
-  end
-  if #out ~= count then return nil end
-  return out
-end
-
--- Loads a state string of space-separated numbers into a table with the given field
+-- Loads a state string of whitespace-separated numbers into a table with the given field
 -- names, in order. Returns (state or nil when absent, ok); ok is false when the key
--- holds another type or a string that is not exactly that many finite numbers.
+-- holds another type or a string that is not exactly that many finite numbers. Parsed
+-- in place, one table per load: table allocations dominate a decision's cost in Redis.
 local function loadNumbers(key, fields)
   local v, ok = getString(key)
   if not ok then return nil, false end
   if v == nil then return nil, true end
-  local x = numbers(v, #fields)
-  if x == nil then return nil, false end
-  local state = {}
-  for i = 1, #fields do state[fields[i]] = x[i] end
+  local count = #fields
+  local state, n, pos = {}, 0, 1
+  while true do
+    local first, last = string.find(v, '%S+', pos)
+    if first == nil then break end
+    n = n + 1
+    if n > count then return nil, false end
+    local x = tonumber(string.sub(v, first, last))
+    -- x ~= x is NaN; inf and nan are not states Sluice writes
+    if x == nil or x ~= x or x == math.huge or x == -math.huge then return nil, false end
+    state[fields[n]] = x
+    pos = last + 1
+  end
+  if n ~= count then return nil, false end
   return state, true
 end
 

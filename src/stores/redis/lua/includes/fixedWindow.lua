@@ -2,9 +2,10 @@
 -- Params: p1 limit, p2 windowMs. State string: "<window> <count>", where window is
 -- floor(nowMs / windowMs) of the window the count belongs to. One key per bucket: the
 -- value carries the window number, so backwards time reads it exactly as the TS does.
+local FW_FIELDS = { 'window', 'count' }
 ALG[4] = {
   load = function(key)
-    return loadNumbers(key, { 'window', 'count' })
+    return loadNumbers(key, FW_FIELDS)
   end,
 
   step = function(s, now, cost, limit, windowMs)

@@ -1,5 +1,6 @@
 -- GCRA: a line-for-line port of src/algorithms/gcra.ts.
 -- Params: p1 rate, p2 periodMs, p3 burst. State string: "<tatMs>".
+local GCRA_FIELDS = { 'tat' }
 local function gcraEmissionMs(units, rate, periodMs)
   return (units * periodMs) / rate
 end
@@ -12,26 +13,30 @@ local function gcraSlackMs(tat, rate, periodMs, burst)
   return FIT_EPSILON * gcraEmissionMs(1, rate, periodMs) + (burst * math.abs(tat) * DBL_EPSILON) / 2
 end
 
+-- The state a refusal leaves, built only when a refusal needs it.
+local function gcraUnchanged(s, now)
+  if s == nil then return { tat = now } end
+  return s
+end
+
 ALG[2] = {
   load = function(key)
-    return loadNumbers(key, { 'tat' })
+    return loadNumbers(key, GCRA_FIELDS)
   end,
 
   step = function(s, now, cost, rate, periodMs, burst)
     local tat = now
     if s ~= nil then tat = s.tat end
     tat = math.max(tat, now)
-    local unchanged = s
-    if unchanged == nil then unchanged = { tat = now } end
     local ahead = tat - now
-    if cost > burst then return unchanged, 2, gcraFreeUnits(ahead, rate, periodMs, burst), 0, 0 end
+    if cost > burst then return gcraUnchanged(s, now), 2, gcraFreeUnits(ahead, rate, periodMs, burst), 0, 0 end
     local newAhead = ahead + gcraEmissionMs(cost, rate, periodMs)
     local over = newAhead - gcraEmissionMs(burst, rate, periodMs)
     if cost == 0 or over <= gcraSlackMs(tat, rate, periodMs, burst) then
       return { tat = tat + gcraEmissionMs(cost, rate, periodMs) }, 0,
         gcraFreeUnits(newAhead, rate, periodMs, burst), 0, newAhead
     end
-    return unchanged, 1, gcraFreeUnits(ahead, rate, periodMs, burst), over, ahead
+    return gcraUnchanged(s, now), 1, gcraFreeUnits(ahead, rate, periodMs, burst), over, ahead
   end,
 
   save = function(key, s, now, ttl)

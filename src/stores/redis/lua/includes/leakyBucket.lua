@@ -1,6 +1,7 @@
 -- Leaky bucket: a line-for-line port of src/algorithms/leaky-bucket.ts.
 -- Params: p1 rate, p2 periodMs, p3 capacity, p4 mode (0 reject, 1 delay).
 -- State string: "<level> <tsMs>". step returns delayMs (6th value) only in delay mode.
+local LB_FIELDS = { 'level', 'ts' }
 local function leakyBucketLeakMs(units, rate, periodMs)
   return (units * periodMs) / rate
 end
@@ -11,7 +12,7 @@ end
 
 ALG[3] = {
   load = function(key)
-    return loadNumbers(key, { 'level', 'ts' })
+    return loadNumbers(key, LB_FIELDS)
   end,
 
   step = function(s, now, cost, rate, periodMs, capacity, mode)

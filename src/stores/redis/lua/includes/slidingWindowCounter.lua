@@ -1,6 +1,7 @@
 -- Sliding window counter: a line-for-line port of src/algorithms/sliding-window-counter.ts.
 -- Params: p1 limit, p2 windowMs. State string: "<window> <current> <previous>": units
 -- admitted in window number `window` (floor(nowMs / windowMs)) and in the one before it.
+local SWC_FIELDS = { 'window', 'current', 'previous' }
 
 -- The state as of nowWindow: counts of windows that have passed move back or drop out.
 local function swcRollTo(s, nowWindow)
@@ -50,7 +51,7 @@ end
 
 ALG[5] = {
   load = function(key)
-    return loadNumbers(key, { 'window', 'current', 'previous' })
+    return loadNumbers(key, SWC_FIELDS)
   end,
 
   step = function(state, now, cost, limit, windowMs)

@@ -1,12 +1,13 @@
 -- Token bucket: a line-for-line port of src/algorithms/token-bucket.ts.
 -- Params: p1 rate, p2 periodMs, p3 burst. State string: "<tokens> <tsMs>".
+local TB_FIELDS = { 'tokens', 'ts' }
 local function tokenBucketFitSlack(ts, rate, periodMs)
   return FIT_EPSILON + (2 * math.abs(ts) * DBL_EPSILON * rate) / periodMs
 end
 
 ALG[1] = {
   load = function(key)
-    return loadNumbers(key, { 'tokens', 'ts' })
+    return loadNumbers(key, TB_FIELDS)
   end,
 
   step = function(s, now, cost, rate, periodMs, burst)
