@@ -16,16 +16,16 @@ export interface HotKey {
  * Abbadi, 2005) keeps at most `k` counters; an unseen identity takes over the smallest
  * counter, inheriting its count as `error`. Any identity with more than `1/k` of the
  * requests is guaranteed to be listed. Memory is O(k) however many identities pass;
- * each record is one SHA-256 plus, on a miss with a full table, an O(k) scan.
+ * a record is a map lookup plus, on a miss with a full table, an O(k) scan.
  *
- * Identities are kept only as truncated SHA-256 hashes, so metrics and logs built from
- * this never carry a tenant or user id. (A low-entropy id space can still be enumerated
+ * `top()` gives identities only as truncated SHA-256 hashes (computed there, off the
+ * decision path), so metrics and logs built from it never carry a tenant or user id. (A low-entropy id space can still be enumerated
  * against the hash; treat the output as pseudonymous, not anonymous.)
  */
 export class HotKeys {
   readonly #k: number;
+  /** By raw identity: it never leaves the process except hashed, through top(). */
   readonly #counts = new Map<string, { count: number; error: number }>();
-  readonly #hashes = new Map<string, string>();
 
   /** @param k - counters kept (and most entries `top()` returns). @default 32 */
   constructor(k = 32) {
@@ -37,7 +37,7 @@ export class HotKeys {
 
   /** Counts one request for the identity `tag` (a bucket key's hash tag). */
   record(tag: string): void {
-    const id = this.#hash(tag);
+    const id = tag;
     const hit = this.#counts.get(id);
     if (hit !== undefined) {
       hit.count++;
@@ -62,17 +62,11 @@ export class HotKeys {
   /** The tracked identities, busiest first (at most k). */
   top(): HotKey[] {
     return [...this.#counts]
-      .map(([identity, c]) => ({ identity, count: c.count, error: c.error }))
+      .map(([tag, c]) => ({ identity: hashOf(tag), count: c.count, error: c.error }))
       .sort((a, b) => b.count - a.count || (a.identity < b.identity ? -1 : 1));
   }
+}
 
-  /** Hashes, memoised for tracked identities only (so the memo stays O(k) too). */
-  #hash(tag: string): string {
-    const cached = this.#hashes.get(tag);
-    if (cached !== undefined) return cached;
-    const id = createHash('sha256').update(tag).digest('hex').slice(0, 16);
-    if (this.#hashes.size >= 4 * this.#k) this.#hashes.clear();
-    this.#hashes.set(tag, id);
-    return id;
-  }
+function hashOf(tag: string): string {
+  return createHash('sha256').update(tag).digest('hex').slice(0, 16);
 }

@@ -321,7 +321,8 @@ export class RedisStore implements Store {
     if (batch.length === 0) return [];
     const keys = batch.map((r) => this.redisKey(r.key));
     if (this.#hotKeys !== undefined) {
-      for (const tag of new Set(batch.map((r) => hashTagOf(r.key)))) this.#hotKeys.record(tag);
+      if (batch.length === 1) this.#hotKeys.record(hashTagOf(batch[0]!.key));
+      else for (const tag of new Set(batch.map((r) => hashTagOf(r.key)))) this.#hotKeys.record(tag);
     }
     const all: SlotGroup = { slot: keySlot(keys[0]!), indices: batch.map((_, i) => i) };
     if (this.#client instanceof Cluster) {
