@@ -197,6 +197,7 @@ async function runScenario(
     concurrency: s.concurrency,
     durationMs: windowMs,
     allowed: side.allowed,
+    sync: side.sync === true,
   });
   for (const side of sides) {
     progress.update(`${tag} warm-up ${side.name}`);

@@ -13,6 +13,11 @@ export interface DriveOptions<T> {
   readonly durationMs: number;
   /** Whether a settled operation's value means "allowed". */
   readonly allowed: (value: T) => boolean;
+  /**
+   * The operation returns its value directly (never a promise): one caller calls it in a
+   * plain loop, with no await per call (concurrency does not apply).
+   */
+  readonly sync?: boolean;
 }
 
 export interface DriveResult {
@@ -60,9 +65,29 @@ export async function drive<T>(op: Operation<T>, options: DriveOptions<T>): Prom
       }
     }
   };
-  const callers: Promise<void>[] = [];
-  for (let c = 0; c < options.concurrency; c++) callers.push(caller());
-  await Promise.all(callers);
+  const syncCaller = (): void => {
+    let t0 = performance.now();
+    while (t0 < end) {
+      try {
+        if (isAllowed(op(seq++) as T)) allowed++;
+        decisions++;
+        const t1 = performance.now();
+        histogram.record(Math.max(1, Math.round((t1 - t0) * 1e6)));
+        t0 = t1;
+      } catch (error) {
+        errors++;
+        firstError ??= error instanceof Error ? error.message : String(error);
+        t0 = performance.now();
+      }
+    }
+  };
+  if (options.sync === true) {
+    syncCaller();
+  } else {
+    const callers: Promise<void>[] = [];
+    for (let c = 0; c < options.concurrency; c++) callers.push(caller());
+    await Promise.all(callers);
+  }
 
   const seconds = (performance.now() - start) / 1000;
   const cpu = process.cpuUsage(cpu0);

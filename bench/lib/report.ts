@@ -111,7 +111,11 @@ export function evaluateTargets(scenarios: readonly ScenarioResult[]): Target[] 
       met: sl ? (sl.redisBytesPerKey ?? Infinity) <= 100 : undefined,
     });
   }
-  for (const id of ['memory/c1/zipf/tb/allow', 'memory/c64/zipf/tb/allow']) {
+  for (const id of [
+    'memory/c1/zipf/tb/allow',
+    'memory/c64/zipf/tb/allow',
+    'memory/c1/zipf/tb/allow/sync',
+  ]) {
     const s = byId.get(id);
     out.push({
       name: 'memory store ≥ 3x RateLimiterMemory',
@@ -169,7 +173,7 @@ export function markdown(run: RunResult): string {
   lines.push(
     'Scenario ids are `store/concurrency/keys/algorithm/mode`: keys `hot` (one key), `uniform` or `zipf` (Zipf(1.0)) over 100k keys; ' +
       '`tb` token bucket, `gcra`, `fw` fixed window, `swc` sliding window counter, `+route` a second policy (tenant + route) on the same identity; ' +
-      '`allow` never denies, `deny` admits one unit per key per minute. Peer: rate-limiter-flexible RateLimiterMemory / RateLimiterRedis (ioredis). ' +
+      '`allow` never denies, `deny` admits one unit per key per minute; `/sync`: Sluice through `checkSync` and the bare bucket called in a plain loop (the peer, which has no synchronous API, still awaited). Peer: rate-limiter-flexible RateLimiterMemory / RateLimiterRedis (ioredis). ' +
       'Ceiling: memory, a bare JS Map token bucket; Redis, redis-benchmark `-c 50 -P 16` sending the exact script call Sluice sends.',
     '',
   );

@@ -30,6 +30,11 @@ export interface Scenario {
   readonly algorithm: AlgorithmName;
   /** Two policies on one identity: tenant, and tenant + route. */
   readonly multi: boolean;
+  /**
+   * Memory store only: Sluice through `checkSync` and the bare bucket called directly, in a
+   * plain loop (the peer has no synchronous API and is awaited as always).
+   */
+  readonly sync?: boolean;
 }
 
 /** Keys in the uniform and Zipf distributions. */
@@ -57,7 +62,8 @@ export function allScenarios(): Scenario[] {
   const out: Scenario[] = [];
   const add = (s: Omit<Scenario, 'id'>): void => {
     const alg = s.multi ? `${s.algorithm}+route` : s.algorithm;
-    out.push({ ...s, id: `${s.store}/c${s.concurrency}/${s.dist}/${alg}/${s.mode}` });
+    const id = `${s.store}/c${s.concurrency}/${s.dist}/${alg}/${s.mode}${s.sync ? '/sync' : ''}`;
+    out.push({ ...s, id });
   };
   for (const store of ['memory', 'redis'] as const) {
     for (const concurrency of [1, 64, 256]) {
@@ -72,6 +78,28 @@ export function allScenarios(): Scenario[] {
     }
     add({ store, concurrency: 64, dist: 'zipf', mode: 'deny', algorithm: 'gcra', multi: false });
     add({ store, concurrency: 64, dist: 'zipf', mode: 'allow', algorithm: 'tb', multi: true });
+    if (store === 'memory') {
+      for (const dist of ['hot', 'uniform', 'zipf'] as const) {
+        add({
+          store,
+          concurrency: 1,
+          dist,
+          mode: 'allow',
+          algorithm: 'tb',
+          multi: false,
+          sync: true,
+        });
+      }
+      add({
+        store,
+        concurrency: 1,
+        dist: 'zipf',
+        mode: 'deny',
+        algorithm: 'tb',
+        multi: false,
+        sync: true,
+      });
+    }
   }
   return out;
 }
@@ -103,6 +131,8 @@ export interface Side {
   readonly name: SideName;
   readonly op: Operation<unknown>;
   readonly allowed: (value: unknown) => boolean;
+  /** `op` returns its value directly (see DriveOptions.sync). */
+  readonly sync?: boolean;
   /** Redis key pattern of its buckets (for MEMORY USAGE), when on Redis. */
   readonly keyPattern?: string;
   close(): Promise<void>;
@@ -135,16 +165,21 @@ export async function makeSluice(s: Scenario, ctx: SideContext): Promise<Side> {
   }
   const limiter = createLimiter({ store, policies: sluicePolicies(s) });
   let cursor = 0;
+  const sync = s.sync === true;
   const op: Operation<unknown> = s.multi
     ? () => {
         const n = cursor++;
-        return limiter.check({ tenant: TENANTS[ring[n & RING_MASK]!]!, route: ROUTES[n & 7]! });
+        const d = { tenant: TENANTS[ring[n & RING_MASK]!]!, route: ROUTES[n & 7]! };
+        return sync ? limiter.checkSync(d) : limiter.check(d);
       }
-    : () => limiter.check(DESCRIPTORS[ring[cursor++ & RING_MASK]!]!);
+    : sync
+      ? () => limiter.checkSync(DESCRIPTORS[ring[cursor++ & RING_MASK]!]!)
+      : () => limiter.check(DESCRIPTORS[ring[cursor++ & RING_MASK]!]!);
   return {
     name: 'sluice',
     op,
     allowed: isAllowedResult,
+    sync,
     ...(s.store === 'redis' ? { keyPattern: 'slb:*' } : {}),
     close: () => store.close(),
   };
@@ -232,5 +267,11 @@ export function makeBare(s: Scenario, ctx: SideContext): Side {
         return take(tenant, now) && take(`${tenant}|${ROUTES[n & 7]!}`, now);
       }
     : () => take(TENANTS[ring[cursor++ & RING_MASK]!]!, Date.now());
-  return { name: 'bare', op, allowed: isTrue, close: () => Promise.resolve() };
+  return {
+    name: 'bare',
+    op,
+    allowed: isTrue,
+    sync: s.sync === true,
+    close: () => Promise.resolve(),
+  };
 }
