@@ -2,7 +2,8 @@
  * Sluice benchmarks (issue 8): `npm run bench`, or `npm run bench -- --quick` for a short
  * smoke run. Options: `--only <s>[,<s>…]` keeps scenarios whose id contains any of the
  * given substrings (e.g. `--only redis`, `--only memory/c64/zipf`); `--rounds N` and
- * `--window <ms>` override the round count and the measured window per side.
+ * `--window <ms>` override the round count and the measured window per side. Sluice runs
+ * from dist/ as built by `npm run build`, which runs first (`--no-build` skips it).
  *
  * Starts its own redis-server on a free loopback port (test/support's harness; stopped by
  * PID at the end) when any Redis scenario is selected. Each scenario runs its sides —
@@ -17,8 +18,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Redis } from 'ioredis';
-import { createLimiter } from '../src/index.js';
-import { RedisStore } from '../src/redis.js';
 import { RedisServer } from '../test/support/redis-server.js';
 import { captureScriptCall, findRedisBenchmark, runRedisBenchmark } from './lib/ceiling.js';
 import { drive, median } from './lib/driver.js';
@@ -36,6 +35,7 @@ import {
   type SideSummary,
 } from './lib/report.js';
 import { keyRing, type Distribution } from './lib/rng.js';
+import { loadSluice, type SluiceModules } from './lib/sluice.js';
 import {
   KEYS,
   ROUTES,
@@ -58,6 +58,7 @@ function argValue(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 const quick = process.argv.includes('--quick');
+const build = !process.argv.includes('--no-build');
 const only = argValue('--only')
   ?.split(',')
   .map((s) => s.trim())
@@ -66,7 +67,7 @@ const rounds = Number(argValue('--rounds') ?? (quick ? 2 : 3));
 const windowMs = Number(argValue('--window') ?? (quick ? 250 : 1_000));
 const warmupMs = quick ? 100 : 250;
 /** redis-benchmark requests per ceiling: script calls, then the trivial commands. */
-const CEILING_REQUESTS = quick ? 30_000 : 120_000;
+const CEILING_REQUESTS = quick ? 20_000 : 60_000;
 const TRIVIAL_REQUESTS = quick ? 100_000 : 400_000;
 const SEED = 20_261_130;
 
@@ -93,6 +94,7 @@ const ringOf = (d: Distribution): Uint32Array => {
   return r;
 };
 
+let sluice: SluiceModules;
 let server: RedisServer | undefined;
 let admin: Redis | undefined;
 let redisVersion: string | undefined;
@@ -114,10 +116,10 @@ async function runCeilings(): Promise<Map<string, NamedCeiling>> {
   for (const [key, s] of wanted) {
     progress.update(`ceiling ${key}: capturing the script call`);
     const seed = server.client();
-    const store = new RedisStore({ client: seed, prefix: 'slb' });
+    const store = new sluice.redis.RedisStore({ client: seed, prefix: 'slb' });
     await store.ready();
     seed.disconnect();
-    const limiter = createLimiter({ store, policies: sluicePolicies(s) });
+    const limiter = sluice.main.createLimiter({ store, policies: sluicePolicies(s) });
     const descriptor = s.multi ? { tenant: '__CEIL__', route: ROUTES[0]! } : { tenant: '__CEIL__' };
     const captured = await captureScriptCall(admin, () => limiter.check(descriptor));
     await store.close();
@@ -188,6 +190,7 @@ async function runScenario(
   if (s.store === 'redis') await admin!.flushall('SYNC');
   const ctx: SideContext = {
     ring: ringOf(s.dist),
+    sluice,
     ...(server === undefined ? {} : { redisClient: () => server!.client() }),
   };
   const sides: Side[] = [await makeSluice(s, ctx), await makePeer(s, ctx)];
@@ -257,6 +260,8 @@ async function runScenario(
 }
 
 async function main(): Promise<void> {
+  progress.update(build ? 'building dist (npm run build)' : 'loading dist');
+  sluice = await loadSluice(build);
   if (needsRedis) {
     progress.update('starting redis-server');
     server = await RedisServer.start();

@@ -11,9 +11,10 @@ import {
   RateLimiterRedis,
   type RateLimiterAbstract,
 } from 'rate-limiter-flexible';
-import { createLimiter, MemoryStore, type CheckResult, type PolicyInput } from '../../src/index.js';
-import { RedisStore } from '../../src/redis.js';
+import type { CheckResult, MemoryStore, PolicyInput } from '../../src/index.js';
+import type { RedisStore } from '../../src/redis.js';
 import type { Operation } from './driver.js';
+import type { SluiceModules } from './sluice.js';
 import { RING_MASK, type Distribution } from './rng.js';
 
 export type StoreKind = 'memory' | 'redis';
@@ -148,6 +149,8 @@ const isTrue = (r: unknown): boolean => r === true;
 
 export interface SideContext {
   readonly ring: Uint32Array;
+  /** Sluice's compiled modules (see sluice.ts). */
+  readonly sluice: SluiceModules;
   /** For Redis sides: a client factory of the benchmark's server. */
   readonly redisClient?: () => Redis;
 }
@@ -156,14 +159,14 @@ export async function makeSluice(s: Scenario, ctx: SideContext): Promise<Side> {
   const { ring } = ctx;
   let store: MemoryStore | RedisStore;
   if (s.store === 'memory') {
-    store = new MemoryStore();
+    store = new ctx.sluice.main.MemoryStore();
   } else {
     const seed = ctx.redisClient!();
-    store = new RedisStore({ client: seed, prefix: 'slb' });
+    store = new ctx.sluice.redis.RedisStore({ client: seed, prefix: 'slb' });
     await store.ready();
     seed.disconnect();
   }
-  const limiter = createLimiter({ store, policies: sluicePolicies(s) });
+  const limiter = ctx.sluice.main.createLimiter({ store, policies: sluicePolicies(s) });
   let cursor = 0;
   const sync = s.sync === true;
   const op: Operation<unknown> = s.multi
