@@ -1,6 +1,6 @@
 import { algorithmOf } from '../algorithms/index.js';
 import { systemClock, type Clock } from '../core/clock.js';
-import type { Decision } from '../core/decision.js';
+import type { AlgorithmDecision, Decision } from '../core/decision.js';
 import { toDescriptor, type Descriptor, type DescriptorInput } from '../core/descriptor.js';
 import { PolicyError, StoreError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
@@ -8,6 +8,7 @@ import { parsePolicies, type PolicyInput, type PolicySet } from '../config/polic
 import { bucketKey } from '../stores/key.js';
 import type { Store, StoreRequest, StoreResult } from '../stores/store.js';
 import { combineDecisions, type CheckResult } from './check-result.js';
+import { PolicyPlans, type DescriptorRecord } from './plan.js';
 import { StaleBudgets } from './stale-budgets.js';
 
 export interface LimiterOptions {
@@ -80,26 +81,27 @@ export class Limiter {
   readonly #store: Store;
   readonly #clock: Clock;
   readonly #maxValueLength: number;
-  #set: PolicySet;
+  /** The policies in force and their compiled resolution, swapped together. */
+  #current: PolicyPlans;
   readonly #stale = new StaleBudgets();
 
   constructor(options: LimiterOptions) {
     this.#store = options.store;
     this.#clock = options.clock ?? systemClock;
     this.#maxValueLength = options.maxDescriptorValueLength ?? 1024;
-    this.#set = this.#accept(options.policies);
+    this.#current = this.#accept(options.policies);
   }
 
-  #accept(policies: PolicySet | readonly PolicyInput[]): PolicySet {
+  #accept(policies: PolicySet | readonly PolicyInput[]): PolicyPlans {
     const set = toPolicySet(policies);
     for (const p of set.policies) this.#store.checkPolicy?.(p);
     this.#store.checkPolicies?.(set.policies);
-    return set;
+    return new PolicyPlans(set.policies);
   }
 
   /** The policies in force. */
   get policies(): readonly Policy[] {
-    return this.#set.policies;
+    return this.#current.policies;
   }
 
   /**
@@ -108,12 +110,45 @@ export class Limiter {
    * that keep their name and key shape keep their state.
    */
   setPolicies(policies: PolicySet | readonly PolicyInput[]): void {
-    this.#set = this.#accept(policies);
+    this.#current = this.#accept(policies);
   }
 
   /** {@link Limiter.checkAt} at the limiter clock's current time. */
   check(descriptor: DescriptorInput, options: CheckOptions = {}): Promise<CheckResult> {
-    return this.checkAt(this.#clock.nowMs(), descriptor, options);
+    return this.checkAt(this.#nowMs(), descriptor, options);
+  }
+
+  /**
+   * Whether the store decides synchronously (it implements `applySync`, as MemoryStore
+   * does), so {@link Limiter.checkSync} can be used.
+   */
+  get synchronous(): boolean {
+    return this.#store.applySync !== undefined;
+  }
+
+  /** {@link Limiter.checkSyncAt} at the limiter clock's current time. */
+  checkSync(descriptor: DescriptorInput, options: CheckOptions = {}): CheckResult {
+    return this.checkSyncAt(this.#nowMs(), descriptor, options);
+  }
+
+  /**
+   * {@link Limiter.checkAt} without a promise, for a store that decides in process
+   * (MemoryStore; see {@link Limiter.synchronous}): the same decision, the same
+   * all-or-nothing batch and failure modes, returned directly. Throws the `PolicyError`s
+   * that `checkAt` rejects with, and a `TypeError` when the store is not synchronous.
+   */
+  checkSyncAt(nowMs: number, descriptor: DescriptorInput, options: CheckOptions = {}): CheckResult {
+    if (this.#store.applySync === undefined) {
+      throw new TypeError(
+        'Limiter.checkSync needs a store that decides synchronously (such as MemoryStore); use check()',
+      );
+    }
+    return this.#check(nowMs, descriptor, options) as CheckResult;
+  }
+
+  /** The clock's reading; the system clock's time origin is read once, not per check. */
+  #nowMs(): number {
+    return this.#clock === systemClock ? TIME_ORIGIN + performance.now() : this.#clock.nowMs();
   }
 
   /**
@@ -125,21 +160,104 @@ export class Limiter {
    * empty descriptor, an invalid cost, a cost above a policy's capacity, an unknown
    * policy name or a named policy the descriptor does not match.
    */
-  async checkAt(
+  checkAt(
     nowMs: number,
     descriptor: DescriptorInput,
     options: CheckOptions = {},
   ): Promise<CheckResult> {
-    const policies = this.#set.policies; // one read: reloads never mix sets within a check
+    // Not async: on a synchronous store (MemoryStore) the result is ready at once, and
+    // an already-resolved promise is all a check costs beyond the decision itself.
+    try {
+      const result = this.#check(nowMs, descriptor, options);
+      return result instanceof Promise ? result : Promise.resolve(result);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+  }
+
+  #check(
+    nowMs: number,
+    descriptor: DescriptorInput,
+    options: CheckOptions,
+  ): CheckResult | Promise<CheckResult> {
+    const plans = this.#current; // one read: reloads never mix sets within a check
+    if (
+      options.policies === undefined &&
+      typeof descriptor === 'object' &&
+      descriptor !== null &&
+      !Array.isArray(descriptor)
+    ) {
+      const record = descriptor as DescriptorRecord;
+      const keys = Object.keys(record);
+      // Anything unusual takes the general path, which reports it exactly.
+      if (this.#plainRecord(record, keys))
+        return this.#checkRecord(nowMs, record, keys, plans, options);
+    }
     const d = toDescriptor(descriptor, this.#maxValueLength);
-    const selected = this.#select(policies, d, options.policies);
+    const selected = this.#select(plans.policies, d, options.policies);
     if (options.cost !== undefined) validateCost(options.cost);
     const items = selected.map((policy) => ({
       policy,
       descriptor: d,
       cost: options.cost ?? costOf(policy, d),
     }));
-    return this.decideAt(nowMs, items, options);
+    return this.#decide(nowMs, items, options);
+  }
+
+  /** Whether `toDescriptor` would accept the record as is (so the fast path may skip it). */
+  #plainRecord(record: DescriptorRecord, keys: readonly string[]): boolean {
+    if (keys.length === 0) return false;
+    const max = this.#maxValueLength;
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i]!;
+      const v = record[k];
+      if (
+        k.length === 0 ||
+        typeof v !== 'string' ||
+        v.length > max ||
+        !k.isWellFormed() ||
+        !v.isWellFormed()
+      ) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** {@link Limiter.checkAt} for a valid record descriptor, through the compiled plans. */
+  #checkRecord(
+    nowMs: number,
+    d: DescriptorRecord,
+    keys: readonly string[],
+    plans: PolicyPlans,
+    options: CheckOptions,
+  ): CheckResult | Promise<CheckResult> {
+    const override = options.cost;
+    if (override !== undefined) validateCost(override);
+    const candidates = plans.forShape(keys);
+    const selected: Policy[] = [];
+    const batch: StoreRequest[] = [];
+    for (let i = 0; i < candidates.length; i++) {
+      const plan = candidates[i]!;
+      let fits = true;
+      for (let j = 0; j < plan.fixed.length; j++) {
+        const f = plan.fixed[j]!;
+        if (d[f.key] !== f.value) fits = false;
+      }
+      if (!fits) continue;
+      const policy = plan.policy;
+      const cost = override ?? recordCost(policy, d);
+      if (cost > plan.capacity) throw costExceeds(cost, plan.capacity, policy);
+      selected.push(policy);
+      batch.push({
+        key: plan.key(d),
+        algorithm: plan.algorithm,
+        params: policy.params,
+        cost,
+        enforce: plan.enforce,
+      });
+    }
+    return this.#run(nowMs, selected, batch, options);
   }
 
   /**
@@ -150,22 +268,30 @@ export class Limiter {
    * set, but must come from `parsePolicies` (validated). Rejects with a `PolicyError`
    * for an invalid cost or a cost above a policy's capacity.
    */
-  async decideAt(
+  decideAt(
     nowMs: number,
     items: readonly CheckItem[],
     options: Pick<CheckOptions, 'timeoutMs' | 'requestId'> = {},
   ): Promise<CheckResult> {
+    try {
+      const result = this.#decide(nowMs, items, options);
+      return result instanceof Promise ? result : Promise.resolve(result);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+  }
+
+  #decide(
+    nowMs: number,
+    items: readonly CheckItem[],
+    options: Pick<CheckOptions, 'timeoutMs' | 'requestId'>,
+  ): CheckResult | Promise<CheckResult> {
     const selected = items.map((i) => i.policy);
     const batch: StoreRequest[] = items.map(({ policy, descriptor: d, cost }) => {
       validateCost(cost);
       const algorithm = algorithmOf(policy.algorithm);
       const capacity = algorithm.capacity(policy.params);
-      if (cost > capacity) {
-        throw new PolicyError(
-          'SLUICE_ERR_COST_EXCEEDS_CAPACITY',
-          `cost ${cost} exceeds the capacity ${capacity} of policy "${policy.name}": it could never be admitted`,
-        );
-      }
+      if (cost > capacity) throw costExceeds(cost, capacity, policy);
       return {
         key: bucketKey(policy, d),
         algorithm,
@@ -174,6 +300,19 @@ export class Limiter {
         enforce: !policy.shadow,
       };
     });
+    return this.#run(nowMs, selected, batch, options);
+  }
+
+  /**
+   * Runs a built batch through the store. A store with `applySync` (in-process) is
+   * called directly: it cannot be waited on, so no deadline, timer or promise is made.
+   */
+  #run(
+    nowMs: number,
+    selected: readonly Policy[],
+    batch: readonly StoreRequest[],
+    options: Pick<CheckOptions, 'timeoutMs' | 'requestId'>,
+  ): CheckResult | Promise<CheckResult> {
     if (batch.length === 0) return combineDecisions([]);
     const requestId =
       options.requestId === undefined ? undefined : validateRequestId(options.requestId);
@@ -183,20 +322,45 @@ export class Limiter {
         `timeoutMs must be a positive number of ms, got ${String(options.timeoutMs)}`,
       );
     }
-    const timeoutMs = Math.min(
-      MAX_TIMER_MS,
-      options.timeoutMs ?? Infinity,
-      ...selected.map((p) => p.timeoutMs),
+    const store = this.#store;
+    if (store.applySync !== undefined) {
+      let results: readonly StoreResult[];
+      try {
+        results = store.applySync(
+          batch,
+          requestId === undefined ? { nowMs } : { nowMs, requestId },
+        );
+      } catch (cause) {
+        const error = asStoreError(cause);
+        results = batch.map(() => ({ ok: false as const, error }));
+      }
+      return this.#finish(selected, batch, results, nowMs);
+    }
+    let timeoutMs = Math.min(MAX_TIMER_MS, options.timeoutMs ?? Infinity);
+    for (const p of selected) timeoutMs = Math.min(timeoutMs, p.timeoutMs);
+    return this.#apply(batch, nowMs, timeoutMs, requestId).then((results) =>
+      this.#finish(selected, batch, results, nowMs),
     );
+  }
 
-    const results = await this.#apply(batch, nowMs, timeoutMs, requestId);
+  /** Turns the store's per-item results into the check's result. */
+  #finish(
+    selected: readonly Policy[],
+    batch: readonly StoreRequest[],
+    results: readonly StoreResult[],
+    nowMs: number,
+  ): CheckResult {
     // A batch is atomic: if any item failed, nothing is known about the others.
-    if (results.some((r) => !r.ok)) return this.#failed(selected, batch, nowMs);
-    const decisions = selected.map((policy, i): Decision => {
-      const decision = (results[i] as { ok: true; decision: Decision }).decision;
+    for (let i = 0; i < results.length; i++) {
+      if (!results[i]!.ok) return this.#failed(selected, batch, nowMs);
+    }
+    const decisions: Decision[] = [];
+    for (let i = 0; i < selected.length; i++) {
+      const policy = selected[i]!;
+      const decision = (results[i] as { ok: true; decision: AlgorithmDecision }).decision;
       if (policy.failureMode === 'stale') this.#stale.record(batch[i]!.key, decision, nowMs);
-      return { ...decision, policy: policy.name, path: policy.shadow ? 'shadow' : 'store' };
-    });
+      decisions.push(withPolicy(decision, policy.name, policy.shadow ? 'shadow' : 'store'));
+    }
     return combineDecisions(decisions);
   }
 
@@ -228,14 +392,7 @@ export class Limiter {
       });
       return await (Number.isFinite(timeoutMs) ? Promise.race([apply, deadline]) : apply);
     } catch (cause) {
-      const error =
-        cause instanceof StoreError
-          ? cause
-          : new StoreError(
-              'SLUICE_ERR_STORE_UNAVAILABLE',
-              `store failed: ${(cause as Error)?.message ?? String(cause)}`,
-              { cause },
-            );
+      const error = asStoreError(cause);
       return batch.map(() => ({ ok: false as const, error }));
     } finally {
       clearTimeout(timer);
@@ -295,6 +452,9 @@ export class Limiter {
   }
 }
 
+/** `performance.timeOrigin` is a getter with argument checks: read it once. */
+const TIME_ORIGIN = performance.timeOrigin;
+
 /** The longest delay a Node timer takes (2^31-1 ms, ~24.8 days); past it, it fires at 1ms. */
 const MAX_TIMER_MS = 2_147_483_647;
 
@@ -305,6 +465,64 @@ function validateCost(cost: unknown): void {
       `cost must be a non-negative safe integer, got ${typeof cost === 'number' ? String(cost) : typeof cost}`,
     );
   }
+}
+
+function asStoreError(cause: unknown): StoreError {
+  return cause instanceof StoreError
+    ? cause
+    : new StoreError(
+        'SLUICE_ERR_STORE_UNAVAILABLE',
+        `store failed: ${(cause as Error)?.message ?? String(cause)}`,
+        { cause },
+      );
+}
+
+function costExceeds(cost: number, capacity: number, policy: Policy): PolicyError {
+  return new PolicyError(
+    'SLUICE_ERR_COST_EXCEEDS_CAPACITY',
+    `cost ${cost} exceeds the capacity ${capacity} of policy "${policy.name}": it could never be admitted`,
+  );
+}
+
+/** The cost rules of {@link costOf} over a record descriptor. */
+function recordCost(policy: Policy, d: DescriptorRecord): number {
+  const rules = policy.cost.rules;
+  for (let i = 0; i < rules.length; i++) {
+    const when = rules[i]!.when;
+    let all = true;
+    for (let j = 0; j < when.length; j++) {
+      const w = when[j]!;
+      if (!Object.hasOwn(d, w.key) || d[w.key] !== w.value) all = false;
+    }
+    if (all) return rules[i]!.cost;
+  }
+  return policy.cost.defaultCost;
+}
+
+/** A store decision with the policy's name and the path it took (a plain literal: no spread). */
+function withPolicy(d: AlgorithmDecision, policy: string, path: Decision['path']): Decision {
+  return d.delayMs === undefined
+    ? {
+        status: d.status,
+        allowed: d.allowed,
+        limit: d.limit,
+        remaining: d.remaining,
+        retryAfterMs: d.retryAfterMs,
+        resetAfterMs: d.resetAfterMs,
+        policy,
+        path,
+      }
+    : {
+        status: d.status,
+        allowed: d.allowed,
+        limit: d.limit,
+        remaining: d.remaining,
+        retryAfterMs: d.retryAfterMs,
+        resetAfterMs: d.resetAfterMs,
+        delayMs: d.delayMs,
+        policy,
+        path,
+      };
 }
 
 function validateRequestId(id: unknown): string {

@@ -44,6 +44,13 @@ export interface Store {
     batch: readonly StoreRequest[],
     options: StoreApplyOptions,
   ): Promise<readonly StoreResult[]>;
+  /**
+   * The same as {@link Store.apply}, answered synchronously. Only stores that decide in
+   * process (MemoryStore) implement it: there is nothing to wait for, so the limiter
+   * calls it directly, with no promise, timer or deadline per check. A failure is
+   * reported per item (as from `apply`), never thrown.
+   */
+  applySync?(batch: readonly StoreRequest[], options: StoreApplyOptions): readonly StoreResult[];
   close(): Promise<void>;
   /**
    * Throws a `PolicyError` when this store cannot run the policy as configured. The

@@ -29,9 +29,13 @@ export interface MemoryStoreStats {
   readonly expired: number;
 }
 
+/** A bucket, linked into the recency list (least recently used first). */
 interface Entry {
+  readonly key: string;
   state: unknown;
   expiresAtMs: number;
+  prev: Entry | undefined;
+  next: Entry | undefined;
 }
 
 /** Expired entries checked (from the least recently used end) per apply, to reclaim idle keys. */
@@ -45,8 +49,12 @@ const SWEEP_PER_APPLY = 2;
  */
 export class MemoryStore implements Store {
   readonly #maxKeys: number;
-  // Map iteration order is insertion order; re-inserting on access keeps it LRU-first.
   readonly #entries = new Map<string, Entry>();
+  // Recency as an intrusive doubly linked list, so a touch is a few pointer moves. (Deleting
+  // and re-inserting Map entries instead leaves holes at the front of the Map's table that
+  // every sweep and eviction then has to step over.)
+  #lru: Entry | undefined;
+  #mru: Entry | undefined;
   #closed = false;
   #evictions = 0;
   #evictedLive = 0;
@@ -72,37 +80,57 @@ export class MemoryStore implements Store {
     batch: readonly StoreRequest[],
     options: StoreApplyOptions,
   ): Promise<readonly StoreResult[]> {
+    return Promise.resolve(this.applySync(batch, options));
+  }
+
+  /** {@link MemoryStore.apply}, synchronously (the limiter's path: no promise per check). */
+  applySync(batch: readonly StoreRequest[], options: StoreApplyOptions): readonly StoreResult[] {
     if (this.#closed) {
       const error = new StoreError('SLUICE_ERR_STORE_CLOSED', 'MemoryStore is closed');
-      return Promise.resolve(batch.map(() => ({ ok: false as const, error })));
+      return batch.map(() => ({ ok: false as const, error }));
     }
-    const { nowMs } = options;
+    const nowMs = options.nowMs;
     const rid =
       options.requestId === undefined || batch.length === 0
         ? undefined
         : dedupKey(batch[0]!.key, options.requestId);
     if (rid !== undefined) {
       const seen = this.#requests.get(rid);
-      if (seen !== undefined && nowMs < seen.expiresAtMs) return Promise.resolve(seen.results);
+      if (seen !== undefined && nowMs < seen.expiresAtMs) return seen.results;
       this.#requests.delete(rid);
     }
-    this.#lastNowMs = Math.max(this.#lastNowMs, nowMs);
+    if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
     this.#sweep(nowMs);
-    const states = batch.map((r) => this.#read(r.key, nowMs));
-    const outcome = decideBatch(batch, states, nowMs);
-    outcome.writes.forEach((state, i) => {
-      if (state === undefined) return;
-      const r = batch[i]!;
-      this.#write(r.key, state, nowMs + r.algorithm.ttlMs(r.params));
-    });
-    const results = outcome.decisions.map((decision) => ({ ok: true as const, decision }));
+    let results: StoreResult[];
+    if (batch.length === 1) {
+      // One request: decideBatch's all-or-nothing reduces to "write it when admitted".
+      const r = batch[0]!;
+      const e = this.#live(r.key, nowMs);
+      const t = r.algorithm.transition(e?.state, nowMs, r.cost, r.params);
+      if (t.decision.allowed && r.cost > 0) {
+        const expiresAtMs = nowMs + r.algorithm.ttlMs(r.params);
+        if (e === undefined) this.#insert(r.key, t.state, expiresAtMs);
+        else this.#update(e, t.state, expiresAtMs);
+      }
+      results = [{ ok: true, decision: t.decision }];
+    } else {
+      const states = batch.map((r) => this.#live(r.key, nowMs)?.state);
+      const outcome = decideBatch(batch, states, nowMs);
+      for (let i = 0; i < batch.length; i++) {
+        const state = outcome.writes[i];
+        if (state === undefined) continue;
+        const r = batch[i]!;
+        this.#write(r.key, state, nowMs + r.algorithm.ttlMs(r.params));
+      }
+      results = outcome.decisions.map((decision) => ({ ok: true as const, decision }));
+    }
     if (rid !== undefined) {
       if (this.#requests.size >= this.#maxRequestIds) {
         this.#requests.delete(this.#requests.keys().next().value as string);
       }
       this.#requests.set(rid, { results, expiresAtMs: nowMs + this.#dedupTtlMs });
     }
-    return Promise.resolve(results);
+    return results;
   }
 
   stats(): MemoryStoreStats {
@@ -117,46 +145,81 @@ export class MemoryStore implements Store {
   close(): Promise<void> {
     this.#closed = true;
     this.#entries.clear();
+    this.#lru = this.#mru = undefined;
     this.#requests.clear();
     return Promise.resolve();
   }
 
-  #read(key: string, nowMs: number): unknown {
+  /**
+   * The live entry of `key`, made the most recently used (even when the request is then
+   * denied); an expired one is removed and counted, and reads as absent.
+   */
+  #live(key: string, nowMs: number): Entry | undefined {
     const e = this.#entries.get(key);
     if (e === undefined) return undefined;
-    this.#entries.delete(key);
     if (nowMs >= e.expiresAtMs) {
+      this.#remove(e);
       this.#expired += 1;
       return undefined;
     }
-    this.#entries.set(key, e); // most recently used, even when the request is denied
-    return e.state;
+    if (e !== this.#mru) {
+      this.#unlink(e);
+      this.#append(e);
+    }
+    return e;
   }
 
   #write(key: string, state: unknown, expiresAtMs: number): void {
     const e = this.#entries.get(key);
-    if (e !== undefined) {
-      e.state = state;
-      // A write from a clock that went backwards must not shorten the life of a state
-      // that already reflects a later instant: expiring early would refill it for free.
-      e.expiresAtMs = Math.max(e.expiresAtMs, expiresAtMs);
-      return;
-    }
+    if (e !== undefined) this.#update(e, state, expiresAtMs);
+    else this.#insert(key, state, expiresAtMs);
+  }
+
+  #update(e: Entry, state: unknown, expiresAtMs: number): void {
+    e.state = state;
+    // A write from a clock that went backwards must not shorten the life of a state
+    // that already reflects a later instant: expiring early would refill it for free.
+    if (expiresAtMs > e.expiresAtMs) e.expiresAtMs = expiresAtMs;
+  }
+
+  #insert(key: string, state: unknown, expiresAtMs: number): void {
     if (this.#entries.size >= this.#maxKeys) {
-      const [oldKey, old] = this.#entries.entries().next().value as [string, Entry];
-      this.#entries.delete(oldKey);
+      const old = this.#lru!;
+      this.#remove(old);
       this.#evictions += 1;
       if (old.expiresAtMs > this.#lastNowMs) this.#evictedLive += 1;
     }
-    this.#entries.set(key, { state, expiresAtMs });
+    const e: Entry = { key, state, expiresAtMs, prev: undefined, next: undefined };
+    this.#entries.set(key, e);
+    this.#append(e);
   }
 
   #sweep(nowMs: number): void {
-    let n = 0;
-    for (const [key, e] of this.#entries) {
-      if (n++ >= SWEEP_PER_APPLY || nowMs < e.expiresAtMs) break;
-      this.#entries.delete(key);
+    for (let n = 0; n < SWEEP_PER_APPLY; n++) {
+      const e = this.#lru;
+      if (e === undefined || nowMs < e.expiresAtMs) break;
+      this.#remove(e);
       this.#expired += 1;
     }
+  }
+
+  #remove(e: Entry): void {
+    this.#entries.delete(e.key);
+    this.#unlink(e);
+  }
+
+  #unlink(e: Entry): void {
+    if (e.prev === undefined) this.#lru = e.next;
+    else e.prev.next = e.next;
+    if (e.next === undefined) this.#mru = e.prev;
+    else e.next.prev = e.prev;
+    e.prev = e.next = undefined;
+  }
+
+  #append(e: Entry): void {
+    e.prev = this.#mru;
+    if (this.#mru === undefined) this.#lru = e;
+    else this.#mru.next = e;
+    this.#mru = e;
   }
 }

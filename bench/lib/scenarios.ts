@@ -1,0 +1,280 @@
+/**
+ * The scenario matrix and the contenders ("sides") of each scenario: Sluice through its
+ * public API (createLimiter + MemoryStore / RedisStore), the peer (rate-limiter-flexible's
+ * RateLimiterMemory / RateLimiterRedis) and, for the memory store, a bare Map token
+ * bucket as the in-process ceiling. Every side of a scenario draws keys from the same
+ * seeded ring.
+ */
+import type { Redis } from 'ioredis';
+import {
+  RateLimiterMemory,
+  RateLimiterRedis,
+  type RateLimiterAbstract,
+} from 'rate-limiter-flexible';
+import type { CheckResult, MemoryStore, PolicyInput } from '../../src/index.js';
+import type { RedisStore } from '../../src/redis.js';
+import type { Operation } from './driver.js';
+import type { SluiceModules } from './sluice.js';
+import { RING_MASK, type Distribution } from './rng.js';
+
+export type StoreKind = 'memory' | 'redis';
+export type Mode = 'allow' | 'deny';
+export type AlgorithmName = 'tb' | 'gcra' | 'fw' | 'swc';
+export type SideName = 'sluice' | 'peer' | 'bare';
+
+export interface Scenario {
+  readonly id: string;
+  readonly store: StoreKind;
+  readonly concurrency: number;
+  readonly dist: Distribution;
+  readonly mode: Mode;
+  readonly algorithm: AlgorithmName;
+  /** Two policies on one identity: tenant, and tenant + route. */
+  readonly multi: boolean;
+  /**
+   * Memory store only: Sluice through `checkSync` and the bare bucket called directly, in a
+   * plain loop (the peer has no synchronous API and is awaited as always).
+   */
+  readonly sync?: boolean;
+}
+
+/** Keys in the uniform and Zipf distributions. */
+export const KEYS = 100_000;
+export const ROUTES = [
+  'GET /a',
+  'GET /b',
+  'POST /c',
+  'GET /d',
+  'PUT /e',
+  'GET /f',
+  'POST /g',
+  'GET /h',
+];
+
+export const ALGORITHM_KIND = {
+  tb: 'token-bucket',
+  gcra: 'gcra',
+  fw: 'fixed-window',
+  swc: 'sliding-window-counter',
+} as const;
+
+/** The matrix: token bucket over every store × concurrency × distribution × mode, then sweeps. */
+export function allScenarios(): Scenario[] {
+  const out: Scenario[] = [];
+  const add = (s: Omit<Scenario, 'id'>): void => {
+    const alg = s.multi ? `${s.algorithm}+route` : s.algorithm;
+    const id = `${s.store}/c${s.concurrency}/${s.dist}/${alg}/${s.mode}${s.sync ? '/sync' : ''}`;
+    out.push({ ...s, id });
+  };
+  for (const store of ['memory', 'redis'] as const) {
+    for (const concurrency of [1, 64, 256]) {
+      for (const dist of ['hot', 'uniform', 'zipf'] as const) {
+        for (const mode of ['allow', 'deny'] as const) {
+          add({ store, concurrency, dist, mode, algorithm: 'tb', multi: false });
+        }
+      }
+    }
+    for (const algorithm of ['gcra', 'fw', 'swc'] as const) {
+      add({ store, concurrency: 64, dist: 'zipf', mode: 'allow', algorithm, multi: false });
+    }
+    add({ store, concurrency: 64, dist: 'zipf', mode: 'deny', algorithm: 'gcra', multi: false });
+    add({ store, concurrency: 64, dist: 'zipf', mode: 'allow', algorithm: 'tb', multi: true });
+    if (store === 'memory') {
+      for (const dist of ['hot', 'uniform', 'zipf'] as const) {
+        add({
+          store,
+          concurrency: 1,
+          dist,
+          mode: 'allow',
+          algorithm: 'tb',
+          multi: false,
+          sync: true,
+        });
+      }
+      add({
+        store,
+        concurrency: 1,
+        dist: 'zipf',
+        mode: 'deny',
+        algorithm: 'tb',
+        multi: false,
+        sync: true,
+      });
+    }
+  }
+  return out;
+}
+
+/**
+ * Algorithm params: allow-heavy is so generous nothing is ever denied; deny-heavy admits
+ * one unit per key per minute, so nearly every decision after a key's first is denied.
+ */
+export function policyParams(algorithm: AlgorithmName, mode: Mode): Record<string, unknown> {
+  const big = 1_000_000_000;
+  if (algorithm === 'tb' || algorithm === 'gcra') {
+    return mode === 'allow' ? { rate: big, burst: big } : { rate: 1, period: '1m', burst: 1 };
+  }
+  return mode === 'allow' ? { limit: big, window: '1s' } : { limit: 1, window: '1m' };
+}
+
+export function sluicePolicies(s: Scenario): PolicyInput[] {
+  const algorithm = ALGORITHM_KIND[s.algorithm];
+  const params = policyParams(s.algorithm, s.mode);
+  const policies: PolicyInput[] = [{ name: 'tenant', match: ['tenant'], algorithm, ...params }];
+  if (s.multi) {
+    policies.push({ name: 'route', match: ['tenant', 'route'], algorithm, ...params });
+  }
+  return policies;
+}
+
+/** One contender, ready to drive. */
+export interface Side {
+  readonly name: SideName;
+  readonly op: Operation<unknown>;
+  readonly allowed: (value: unknown) => boolean;
+  /** `op` returns its value directly (see DriveOptions.sync). */
+  readonly sync?: boolean;
+  /** Redis key pattern of its buckets (for MEMORY USAGE), when on Redis. */
+  readonly keyPattern?: string;
+  close(): Promise<void>;
+}
+
+const tenantName = (i: number): string => `tenant-${i}`;
+const TENANTS = Array.from({ length: KEYS }, (_, i) => tenantName(i));
+/** Prebuilt single-key descriptors, so no side pays for building its key input. */
+const DESCRIPTORS = TENANTS.map((tenant) => Object.freeze({ tenant }));
+
+const isAllowedResult = (r: unknown): boolean => (r as CheckResult).allowed;
+const isTrue = (r: unknown): boolean => r === true;
+
+export interface SideContext {
+  readonly ring: Uint32Array;
+  /** Sluice's compiled modules (see sluice.ts). */
+  readonly sluice: SluiceModules;
+  /** For Redis sides: a client factory of the benchmark's server. */
+  readonly redisClient?: () => Redis;
+}
+
+export async function makeSluice(s: Scenario, ctx: SideContext): Promise<Side> {
+  const { ring } = ctx;
+  let store: MemoryStore | RedisStore;
+  if (s.store === 'memory') {
+    store = new ctx.sluice.main.MemoryStore();
+  } else {
+    const seed = ctx.redisClient!();
+    store = new ctx.sluice.redis.RedisStore({ client: seed, prefix: 'slb' });
+    await store.ready();
+    seed.disconnect();
+  }
+  const limiter = ctx.sluice.main.createLimiter({ store, policies: sluicePolicies(s) });
+  let cursor = 0;
+  const sync = s.sync === true;
+  const op: Operation<unknown> = s.multi
+    ? () => {
+        const n = cursor++;
+        const d = { tenant: TENANTS[ring[n & RING_MASK]!]!, route: ROUTES[n & 7]! };
+        return sync ? limiter.checkSync(d) : limiter.check(d);
+      }
+    : sync
+      ? () => limiter.checkSync(DESCRIPTORS[ring[cursor++ & RING_MASK]!]!)
+      : () => limiter.check(DESCRIPTORS[ring[cursor++ & RING_MASK]!]!);
+  return {
+    name: 'sluice',
+    op,
+    allowed: isAllowedResult,
+    sync,
+    ...(s.store === 'redis' ? { keyPattern: 'slb:*' } : {}),
+    close: () => store.close(),
+  };
+}
+
+export async function makePeer(s: Scenario, ctx: SideContext): Promise<Side> {
+  const { ring } = ctx;
+  const opts =
+    s.mode === 'allow' ? { points: 1_000_000_000, duration: 1 } : { points: 1, duration: 60 };
+  let client: Redis | undefined;
+  const make = (keyPrefix: string): RateLimiterAbstract => {
+    if (s.store === 'memory') return new RateLimiterMemory({ ...opts, keyPrefix });
+    client ??= ctx.redisClient!();
+    return new RateLimiterRedis({ ...opts, keyPrefix, storeClient: client });
+  };
+  const tenantLimiter = make('rlf');
+  const routeLimiter = make('rlfr');
+  if (client !== undefined && client.status !== 'ready') {
+    await new Promise<void>((resolve) => client!.once('ready', () => resolve()));
+  }
+  const yes = (): boolean => true;
+  // rate-limiter-flexible rejects with a RateLimiterRes when over the limit, and with an
+  // Error when the store fails: only the former is a decision.
+  const no = (e: unknown): boolean => {
+    if (e instanceof Error) throw e;
+    return false;
+  };
+  let cursor = 0;
+  const op: Operation<unknown> = s.multi
+    ? () => {
+        const n = cursor++;
+        const tenant = TENANTS[ring[n & RING_MASK]!]!;
+        // No all-or-nothing across limiters in the peer: both are consumed.
+        return Promise.all([
+          tenantLimiter.consume(tenant).then(yes, no),
+          routeLimiter.consume(`${tenant}|${ROUTES[n & 7]!}`).then(yes, no),
+        ]).then(([a, b]) => a && b);
+      }
+    : () => tenantLimiter.consume(TENANTS[ring[cursor++ & RING_MASK]!]!).then(yes, no);
+  return {
+    name: 'peer',
+    op,
+    allowed: isTrue,
+    ...(s.store === 'redis' ? { keyPattern: 'rlf*' } : {}),
+    close: () => {
+      client?.disconnect();
+      return Promise.resolve();
+    },
+  };
+}
+
+/**
+ * A bare JS Map token bucket (one object per key, Date.now(), no TTL, no bound, no
+ * validation): what a decision costs with nothing but the arithmetic. The in-process
+ * ceiling for the memory store; it always runs a token bucket.
+ */
+export function makeBare(s: Scenario, ctx: SideContext): Side {
+  const { ring } = ctx;
+  const p = policyParams('tb', s.mode) as { rate: number; burst: number; period?: string };
+  const rate = p.rate;
+  const periodMs = p.period === '1m' ? 60_000 : 1_000;
+  const burst = p.burst;
+  const buckets = new Map<string, { tokens: number; ts: number }>();
+  const take = (key: string, now: number): boolean => {
+    let b = buckets.get(key);
+    if (b === undefined) {
+      b = { tokens: burst, ts: now };
+      buckets.set(key, b);
+    } else if (now > b.ts) {
+      b.tokens = Math.min(burst, b.tokens + ((now - b.ts) * rate) / periodMs);
+      b.ts = now;
+    }
+    if (b.tokens >= 1) {
+      b.tokens -= 1;
+      return true;
+    }
+    return false;
+  };
+  let cursor = 0;
+  const op: Operation<unknown> = s.multi
+    ? () => {
+        const n = cursor++;
+        const tenant = TENANTS[ring[n & RING_MASK]!]!;
+        const now = Date.now();
+        return take(tenant, now) && take(`${tenant}|${ROUTES[n & 7]!}`, now);
+      }
+    : () => take(TENANTS[ring[cursor++ & RING_MASK]!]!, Date.now());
+  return {
+    name: 'bare',
+    op,
+    allowed: isTrue,
+    sync: s.sync === true,
+    close: () => Promise.resolve(),
+  };
+}
