@@ -120,9 +120,12 @@ export function policyParams(algorithm: AlgorithmName, mode: Mode): Record<strin
 export function sluicePolicies(s: Scenario): PolicyInput[] {
   const algorithm = ALGORITHM_KIND[s.algorithm];
   const params = policyParams(s.algorithm, s.mode);
-  const policies: PolicyInput[] = [{ name: 'tenant', match: ['tenant'], algorithm, ...params }];
+  // Every decision must come from the store: a generous deadline and fail-closed, so a
+  // slow store shows as denials (the allowed % column), never as admissions it never made.
+  const common = { algorithm, ...params, timeout: '5s', failureMode: 'closed' } as const;
+  const policies: PolicyInput[] = [{ name: 'tenant', match: ['tenant'], ...common }];
   if (s.multi) {
-    policies.push({ name: 'route', match: ['tenant', 'route'], algorithm, ...params });
+    policies.push({ name: 'route', match: ['tenant', 'route'], ...common });
   }
   return policies;
 }

@@ -372,10 +372,19 @@ export class Limiter {
     requestId: string | undefined,
   ): Promise<readonly StoreResult[]> {
     let timer: NodeJS.Timeout | undefined;
-    const controller = new AbortController();
+    // The store's abort signal is made only if the store asks for it (most calls never
+    // wait on anything abortable): an AbortController per check cost more than the check.
+    let controller: AbortController | undefined;
+    let timedOut = false;
+    const signal = (): AbortSignal => {
+      controller ??= new AbortController();
+      if (timedOut) controller.abort();
+      return controller.signal;
+    };
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        controller.abort();
+        timedOut = true;
+        controller?.abort();
         reject(
           new StoreError(
             'SLUICE_ERR_STORE_TIMEOUT',
@@ -385,11 +394,23 @@ export class Limiter {
       }, timeoutMs);
     });
     try {
-      const apply = this.#store.apply(batch, {
-        nowMs,
-        signal: controller.signal,
-        ...(requestId === undefined ? {} : { requestId }),
-      });
+      const apply = this.#store.apply(
+        batch,
+        requestId === undefined
+          ? {
+              nowMs,
+              get signal() {
+                return signal();
+              },
+            }
+          : {
+              nowMs,
+              requestId,
+              get signal() {
+                return signal();
+              },
+            },
+      );
       return await (Number.isFinite(timeoutMs) ? Promise.race([apply, deadline]) : apply);
     } catch (cause) {
       const error = asStoreError(cause);

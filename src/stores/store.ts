@@ -24,7 +24,10 @@ export type StoreResult =
 export interface StoreApplyOptions {
   /** The caller's clock reading; stores that use a server clock may ignore it. */
   readonly nowMs: number;
-  /** Aborts waiting for the store; the outcome of an aborted call is unknown. */
+  /**
+   * Aborts waiting for the store; the outcome of an aborted call is unknown. The limiter
+   * makes it on first read (a getter), so read it only when about to wait on something.
+   */
   readonly signal?: AbortSignal;
   /**
    * Idempotency key: a batch repeated with the same id (and the same first key's hash

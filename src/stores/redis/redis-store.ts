@@ -392,7 +392,7 @@ export class RedisStore implements Store {
     }
     const scriptKeys =
       rid === undefined ? keys : [...keys, this.redisKey(dedupKey(items[0]!.key, rid))];
-    const reply = await this.#call(this.#apply, scriptKeys, args, options.signal);
+    const reply = await this.#call(this.#apply, scriptKeys, args, options);
     if (!reply.ok) return reply;
     let decided;
     try {
@@ -463,7 +463,8 @@ export class RedisStore implements Store {
     script: ScriptCall,
     keys: readonly string[],
     args: readonly (string | number)[],
-    signal: AbortSignal | undefined,
+    /** Read only when the connection is not ready: its `signal` may be made on demand. */
+    options: StoreApplyOptions | undefined,
   ): Promise<{ ok: true; reply: unknown } | { ok: false; error: StoreError }> {
     this.#checkStuck();
     if (this.#inFlight >= this.#maxInFlight) {
@@ -477,7 +478,8 @@ export class RedisStore implements Store {
     }
     this.#inFlight++;
     try {
-      await this.#whenReady(signal ?? AbortSignal.timeout(this.#stuckAfterMs));
+      if (this.#client.status !== 'ready')
+        await this.#whenReady(options?.signal ?? AbortSignal.timeout(this.#stuckAfterMs));
       this.#unansweredSince ??= performance.now();
       const reply = await script(keys, args);
       this.#unansweredSince = undefined;
