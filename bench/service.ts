@@ -23,6 +23,7 @@ import { performance } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
 import { RLS_SERVICE } from '../src/service/grpc/protos.js';
 import { freePort } from '../test/support/free-port.js';
+import { zipfSampler } from './lib/rng.js';
 import { RedisServer } from '../test/support/redis-server.js';
 
 const root = path.join(import.meta.dirname, '..');
@@ -61,28 +62,7 @@ interface Result {
 // ---------------------------------------------------------------------------------------
 // Workload: Zipf-distributed tenants, requests prepared once.
 
-function zipfSampler(n: number, s: number): () => number {
-  const cdf = new Float64Array(n);
-  let sum = 0;
-  for (let i = 0; i < n; i++) {
-    sum += 1 / Math.pow(i + 1, s);
-    cdf[i] = sum;
-  }
-  for (let i = 0; i < n; i++) cdf[i]! /= sum;
-  return () => {
-    const u = Math.random();
-    let lo = 0;
-    let hi = n - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (cdf[mid]! < u) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  };
-}
-
-const nextTenant = zipfSampler(TENANTS, ZIPF_S);
+const nextTenant = zipfSampler(TENANTS, ZIPF_S, Math.random);
 const requests = Array.from({ length: TENANTS }, (_, i) => ({
   domain: 'bench',
   descriptors: [{ entries: [{ key: 'tenant', value: `tenant-${i}` }] }],

@@ -4,17 +4,7 @@
  * sampling. Same seed, same sequence, on every run and for every side of a comparison.
  */
 
-/** mulberry32: a small, fast 32-bit PRNG; returns floats in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from '../../test/support/random.js';
 
 /**
  * Zipf(s) over ranks 0..n-1 (rank 0 the most frequent): P(k) ∝ 1/(k+1)^s. Inverse-CDF

@@ -167,12 +167,7 @@ export class Limiter {
   ): Promise<CheckResult> {
     // Not async: on a synchronous store (MemoryStore) the result is ready at once, and
     // an already-resolved promise is all a check costs beyond the decision itself.
-    try {
-      const result = this.#check(nowMs, descriptor, options);
-      return result instanceof Promise ? result : Promise.resolve(result);
-    } catch (error) {
-      return Promise.reject(error as Error);
-    }
+    return settled(() => this.#check(nowMs, descriptor, options));
   }
 
   #check(
@@ -273,12 +268,7 @@ export class Limiter {
     items: readonly CheckItem[],
     options: Pick<CheckOptions, 'timeoutMs' | 'requestId'> = {},
   ): Promise<CheckResult> {
-    try {
-      const result = this.#decide(nowMs, items, options);
-      return result instanceof Promise ? result : Promise.resolve(result);
-    } catch (error) {
-      return Promise.reject(error as Error);
-    }
+    return settled(() => this.#decide(nowMs, items, options));
   }
 
   #decide(
@@ -475,6 +465,16 @@ export class Limiter {
 
 /** `performance.timeOrigin` is a getter with argument checks: read it once. */
 const TIME_ORIGIN = performance.timeOrigin;
+
+/** A result or a promise of one as a promise; a throw becomes a rejection. */
+function settled<T>(run: () => T | Promise<T>): Promise<T> {
+  try {
+    const result = run();
+    return result instanceof Promise ? result : Promise.resolve(result);
+  } catch (error) {
+    return Promise.reject(error as Error);
+  }
+}
 
 /** The longest delay a Node timer takes (2^31-1 ms, ~24.8 days); past it, it fires at 1ms. */
 const MAX_TIMER_MS = 2_147_483_647;

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
-import { startService, type RunningService } from '../../src/service/main.js';
+import { startService, type RunningService, type ServeOptions } from '../../src/service/main.js';
 import { call, connect, type Clients } from './grpc/client.js';
 
 const fixtures = join(import.meta.dirname, 'fixtures/compat');
@@ -64,7 +64,11 @@ const request = (tenant: string, hitsAddend?: number) => ({
   ...(hitsAddend === undefined ? {} : { hitsAddend }),
 });
 
-describe('response headers and dynamic metadata (enabled)', () => {
+/** A service on the fixtures with the clock standing still, torn down after the suite. */
+function serve(extra: Partial<ServeOptions>): {
+  svc: () => RunningService;
+  clients: () => Clients;
+} {
   let svc: RunningService;
   let clients: Clients;
   beforeAll(async () => {
@@ -77,8 +81,7 @@ describe('response headers and dynamic metadata (enabled)', () => {
       logger: pino({ level: 'silent' }),
       // 1,700,000,000 s: 20 s into its minute, 800 s into its hour
       clock: new ManualClock(1_700_000_000_000),
-      responseHeaders: { limit: 'RateLimit-Limit', remaining: 'X-Left', reset: 'RateLimit-Reset' },
-      responseDynamicMetadata: true,
+      ...extra,
     });
     clients = connect(svc.grpcPort);
   });
@@ -86,9 +89,17 @@ describe('response headers and dynamic metadata (enabled)', () => {
     clients?.close();
     await svc?.shutdown();
   });
+  return { svc: () => svc, clients: () => clients };
+}
+
+describe('response headers and dynamic metadata (enabled)', () => {
+  const running = serve({
+    responseHeaders: { limit: 'RateLimit-Limit', remaining: 'X-Left', reset: 'RateLimit-Reset' },
+    responseDynamicMetadata: true,
+  });
 
   it('gRPC: headers of the descriptor with the least remaining, and the metadata', async () => {
-    const r = await call<Answer>(clients.rls, 'ShouldRateLimit', request('hdr-1'));
+    const r = await call<Answer>(running.clients().rls, 'ShouldRateLimit', request('hdr-1'));
     expect(r.overallCode).toBe('OK');
     // plan: 10/minute → 9 left; region: 3/hour → 2 left, so region's figures go out
     expect(r.responseHeadersToAdd).toEqual([
@@ -108,9 +119,9 @@ describe('response headers and dynamic metadata (enabled)', () => {
   });
 
   it('an over-limit descriptor gives the headers and loses its metadata', async () => {
-    await call<Answer>(clients.rls, 'ShouldRateLimit', request('hdr-2', 3));
+    await call<Answer>(running.clients().rls, 'ShouldRateLimit', request('hdr-2', 3));
     // region's 3/hour is used up; plan still has 7
-    const r = await call<Answer>(clients.rls, 'ShouldRateLimit', request('hdr-2'));
+    const r = await call<Answer>(running.clients().rls, 'ShouldRateLimit', request('hdr-2'));
     expect(r.overallCode).toBe('OVER_LIMIT');
     expect(r.responseHeadersToAdd).toEqual([
       { key: 'RateLimit-Limit', value: '3' },
@@ -124,7 +135,7 @@ describe('response headers and dynamic metadata (enabled)', () => {
   });
 
   it('/json carries the same headers and metadata in protojson form', async () => {
-    const res = await fetch(`http://127.0.0.1:${svc.httpPort}/json`, {
+    const res = await fetch(`http://127.0.0.1:${running.svc().httpPort}/json`, {
       method: 'POST',
       body: JSON.stringify(request('hdr-3', 2)),
     });
@@ -147,7 +158,7 @@ describe('response headers and dynamic metadata (enabled)', () => {
   });
 
   it('no header when no descriptor had a limit', async () => {
-    const r = await call<Answer>(clients.rls, 'ShouldRateLimit', {
+    const r = await call<Answer>(running.clients().rls, 'ShouldRateLimit', {
       domain: 'compat-headers',
       descriptors: [{ entries: [{ key: 'nothing', value: 'here' }] }],
     });
@@ -160,27 +171,10 @@ describe('response headers and dynamic metadata (enabled)', () => {
 });
 
 describe('response headers and dynamic metadata (default: off)', () => {
-  let svc: RunningService;
-  let clients: Clients;
-  beforeAll(async () => {
-    svc = await startService({
-      envoyConfig: fixtures,
-      host: '127.0.0.1',
-      grpcHost: '127.0.0.1',
-      port: 0,
-      grpcPort: 0,
-      logger: pino({ level: 'silent' }),
-      clock: new ManualClock(1_700_000_000_000),
-    });
-    clients = connect(svc.grpcPort);
-  });
-  afterAll(async () => {
-    clients?.close();
-    await svc?.shutdown();
-  });
+  const running = serve({});
 
   it('adds neither', async () => {
-    const r = await call<Answer>(clients.rls, 'ShouldRateLimit', request('off-1'));
+    const r = await call<Answer>(running.clients().rls, 'ShouldRateLimit', request('off-1'));
     expect(r.overallCode).toBe('OK');
     expect(r.responseHeadersToAdd).toEqual([]);
     expect(r.dynamicMetadata).toBeNull();
