@@ -107,7 +107,7 @@ describe('npm pack', () => {
     expect(files).toContain('dist/redis.d.ts');
     expect(files).toContain('dist/http.d.ts');
     expect(files).toContain('dist/fastify.d.ts');
-    expect(files).toContain('dist/stores/redis/lua/applyBatch.lua');
+    expect(files).toContain('dist/stores/redis/lua/applyBatches.lua');
     expect(files).toContain('dist/stores/redis/lua/includes/tokenBucket.lua');
     expect(files).toContain('dist/service/proto/sluice/v1/sluice.proto');
     expect(files).toContain('dist/cli/main.js');
