@@ -45,5 +45,9 @@ ALG[4] = {
 -- holds them; a later window never did.
 ALG[4].refund = function(key, s, now, at, cost, ttl, limit, windowMs)
   if s.window ~= math.floor(at / windowMs) then return end
-  ALG[4].save(key, { window = s.window, count = math.max(0, s.count - cost) }, now, ttl, limit, windowMs)
+  -- A refund may come after the window ended (a slow cross-slot check, or a clock that
+  -- went back): keep the state at least the algorithm's TTL instead of a life that may
+  -- already be over, so a later check on a clock behind still sees what the window held.
+  setState(key, fmt(s.window) .. ' ' .. fmt(math.max(0, s.count - cost)),
+    math.max(ttl, (s.window + 1) * windowMs - now))
 end

@@ -94,5 +94,7 @@ ALG[5].refund = function(key, s, now, at, cost, ttl, limit, windowMs)
   else
     return
   end
-  ALG[5].save(key, r, now, ttl, limit, windowMs)
+  -- As for fixed windows: at least the algorithm's TTL, never a life already over.
+  setState(key, fmt(r.window) .. ' ' .. fmt(r.current) .. ' ' .. fmt(r.previous),
+    math.max(ttl, (r.window + 2) * windowMs - now))
 end
