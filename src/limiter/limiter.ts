@@ -384,23 +384,13 @@ export class Limiter {
       }, timeoutMs);
     });
     try {
-      const apply = this.#store.apply(
-        batch,
-        requestId === undefined
-          ? {
-              nowMs,
-              get signal() {
-                return signal();
-              },
-            }
-          : {
-              nowMs,
-              requestId,
-              get signal() {
-                return signal();
-              },
-            },
-      );
+      const apply = this.#store.apply(batch, {
+        nowMs,
+        ...(requestId === undefined ? {} : { requestId }),
+        get signal() {
+          return signal();
+        },
+      });
       return await (Number.isFinite(timeoutMs) ? Promise.race([apply, deadline]) : apply);
     } catch (cause) {
       const error = asStoreError(cause);

@@ -118,7 +118,7 @@ export class RedisStore implements Store {
   readonly #clientClock: boolean;
   readonly #maxSlidingLogLimit: number;
   readonly #dedupTtlMs: number;
-  readonly #apply: ScriptCall;
+  readonly #apply: ScriptCoalescer;
   readonly #refund: ScriptCall;
   readonly #crossSlot: CrossSlotStrategy;
   readonly #replicatedAck: ReplicatedAckOptions | undefined;
@@ -157,13 +157,7 @@ export class RedisStore implements Store {
     this.#clientClock = options.clock === 'client';
     this.#maxSlidingLogLimit = max;
     this.#dedupTtlMs = options.dedupTtlMs ?? 60_000;
-    const coalescer = new ScriptCoalescer(
-      applyBatchScript(this.#client),
-      options.maxBatchesPerCall,
-    );
-    // On a Cluster only batches of one slot can share a call: one script's keys must.
-    const cluster = this.#client instanceof Cluster;
-    this.#apply = (keys, args) => coalescer.call(cluster ? keySlot(keys[0]!) : 0, keys, args);
+    this.#apply = new ScriptCoalescer(applyBatchScript(this.#client), options.maxBatchesPerCall);
     this.#refund = refundBatchScript(this.#client);
     const crossSlot = options.crossSlot ?? 'sequential-refund';
     if (crossSlot !== 'sequential-refund' && crossSlot !== 'reject') {
@@ -324,7 +318,9 @@ export class RedisStore implements Store {
       if (batch.length === 1) this.#hotKeys.record(hashTagOf(batch[0]!.key));
       else for (const tag of new Set(batch.map((r) => hashTagOf(r.key)))) this.#hotKeys.record(tag);
     }
-    const all: SlotGroup = { slot: keySlot(keys[0]!), indices: batch.map((_, i) => i) };
+    // The slot matters only on a Cluster (call routing, coalescing, WAIT): no CRC16 otherwise.
+    const slot = this.#client instanceof Cluster ? keySlot(keys[0]!) : 0;
+    const all: SlotGroup = { slot, indices: batch.map((_, i) => i) };
     if (this.#client instanceof Cluster) {
       const groups = groupBySlot(keys);
       if (groups.length > 1) {
@@ -392,7 +388,14 @@ export class RedisStore implements Store {
     }
     const scriptKeys =
       rid === undefined ? keys : [...keys, this.redisKey(dedupKey(items[0]!.key, rid))];
-    const reply = await this.#call(this.#apply, scriptKeys, args, options);
+    // Coalesced with other checks of the same slot (one group on a standalone Redis):
+    // one script's keys must share a slot on a Cluster.
+    const reply = await this.#call(
+      (k, a) => this.#apply.call(group.slot, k, a),
+      scriptKeys,
+      args,
+      options,
+    );
     if (!reply.ok) return reply;
     let decided;
     try {
