@@ -1,12 +1,8 @@
-/** Sends many batches in one script call and returns one reply per batch, in order. */
-export type ManyCall = (
-  keys: readonly string[],
-  args: readonly (string | number)[],
-) => Promise<unknown>;
+/** Sends many batches in one call and answers one reply per batch, in order. */
+export type ManyCall<T> = (batches: readonly T[]) => Promise<readonly unknown[]>;
 
-interface Pending {
-  readonly keys: readonly string[];
-  readonly args: readonly (string | number)[];
+interface Pending<T> {
+  readonly batch: T;
   readonly resolve: (reply: unknown) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -21,16 +17,16 @@ interface Pending {
  * Each batch stays atomic on its own (applyBatches.lua); a failed call fails every batch
  * in it, since none of them is known to have run or not.
  */
-export class ScriptCoalescer {
-  readonly #send: ManyCall;
+export class ScriptCoalescer<T> {
+  readonly #send: ManyCall<T>;
   readonly #maxBatches: number;
-  #queue = new Map<string | number, Pending[]>();
+  #queue = new Map<string | number, Pending<T>[]>();
   #scheduled = false;
   /** Calls out per group; a group with none sends a new batch at once. */
   readonly #inFlight = new Map<string | number, number>();
 
   /** `maxBatches` bounds one call, so one script never runs long on Redis. */
-  constructor(send: ManyCall, maxBatches = 64) {
+  constructor(send: ManyCall<T>, maxBatches = 64) {
     if (!Number.isSafeInteger(maxBatches) || maxBatches < 1)
       throw new RangeError(
         `RedisStore: maxBatchesPerCall must be a positive integer, got ${String(maxBatches)}`,
@@ -39,16 +35,16 @@ export class ScriptCoalescer {
     this.#maxBatches = maxBatches;
   }
 
-  /** Queues one batch (its keys and its applyBatch arguments) for the next call of its group. */
-  call(group: string | number, keys: readonly string[], args: readonly (string | number)[]) {
+  /** Queues one batch for the next call of its group; resolves with its own reply. */
+  call(group: string | number, batch: T): Promise<unknown> {
     return new Promise<unknown>((resolve, reject) => {
-      if ((this.#inFlight.get(group) ?? 0) === 0 && !this.#queue.has(group)) {
-        this.#sendChunk(group, [{ keys, args, resolve, reject }]);
+      if (!this.#inFlight.has(group) && !this.#queue.has(group)) {
+        this.#sendChunk(group, [{ batch, resolve, reject }]);
         return;
       }
       let q = this.#queue.get(group);
       if (q === undefined) this.#queue.set(group, (q = []));
-      q.push({ keys, args, resolve, reject });
+      q.push({ batch, resolve, reject });
       if (!this.#scheduled) {
         this.#scheduled = true;
         setImmediate(() => this.#flush());
@@ -67,31 +63,30 @@ export class ScriptCoalescer {
     }
   }
 
-  #sendChunk(group: string | number, chunk: readonly Pending[]): void {
+  #sendChunk(group: string | number, chunk: readonly Pending<T>[]): void {
     this.#inFlight.set(group, (this.#inFlight.get(group) ?? 0) + 1);
     const done = (): void => {
       const n = (this.#inFlight.get(group) ?? 1) - 1;
       if (n === 0) this.#inFlight.delete(group);
       else this.#inFlight.set(group, n);
     };
-    const keys: string[] = [];
-    const args: (string | number)[] = [chunk.length];
-    for (const p of chunk) {
-      for (const k of p.keys) keys.push(k);
-      args.push(p.keys.length, p.args.length);
-      for (const a of p.args) args.push(a);
+    let sent: Promise<readonly unknown[]>;
+    try {
+      sent = this.#send(chunk.map((p) => p.batch));
+    } catch (error) {
+      sent = Promise.reject(error);
     }
-    this.#send(keys, args).then(
-      (reply) => {
+    sent.then(
+      (replies) => {
         done();
-        if (!Array.isArray(reply) || reply.length !== chunk.length) {
+        if (replies.length !== chunk.length) {
           const error = new TypeError(
-            `applyBatches.lua answered ${Array.isArray(reply) ? reply.length : typeof reply} replies for ${chunk.length} batches`,
+            `${replies.length} replies for ${chunk.length} coalesced batches`,
           );
           for (const p of chunk) p.reject(error);
           return;
         }
-        chunk.forEach((p, i) => p.resolve(reply[i]));
+        for (let i = 0; i < chunk.length; i++) chunk[i]!.resolve(replies[i]);
       },
       (error: unknown) => {
         done();

@@ -23,6 +23,7 @@ import {
 } from './replicated-ack.js';
 import { decodeApplyBatch, decodeDecisions } from './reply.js';
 import { ScriptCoalescer } from './coalescer.js';
+import { encodeBatches, splitReplies, type WireBatch } from './wire.js';
 import { applyBatchScript, refundBatchScript, type ScriptCall } from './scripts.js';
 import { groupBySlot, keySlot, type SlotGroup } from './slot-groups.js';
 
@@ -118,7 +119,7 @@ export class RedisStore implements Store {
   readonly #clientClock: boolean;
   readonly #maxSlidingLogLimit: number;
   readonly #dedupTtlMs: number;
-  readonly #apply: ScriptCoalescer;
+  readonly #apply: ScriptCoalescer<WireBatch>;
   readonly #refund: ScriptCall;
   readonly #crossSlot: CrossSlotStrategy;
   readonly #replicatedAck: ReplicatedAckOptions | undefined;
@@ -157,7 +158,11 @@ export class RedisStore implements Store {
     this.#clientClock = options.clock === 'client';
     this.#maxSlidingLogLimit = max;
     this.#dedupTtlMs = options.dedupTtlMs ?? 60_000;
-    this.#apply = new ScriptCoalescer(applyBatchScript(this.#client), options.maxBatchesPerCall);
+    const applyBatches = applyBatchScript(this.#client);
+    this.#apply = new ScriptCoalescer<WireBatch>((batches) => {
+      const { keys, packed } = encodeBatches(batches);
+      return applyBatches(keys, [packed]).then((reply) => splitReplies(reply, batches.length));
+    }, options.maxBatchesPerCall);
     this.#refund = refundBatchScript(this.#client);
     const crossSlot = options.crossSlot ?? 'sequential-refund';
     if (crossSlot !== 'sequential-refund' && crossSlot !== 'reject') {
@@ -372,30 +377,16 @@ export class RedisStore implements Store {
       keys.push(keys[0]!);
     }
     const rid = dryRun ? undefined : options.requestId;
-    const args: (string | number)[] = [
-      this.#clientClock ? String(options.nowMs) : '',
-      rid ?? '',
-      this.#dedupTtlMs,
-    ];
-    for (const r of items) {
-      args.push(
-        LUA_ALGORITHM_CODE[r.algorithm.kind],
-        r.cost,
-        r.enforce ? 1 : 0,
-        r.algorithm.ttlMs(r.params),
-      );
-      args.push(...luaParams(r.algorithm.kind, r.params as Readonly<Record<string, unknown>>));
-    }
-    const scriptKeys =
-      rid === undefined ? keys : [...keys, this.redisKey(dedupKey(items[0]!.key, rid))];
+    const wire: WireBatch = {
+      items,
+      keys: rid === undefined ? keys : [...keys, this.redisKey(dedupKey(items[0]!.key, rid))],
+      nowMs: this.#clientClock ? options.nowMs : undefined,
+      dedup: rid !== undefined,
+      dedupTtlMs: this.#dedupTtlMs,
+    };
     // Coalesced with other checks of the same slot (one group on a standalone Redis):
     // one script's keys must share a slot on a Cluster.
-    const reply = await this.#call(
-      (k, a) => this.#apply.call(group.slot, k, a),
-      scriptKeys,
-      args,
-      options,
-    );
+    const reply = await this.#call(() => this.#apply.call(group.slot, wire), options);
     if (!reply.ok) return reply;
     let decided;
     try {
@@ -452,7 +443,7 @@ export class RedisStore implements Store {
     const scriptKeys =
       rid === undefined ? keys : [...keys, `${this.redisKey(dedupKey(firstKey, rid))}:refund`];
     // Refunds run even after the caller's deadline: the consumption must not stay.
-    const reply = await this.#call(this.#refund, scriptKeys, args, undefined);
+    const reply = await this.#call(() => this.#refund(scriptKeys, args), undefined);
     if (!reply.ok) return reply;
     try {
       return { ok: true, decisions: decodeDecisions(reply.reply, items, keys), decidedAtMs };
@@ -463,9 +454,7 @@ export class RedisStore implements Store {
 
   /** One script call with the in-flight bound, the ready wait and the stuck watchdog. */
   async #call(
-    script: ScriptCall,
-    keys: readonly string[],
-    args: readonly (string | number)[],
+    script: () => Promise<unknown>,
     /** Read only when the connection is not ready: its `signal` may be made on demand. */
     options: StoreApplyOptions | undefined,
   ): Promise<{ ok: true; reply: unknown } | { ok: false; error: StoreError }> {
@@ -484,7 +473,7 @@ export class RedisStore implements Store {
       if (this.#client.status !== 'ready')
         await this.#whenReady(options?.signal ?? AbortSignal.timeout(this.#stuckAfterMs));
       this.#unansweredSince ??= performance.now();
-      const reply = await script(keys, args);
+      const reply = await script();
       this.#unansweredSince = undefined;
       return { ok: true, reply };
     } catch (cause) {

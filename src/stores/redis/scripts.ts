@@ -25,7 +25,7 @@ export const REFUND_BATCH_LUA = loadLua('refundBatch');
 /** A script as RedisStore calls it: keys and args in, the raw reply out. */
 export type ScriptCall = (
   keys: readonly string[],
-  args: readonly (string | number)[],
+  args: readonly (string | number | Buffer)[],
 ) => Promise<unknown>;
 
 type ScriptClient = (Redis | Cluster) & Record<string, unknown>;
@@ -56,7 +56,7 @@ function script(
   const c = client as ScriptClient;
   const name = binary ? `${command}Buffer` : command;
   if (typeof c[name] !== 'function') client.defineCommand(command, { lua });
-  const call = c[name] as (...args: (string | number)[]) => Promise<unknown>;
+  const call = c[name] as (...args: (string | number | Buffer)[]) => Promise<unknown>;
   return async (keys, args) => {
     try {
       return await call.call(client, keys.length, ...keys, ...args);

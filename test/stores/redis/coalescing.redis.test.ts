@@ -77,7 +77,7 @@ describe('RedisStore coalesces concurrent checks', () => {
   it('a batch on a foreign key fails alone; the batches sharing its call are decided', async () => {
     await direct.config('RESETSTAT');
     const foreignKey = store.redisKey('{co}:foreign');
-    await direct.set(foreignKey, 'not sluice state');
+    await direct.set(foreignKey, 'not sluice state'); // not a packed state (no algorithm code 110)
     const answers = await Promise.all([
       store.apply([req('{co}:a', 10)], { nowMs: 0 }),
       store.apply([req('{co}:foreign', 10)], { nowMs: 0 }),

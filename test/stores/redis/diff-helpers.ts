@@ -11,6 +11,7 @@ import type { AlgorithmDecision } from '../../../src/core/decision.js';
 import { decideBatch } from '../../../src/stores/batch.js';
 import type { RedisStore } from '../../../src/stores/redis/redis-store.js';
 import type { StoreRequest, StoreResult } from '../../../src/stores/store.js';
+import { readState, STATE_CODE } from '../../support/redis-state.js';
 
 /** What describeDifferential's `extra` receives. */
 export interface DiffContext {
@@ -140,7 +141,7 @@ export async function expectBitIdenticalRun<P, S>(
   ctx: DiffContext,
   run: { key: string; params: P; startMs: number; steps: readonly EpochStep[] },
   waitMs: (d: AlgorithmDecision) => number,
-  decode: (stored: string | null) => unknown,
+  decode: (stored: number[] | null) => unknown,
 ): Promise<void> {
   const { key, params, startMs, steps } = run;
   const request = requestFor(alg);
@@ -154,7 +155,15 @@ export async function expectBitIdenticalRun<P, S>(
     lastWaitMs = waitMs(t.decision);
     const decision = await applyOne(ctx.store(), request(key, params, cost), nowMs);
     expect(decision).toEqual(t.decision);
-    expect(decode(await ctx.redis().get(`diff:${key}`))).toEqual(state);
+    expect(
+      decode(
+        await readState(
+          ctx.redis(),
+          `diff:${key}`,
+          STATE_CODE[alg.kind as keyof typeof STATE_CODE],
+        ),
+      ),
+    ).toEqual(state);
   }
 }
 

@@ -3,6 +3,7 @@ import { expect, it } from 'vitest';
 import { fixedWindow, type FixedWindowParams } from '../../../src/algorithms/fixed-window.js';
 import { describeDifferential } from './differential.js';
 import { applyOnOneKey, expectSameBits, requestFor, windowParamsArb } from './diff-helpers.js';
+import { readState, STATE_CODE } from '../../support/redis-state.js';
 
 // Unlike the other algorithms, a fixed window key expires at the end of its window, which
 // can be 1ms away when a step lands just before a boundary; Redis counts that 1ms in real
@@ -25,8 +26,8 @@ describeDifferential(
 
     // The shared tolerance (1e-9, or 12 digits) cannot see `(window + 1) * windowMs - nowMs`
     // reordered: that changes the result by an ulp or so. The port does the same operations
-    // in the same order, so every number must be the same double (numbers travel as %.17g
-    // text and JavaScript's shortest round-trip, both exact). One key, fractional times from
+    // in the same order, so every number must be the same double (numbers travel as packed
+    // doubles, exact). One key, fractional times from
     // 0 up, so the wait to the window's end carries every rounding. fast-check's doubles
     // favour their bounds, so a start of 0 plus a step of windowMs minus a hair lands a
     // hair before a boundary: the key's PX is then 1ms of real time (see paramsArb), so
@@ -99,7 +100,9 @@ describeDifferential(
       const pttlB = await redis().pttl('diff:{fwx}:a');
       expect(pttlB).toBeGreaterThan(120_000 - 1_000);
       expect(pttlB).toBeLessThanOrEqual(120_000);
-      expect(await redis().get('diff:{fwx}:a')).toBe('28333334 2');
+      expect(await readState(redis(), 'diff:{fwx}:a', STATE_CODE['fixed-window'])).toEqual([
+        28333334, 2,
+      ]);
     });
   },
 );

@@ -17,6 +17,7 @@ import {
   redisNowMs,
   requestFor,
 } from './diff-helpers.js';
+import { readState, STATE_CODE } from '../../support/redis-state.js';
 
 // ttlMs = burst * periodMs / rate >= 2000ms (see describeDifferential). Fractional rates
 // make the emission interval T = periodMs / rate a non-integer, so TATs round.
@@ -43,7 +44,7 @@ describeDifferential(
         );
         expect(t.decision.allowed).toBe(i < 7);
       }
-      expect(Number(await redis().get('diff:{epoch7}:k'))).toBe(state!.tatMs);
+      expect(await readState(redis(), 'diff:{epoch7}:k', STATE_CODE.gcra)).toEqual([state!.tatMs]);
     });
 
     it('is bit-identical to the TypeScript transition at epoch ms, coming back at retry-after too (300 runs)', async () => {
@@ -63,7 +64,7 @@ describeDifferential(
             { store, redis },
             { key, params, startMs, steps },
             (d) => d.retryAfterMs,
-            (stored) => (stored === null ? undefined : { tatMs: Number(stored) }),
+            (stored) => (stored === null ? undefined : { tatMs: stored[0] }),
           );
         }),
         { numRuns: 300 },
@@ -75,7 +76,7 @@ describeDifferential(
       // and no longer is needed. Admitted costs keep tat - now <= ttlMs + slackMs.
       const burst = async (key: string, params: GcraParams, nowMs: number) => {
         for (let i = 0; i < 8; i++) await store().apply([request(key, params, 1)], { nowMs });
-        const tatMs = Number(await redis().get(`diff:${key}`));
+        const tatMs = (await readState(redis(), `diff:${key}`, STATE_CODE.gcra))![0]!;
         return { aheadMs: tatMs - nowMs, tatMs, pttl: await redis().pttl(`diff:${key}`) };
       };
       // Rate 5 per 1s (T = 200ms, ttlMs 1000) at 2^60ms, where doubles are 256ms apart: each

@@ -14,6 +14,7 @@ import { bucketKey, dedupKey } from '../../../src/stores/key.js';
 import { RedisStore } from '../../../src/stores/redis/redis-store.js';
 import { RedisServer } from '../../support/redis-server.js';
 import { sleep, waitFor } from '../../support/wait.js';
+import { readState, STATE_CODE } from '../../support/redis-state.js';
 
 const DEDUP_TTL_MS = 300;
 
@@ -57,8 +58,8 @@ function keysOf(l: Limiter, policy: string, d: DescriptorInput, requestId: strin
 
 /** Units charged so far to a token bucket of burst 10 (its state is "<tokens> <tsMs>"). */
 async function charged(key: string): Promise<number> {
-  const v = await direct.get(key);
-  return v === null ? 0 : Math.round(slow.burst - Number(v.split(' ')[0]));
+  const v = await readState(direct, key, STATE_CODE['token-bucket']);
+  return v === null ? 0 : Math.round(slow.burst - v[0]!);
 }
 
 describe('RedisStore request-id dedup', () => {

@@ -24,6 +24,7 @@ import {
   requestFor,
   type DiffContext,
 } from './diff-helpers.js';
+import { readState, STATE_CODE } from '../../support/redis-state.js';
 
 // ttlMs = capacity * periodMs / rate >= 2000ms (see describeDifferential)
 const paramsArb = (mode: LeakyBucketMode): fc.Arbitrary<LeakyBucketParams> =>
@@ -59,10 +60,7 @@ function bitIdentical(mode: LeakyBucketMode, ctx: DiffContext): void {
           ctx,
           { key, params, startMs, steps },
           (d) => d.delayMs ?? d.retryAfterMs,
-          (raw) => {
-            const stored = raw?.split(' ').map(Number);
-            return stored && { level: stored[0], tsMs: stored[1] };
-          },
+          (stored) => (stored === null ? undefined : { level: stored[0], tsMs: stored[1] }),
         );
       }),
       { numRuns: 300 },
@@ -109,7 +107,11 @@ describe('delay mode', () => {
           expect(decision).toEqual(t.decision);
           expect([t.decision.allowed, 'delayMs' in decision]).toEqual([allowed, allowed]);
         }
-        const [level, tsMs] = (await redis().get('diff:{delay7}:k'))!.split(' ').map(Number);
+        const [level, tsMs] = (await readState(
+          redis(),
+          'diff:{delay7}:k',
+          STATE_CODE['leaky-bucket'],
+        ))!;
         expect({ level, tsMs }).toEqual(state);
       });
 
@@ -127,7 +129,11 @@ describe('delay mode', () => {
         await store().apply([request('{ttl}:k', params, 30)], { nowMs });
         await store().apply([request('{ttl}:k', params, 5)], { nowMs: nowMs + 1_500 });
         await store().apply([request('{ttl}:k', params, 10)], { nowMs: nowMs - 3_500 });
-        const [level, tsMs] = (await redis().get('diff:{ttl}:k'))!.split(' ').map(Number);
+        const [level, tsMs] = (await readState(
+          redis(),
+          'diff:{ttl}:k',
+          STATE_CODE['leaky-bucket'],
+        ))!;
         expect(tsMs).toBe(nowMs + 1_500);
         const emptyAtMs = tsMs! + (level! * params.periodMs) / params.rate;
         expect(await expireAtMs(redis(), 'diff:{ttl}:k')).toBeGreaterThanOrEqual(emptyAtMs);

@@ -22,6 +22,7 @@ import { createLimiter } from '../../../src/limiter/limiter.js';
 import { RedisStore } from '../../../src/stores/redis/redis-store.js';
 import type { StoreRequest, StoreResult } from '../../../src/stores/store.js';
 import { RedisServer } from '../../support/redis-server.js';
+import { packState, readState, STATE_CODE } from '../../support/redis-state.js';
 import { sleep, waitFor } from '../../support/wait.js';
 import { describeStore } from '../conformance.js';
 
@@ -111,7 +112,7 @@ describe('RedisStore: server clock (Redis TIME)', () => {
     const key = '{server-clock}:future';
     const redisKey = store.redisKey(key);
     const tsMs = Math.floor(await serverNowMs(client)) + 60_000;
-    await client.set(redisKey, `7 ${tsMs}`); // the token bucket format "<tokens> <tsMs>"
+    await client.set(redisKey, packState(STATE_CODE['token-bucket'], 7, tsMs)); // tokens, tsMs
 
     const peek = decisionOf(await store.apply([tbReq(p, key, 0)], { nowMs: 0 }));
     expect(peek).toMatchObject({ allowed: true, remaining: 7 });
@@ -123,7 +124,7 @@ describe('RedisStore: server clock (Redis TIME)', () => {
     expect(took).toMatchObject({ allowed: true, remaining: 6 });
     // Nothing was refilled and the later timestamp is kept, so the interval up to it is
     // never refilled twice.
-    expect(await client.get(redisKey)).toBe(`6 ${tsMs}`);
+    expect(await readState(client, redisKey, STATE_CODE['token-bucket'])).toEqual([6, tsMs]);
     // It expires a full refill after its own timestamp, not after now.
     const pttl = await client.pttl(redisKey);
     expect(pttl).toBeGreaterThan(59_000 + tokenBucket.ttlMs(p));
@@ -156,8 +157,8 @@ describe('RedisStore: stored state', () => {
       // Same operations on the same doubles: equal to the last bit, not just close.
       expect(got).toEqual(expected.decision);
       if (expected.decision.allowed && cost > 0) state = expected.state;
-      const raw = await client.get(redisKey);
-      const [tokens, tsMs] = (raw ?? '').split(' ').map(Number);
+      const raw = await readState(client, redisKey, STATE_CODE['token-bucket']);
+      const [tokens, tsMs] = raw ?? [];
       expect(Object.is(tokens, state!.tokens), `${raw} vs ${JSON.stringify(state)}`).toBe(true);
       expect(Object.is(tsMs, state!.tsMs), `${raw} vs ${JSON.stringify(state)}`).toBe(true);
     }
@@ -203,9 +204,9 @@ describe('RedisStore: stored state', () => {
         await clientClock.apply([req(fixedWindow, p, key, 3)], { nowMs: windowStart + offsetMs }),
       );
       expect(d).toMatchObject({ allowed: true, remaining: 7, resetAfterMs: expectMs });
-      const stored = await client.get(clientClock.redisKey(key));
+      const stored = await readState(client, clientClock.redisKey(key), STATE_CODE['fixed-window']);
       // a key with 1 ms to live may be gone before a loaded machine reads it
-      if (expectMs > 1 || stored !== null) expect(stored).toBe(`${windowStart / p.windowMs} 3`);
+      if (expectMs > 1 || stored !== null) expect(stored).toEqual([windowStart / p.windowMs, 3]);
       const pttl = await client.pttl(clientClock.redisKey(key));
       const elapsed = performance.now() - t0;
       if (expectMs > 1) {
@@ -229,7 +230,10 @@ describe('RedisStore: stored state', () => {
       const window = Math.floor(before / p.windowMs);
       if (Math.floor(after / p.windowMs) !== window && attempt < 3) continue;
       const endMs = (window + 1) * p.windowMs;
-      expect(await client.get(store.redisKey(key))).toBe(`${window} 1`);
+      expect(await readState(client, store.redisKey(key), STATE_CODE['fixed-window'])).toEqual([
+        window,
+        1,
+      ]);
       expect(pttl).toBeGreaterThanOrEqual(Math.floor(endMs - after) - 1);
       expect(pttl).toBeLessThanOrEqual(Math.ceil(endMs - before) + 1);
       break;
@@ -264,33 +268,62 @@ describe('RedisStore: a key that holds something else', () => {
 
   it('treats a string that is not a bucket state the same way', async () => {
     const key = '{corrupt}:string';
-    for (const text of ['hello', '7', '1 2 3', '7 abc', '']) {
-      await client.set(store.redisKey(key), text);
+    const tb = STATE_CODE['token-bucket'];
+    const values = [
+      'hello',
+      '7',
+      '1 2 3',
+      '7 abc',
+      '',
+      packState(tb, 5), // one number where the token bucket has two
+      packState(tb, 5, 1, 2), // three
+      Buffer.concat([packState(tb, 5, 1), Buffer.from([0])]), // a byte too many
+      packState(9, 5, 1), // no algorithm has code 9
+      packState(6, 5, 1), // sliding-log state is a sorted set, never a string
+    ];
+    for (const value of values) {
+      await client.set(store.redisKey(key), value);
       const [r] = await store.apply([tbReq(p, key, 1)], { nowMs: 0 });
       expect(r).toMatchObject({ ok: false, error: { code: 'SLUICE_ERR_STORE_STATE_CORRUPT' } });
-      expect(await client.get(store.redisKey(key))).toBe(text);
+      expect(await client.getBuffer(store.redisKey(key))).toEqual(Buffer.from(value));
     }
   });
 
-  // Lua's tonumber() reads "nan", "inf" and "-inf" as numbers, so these pass as state:
-  // "-inf 0" and "5 nan" decide OVER_LIMIT with NaN fields (and are never rewritten),
-  // "nan 0" and "inf 0" refill to full, "5 inf" fails the SET's expiry as
-  // SLUICE_ERR_STORE_UNAVAILABLE.
-  it('treats a state string with non-finite numbers as corrupt too', async () => {
+  it("reads another algorithm's state (the policy's algorithm was changed) as a fresh bucket, then replaces it", async () => {
+    const key = '{corrupt}:other-algorithm';
+    // A GCRA TAT an hour ahead would deny everything if it were read as anything.
+    const tat = Math.floor(await serverNowMs(client)) + 3_600_000;
+    await client.set(store.redisKey(key), packState(STATE_CODE.gcra, tat));
+    const d = decisionOf(await store.apply([tbReq(p, key, 1)], { nowMs: 0 }));
+    expect(d).toMatchObject({ allowed: true, remaining: p.burst - 1 });
+    const state = await readState(client, store.redisKey(key), STATE_CODE['token-bucket']);
+    expect(state?.[0]).toBe(p.burst - 1);
+  });
+
+  // Packed doubles can be NaN or ±inf: as state they would decide OVER_LIMIT with NaN
+  // fields (never rewritten), refill to full, or fail the SET's expiry.
+  it('treats a packed state with non-finite numbers as corrupt too', async () => {
     const key = '{corrupt}:non-finite';
     const seen: string[] = [];
-    for (const text of ['nan 0', '-inf 0', 'inf 0', '5 inf', '5 nan']) {
-      await client.set(store.redisKey(key), text);
+    const cases: [number, number][] = [
+      [NaN, 0],
+      [-Infinity, 0],
+      [Infinity, 0],
+      [5, Infinity],
+      [5, NaN],
+    ];
+    for (const [tokens, tsMs] of cases) {
+      await client.set(store.redisKey(key), packState(STATE_CODE['token-bucket'], tokens, tsMs));
       const [r] = await store.apply([tbReq(p, key, 1)], { nowMs: 0 });
-      seen.push(`${text} → ${r!.ok ? JSON.stringify(r!.decision) : r!.error.code}`);
+      seen.push(`${tokens} ${tsMs} → ${r!.ok ? JSON.stringify(r!.decision) : r!.error.code}`);
       await client.del(store.redisKey(key));
     }
     expect(seen).toEqual([
-      'nan 0 → SLUICE_ERR_STORE_STATE_CORRUPT',
-      '-inf 0 → SLUICE_ERR_STORE_STATE_CORRUPT',
-      'inf 0 → SLUICE_ERR_STORE_STATE_CORRUPT',
-      '5 inf → SLUICE_ERR_STORE_STATE_CORRUPT',
-      '5 nan → SLUICE_ERR_STORE_STATE_CORRUPT',
+      'NaN 0 → SLUICE_ERR_STORE_STATE_CORRUPT',
+      '-Infinity 0 → SLUICE_ERR_STORE_STATE_CORRUPT',
+      'Infinity 0 → SLUICE_ERR_STORE_STATE_CORRUPT',
+      '5 Infinity → SLUICE_ERR_STORE_STATE_CORRUPT',
+      '5 NaN → SLUICE_ERR_STORE_STATE_CORRUPT',
     ]);
   });
 

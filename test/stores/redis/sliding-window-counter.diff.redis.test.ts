@@ -6,6 +6,7 @@ import {
 } from '../../../src/algorithms/sliding-window-counter.js';
 import { describeDifferential } from './differential.js';
 import { applyOnOneKey, expectSameBits, requestFor, windowParamsArb } from './diff-helpers.js';
+import { readState, STATE_CODE } from '../../support/redis-state.js';
 
 // windowMs >= 2000 (see describeDifferential); odd lengths make the decay fractions and
 // retry-after instants unround, which exercises the ulp nudge at epoch-ms scale.
@@ -24,7 +25,7 @@ describeDifferential(
     // changes a result by an ulp or so. The port does the same operations in the same
     // order, so every number must be the same double. Small limits make denials (and so
     // fitsAt and the ulp nudge) common; starts just below 2^20 make sums cross a binade.
-    // (Numbers travel as %.17g text and JavaScript's shortest round-trip, both exact.)
+    // (Numbers travel as packed doubles, exact.)
     it('is bit-identical to the TypeScript transition, retry-after nudge included (500 runs)', async () => {
       const traffic = fc
         .record({
@@ -84,7 +85,9 @@ describeDifferential(
       const nowMs = 1_700_000_012_500.25;
       const [r] = await store().apply([request('{swcx}:a', params, 3)], { nowMs });
       expect(r).toMatchObject({ ok: true, decision: { remaining: 1 } });
-      expect(await redis().get('diff:{swcx}:a')).toBe('170000001 3 0');
+      expect(
+        await readState(redis(), 'diff:{swcx}:a', STATE_CODE['sliding-window-counter']),
+      ).toEqual([170000001, 3, 0]);
       const pttl = await redis().pttl('diff:{swcx}:a');
       expect(pttl).toBeGreaterThan(17_500 - 1_000);
       expect(pttl).toBeLessThanOrEqual(17_500);

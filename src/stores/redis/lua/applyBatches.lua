@@ -4,11 +4,19 @@ call (RedisStore coalesces concurrent checks into one call). Each batch is atomi
 all-or-nothing, with the semantics of decideBatch() in src/stores/batch.ts; batches do
 not affect each other's answers except through the buckets they share, in order.
 
-KEYS      every batch's keys, one batch after another
-ARGV[1]   M, the number of batches; then per batch: its key count, its argument count,
-          and its arguments (one batch's keys and arguments: includes/applyOne.lua)
+Numbers travel packed (little-endian struct formats), in one string: no per-number
+argument for the client to encode, nor for Redis to allocate and parse.
 
-Reply     one reply per batch, in order: see includes/applyOne.lua.
+KEYS      every batch's keys, one batch after another (includes/applyOne.lua)
+ARGV[1]   the batches, packed one after another: per batch a header '<BdHd' (flags: 1 the
+          client's clock is given, 2 the batch has a request id, whose dedup key follows
+          the batch's keys; now in ms; item count; dedup TTL in ms), then per item
+          '<BddddddB' (algorithm code, ttlMs, p1..p4, cost, enforce 1|0)
+
+Reply     one string: per batch a tag byte and a '<I4' length, then that many bytes:
+          tag 0, the batch's decisions (includes/applyOne.lua); tag 1, '<I4' the 1-based
+          item whose key holds something that is not Sluice state (nothing was written).
+          Decoded in src/stores/redis/wire.ts and reply.ts.
 ]]
 local ALG = {}
 --- @include "includes/common"
@@ -20,13 +28,21 @@ local ALG = {}
 --- @include "includes/slidingLog"
 --- @include "includes/applyOne"
 
-local nBatches = tonumber(ARGV[1])
+local blob = ARGV[1]
+local pos, k = 1, 0
 local replies = {}
-local k, a = 0, 1
-for b = 1, nBatches do
-  local nKeys, nArgs = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-  replies[b] = applyOne(KEYS, ARGV, k, a + 2, nArgs)
-  k = k + nKeys
-  a = a + 2 + nArgs
+local b = 0
+while pos <= #blob do
+  local flags, now, n, dedupTtl
+  flags, now, n, dedupTtl, pos = struct.unpack('<BdHd', blob, pos)
+  if flags % 2 == 0 then now = serverNowMs() end
+  local dedup = nil
+  if flags >= 2 then dedup = KEYS[k + n + 1] end
+  local tag, body
+  tag, body, pos = applyOne(KEYS, k, blob, pos, n, now, dedup, dedupTtl)
+  b = b + 1
+  replies[b] = struct.pack('<BI4', tag, #body) .. body
+  k = k + n
+  if dedup then k = k + 1 end
 end
-return replies
+return table.concat(replies)

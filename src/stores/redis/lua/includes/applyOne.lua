@@ -1,56 +1,49 @@
--- One batch, all-or-nothing (decideBatch() in src/stores/batch.ts). The batch's keys are
--- KEYS[ko + 1 ...] and its nArgs arguments ARGV[ao + 1 ...], read in place (a copy costs
--- table allocations, the dearest thing in a script). Keys: the bucket keys, then the
--- dedup key when there is a request id. Arguments: [1] now in ms or '' for the server
--- clock, [2] request id or '', [3] dedup TTL in ms, then 8 fields per item (algorithm
--- code, cost, enforce 1|0, ttlMs, p1..p4).
+-- One batch, all-or-nothing (decideBatch() in src/stores/batch.ts). Its n items are
+-- KEYS[ko + 1 .. ko + n] and n packed items in `blob` from `pos` ('<BddddddB':
+-- algorithm code, ttlMs, p1..p4, cost, enforce), unpacked in place (a table per item
+-- costs more than the rest of the step). `dedup` is the request id's key, if any.
 --
--- Reply: one binary string, per item struct '<Bdddd' (status 0 OK / 1 OVER_LIMIT /
--- 2 INVALID_POLICY, remaining, retryAfterMs, resetAfterMs, delayMs or NaN when absent),
--- then '<d' the now the batch was decided at (what refundBatch.lua needs to find the
--- window or log entry of this consumption):
--- doubles travel exactly, and one pack costs Redis far less than formatting numbers as
--- text. A domain failure is { -1, item }: that item's key holds something that is not
--- Sluice state. Decoded in src/stores/redis/reply.ts.
+-- Returns (tag, body, next pos). Tag 0: body is per item struct '<Bdddd' (status 0 OK /
+-- 1 OVER_LIMIT / 2 INVALID_POLICY, remaining, retryAfterMs, resetAfterMs, delayMs or NaN
+-- when absent), then '<d' the now the batch was decided at (what refundBatch.lua needs to
+-- find the window or log entry of this consumption): doubles travel exactly. Tag 1: the
+-- item's key holds something that is not Sluice state; body '<I4' the 1-based item.
 local NAN = 0 / 0
 local ITEM = '<Bdddd'
+local ITEM_IN = '<BddddddB'
+local ITEM_IN_BYTES = 1 + 6 * 8 + 1
 
 local function packItem(status, remaining, retry, reset, delay)
   if delay == nil then delay = NAN end
   return struct.pack(ITEM, status, remaining, retry, reset, delay)
 end
 
-local function applyOne(KEYS, ARGV, ko, ao, nArgs)
-  local now
-  if ARGV[ao + 1] == '' then
-    now = serverNowMs()
-  else
-    now = tonumber(ARGV[ao + 1])
-  end
+-- Tag 1 for item i, and the position after the batch's items, where the next batch starts.
+local function corrupt(i, first, n)
+  return 1, struct.pack('<I4', i), first + n * ITEM_IN_BYTES
+end
 
-  local FIRST = 4
-  local n = (nArgs - FIRST + 1) / 8
-  local dedup = ARGV[ao + 2] ~= '' and KEYS[ko + n + 1] or nil
-
+local function applyOne(KEYS, ko, blob, pos, n, now, dedup, dedupTtl)
+  local first = pos
   if n == 1 and not dedup then
     -- One policy, no request id: the common check, without the batch bookkeeping.
-    local alg = ALG[tonumber(ARGV[ao + 4])]
-    local cost = tonumber(ARGV[ao + 5])
-    local p1, p2, p3, p4 = tonumber(ARGV[ao + 8]), tonumber(ARGV[ao + 9]), tonumber(ARGV[ao + 10]), tonumber(ARGV[ao + 11])
+    local code, ttl, p1, p2, p3, p4, cost, _
+    code, ttl, p1, p2, p3, p4, cost, _, pos = struct.unpack(ITEM_IN, blob, pos)
+    local alg = ALG[code]
     local key = KEYS[ko + 1]
     local s, ok = alg.load(key, now, p1, p2, p3, p4)
-    if not ok then return { -1, 1 } end
+    if not ok then return corrupt(1, first, n) end
     local state, status, remaining, retry, reset, delay = alg.step(s, now, cost, p1, p2, p3, p4)
     -- a cost-0 request only reads: nothing to write
-    if status == 0 and cost > 0 then alg.save(key, state, now, tonumber(ARGV[ao + 7]), p1, p2, p3, p4) end
-    return packItem(status, remaining, retry, reset, delay) .. struct.pack('<d', now)
+    if status == 0 and cost > 0 then alg.save(key, state, now, ttl, p1, p2, p3, p4) end
+    return 0, packItem(status, remaining, retry, reset, delay) .. struct.pack('<d', now), pos
   end
 
   if dedup then
     local seen, ok = getString(dedup)
-    if not ok then return { -1, n + 1 } end
+    if not ok then return corrupt(n + 1, first, n) end
     -- the first reply, stored as it was sent
-    if seen then return seen end
+    if seen then return 0, seen, first + n * ITEM_IN_BYTES end
   end
 
   local items = {}
@@ -58,16 +51,14 @@ local function applyOne(KEYS, ARGV, ko, ao, nArgs)
   local current = {}  -- key -> state after the admitted steps so far in this batch
   local admitted = true
   for i = 1, n do
-    local b = FIRST + (i - 1) * 8
-    local it = {
-      key = KEYS[ko + i], alg = ALG[tonumber(ARGV[ao + b])], cost = tonumber(ARGV[ao + b + 1]),
-      enforce = ARGV[ao + b + 2] == '1', ttl = tonumber(ARGV[ao + b + 3]),
-      p1 = tonumber(ARGV[ao + b + 4]), p2 = tonumber(ARGV[ao + b + 5]),
-      p3 = tonumber(ARGV[ao + b + 6]), p4 = tonumber(ARGV[ao + b + 7]),
-    }
+    local it = { key = KEYS[ko + i] }
+    local code, enforce
+    code, it.ttl, it.p1, it.p2, it.p3, it.p4, it.cost, enforce, pos = struct.unpack(ITEM_IN, blob, pos)
+    it.alg = ALG[code]
+    it.enforce = enforce == 1
     if original[it.key] == nil then
       local s, ok = it.alg.load(it.key, now, it.p1, it.p2, it.p3, it.p4)
-      if not ok then return { -1, i } end
+      if not ok then return corrupt(i, first, n) end
       original[it.key] = s == nil and ABSENT or s
       current[it.key] = original[it.key]
     end
@@ -98,6 +89,6 @@ local function applyOne(KEYS, ARGV, ko, ao, nArgs)
   end
   reply[n + 1] = struct.pack('<d', now)
   local packed = table.concat(reply)
-  if dedup then redis.call('SET', dedup, packed, 'PX', ARGV[ao + 3]) end
-  return packed
+  if dedup then redis.call('SET', dedup, packed, 'PX', math.max(1, math.ceil(dedupTtl))) end
+  return 0, packed, pos
 end

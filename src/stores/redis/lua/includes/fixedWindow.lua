@@ -1,11 +1,11 @@
 -- Fixed window: a line-for-line port of src/algorithms/fixed-window.ts.
--- Params: p1 limit, p2 windowMs. State string: "<window> <count>", where window is
+-- Params: p1 limit, p2 windowMs. State: packed doubles (window, count), where window is
 -- floor(nowMs / windowMs) of the window the count belongs to. One key per bucket: the
 -- value carries the window number, so backwards time reads it exactly as the TS does.
 local FW_FIELDS = { 'window', 'count' }
 ALG[4] = {
   load = function(key)
-    return loadNumbers(key, FW_FIELDS)
+    return loadNumbers(key, FW_FIELDS, 4)
   end,
 
   step = function(s, now, cost, limit, windowMs)
@@ -37,7 +37,7 @@ ALG[4] = {
     -- Once the state's window has ended, the next step reads count 0 in the window of
     -- now, exactly as from no state: expire then (later than now + windowMs after
     -- backwards time), never before.
-    setState(key, fmt(s.window) .. ' ' .. fmt(s.count), (s.window + 1) * windowMs - now)
+    setState(key, struct.pack('<Bdd', 4, s.window, s.count), (s.window + 1) * windowMs - now)
   end,
 }
 
@@ -48,6 +48,6 @@ ALG[4].refund = function(key, s, now, at, cost, ttl, limit, windowMs)
   -- A refund may come after the window ended (a slow cross-slot check, or a clock that
   -- went back): keep the state at least the algorithm's TTL instead of a life that may
   -- already be over, so a later check on a clock behind still sees what the window held.
-  setState(key, fmt(s.window) .. ' ' .. fmt(math.max(0, s.count - cost)),
+  setState(key, struct.pack('<Bdd', 4, s.window, math.max(0, s.count - cost)),
     math.max(ttl, (s.window + 1) * windowMs - now))
 end

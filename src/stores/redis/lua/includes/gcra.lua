@@ -1,5 +1,5 @@
 -- GCRA: a line-for-line port of src/algorithms/gcra.ts.
--- Params: p1 rate, p2 periodMs, p3 burst. State string: "<tatMs>".
+-- Params: p1 rate, p2 periodMs, p3 burst. State: one packed double, tatMs.
 local GCRA_FIELDS = { 'tat' }
 local function gcraEmissionMs(units, rate, periodMs)
   return (units * periodMs) / rate
@@ -21,7 +21,7 @@ end
 
 ALG[2] = {
   load = function(key)
-    return loadNumbers(key, GCRA_FIELDS)
+    return loadNumbers(key, GCRA_FIELDS, 2)
   end,
 
   step = function(s, now, cost, rate, periodMs, burst)
@@ -45,7 +45,7 @@ ALG[2] = {
     -- fit slack (1e-4 ms at epoch ms): ttl, the algorithm's ttlMs, is kept as the floor
     -- (what MemoryStore keeps, and what the differential tests rely on), and tat - now
     -- wins only when the slack pushes it past ttl.
-    setState(key, fmt(s.tat), math.max(ttl, s.tat - now))
+    setState(key, struct.pack('<Bd', 2, s.tat), math.max(ttl, s.tat - now))
   end,
 }
 

@@ -1,6 +1,6 @@
 -- Leaky bucket: a line-for-line port of src/algorithms/leaky-bucket.ts.
 -- Params: p1 rate, p2 periodMs, p3 capacity, p4 mode (0 reject, 1 delay).
--- State string: "<level> <tsMs>". step returns delayMs (6th value) only in delay mode.
+-- State: packed doubles (level, tsMs). step returns delayMs (6th value) only in delay mode.
 local LB_FIELDS = { 'level', 'ts' }
 local function leakyBucketLeakMs(units, rate, periodMs)
   return (units * periodMs) / rate
@@ -12,7 +12,7 @@ end
 
 ALG[3] = {
   load = function(key)
-    return loadNumbers(key, LB_FIELDS)
+    return loadNumbers(key, LB_FIELDS, 3)
   end,
 
   step = function(s, now, cost, rate, periodMs, capacity, mode)
@@ -42,7 +42,7 @@ ALG[3] = {
   save = function(key, s, now, ttl)
     -- the state is as of s.ts (later than now after backwards time) and empties within
     -- ttl of it: expire from there
-    setState(key, fmt(s.level) .. ' ' .. fmt(s.ts), ttl + math.max(0, s.ts - now))
+    setState(key, struct.pack('<Bdd', 3, s.level, s.ts), ttl + math.max(0, s.ts - now))
   end,
 }
 

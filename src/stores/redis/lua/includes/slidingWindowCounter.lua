@@ -1,5 +1,5 @@
 -- Sliding window counter: a line-for-line port of src/algorithms/sliding-window-counter.ts.
--- Params: p1 limit, p2 windowMs. State string: "<window> <current> <previous>": units
+-- Params: p1 limit, p2 windowMs. State: packed doubles (window, current, previous): units
 -- admitted in window number `window` (floor(nowMs / windowMs)) and in the one before it.
 local SWC_FIELDS = { 'window', 'current', 'previous' }
 
@@ -51,7 +51,7 @@ end
 
 ALG[5] = {
   load = function(key)
-    return loadNumbers(key, SWC_FIELDS)
+    return loadNumbers(key, SWC_FIELDS, 5)
   end,
 
   step = function(state, now, cost, limit, windowMs)
@@ -77,7 +77,7 @@ ALG[5] = {
   save = function(key, s, now, ttl, limit, windowMs)
     -- From window + 2 on, the state rolls to a fresh one: expire then (later than
     -- now + 2 * windowMs after backwards time), never before.
-    setState(key, fmt(s.window) .. ' ' .. fmt(s.current) .. ' ' .. fmt(s.previous),
+    setState(key, struct.pack('<Bddd', 5, s.window, s.current, s.previous),
       (s.window + 2) * windowMs - now)
   end,
 }
@@ -95,6 +95,6 @@ ALG[5].refund = function(key, s, now, at, cost, ttl, limit, windowMs)
     return
   end
   -- As for fixed windows: at least the algorithm's TTL, never a life already over.
-  setState(key, fmt(r.window) .. ' ' .. fmt(r.current) .. ' ' .. fmt(r.previous),
+  setState(key, struct.pack('<Bddd', 5, r.window, r.current, r.previous),
     math.max(ttl, (r.window + 2) * windowMs - now))
 end

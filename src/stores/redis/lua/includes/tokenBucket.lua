@@ -1,5 +1,5 @@
 -- Token bucket: a line-for-line port of src/algorithms/token-bucket.ts.
--- Params: p1 rate, p2 periodMs, p3 burst. State string: "<tokens> <tsMs>".
+-- Params: p1 rate, p2 periodMs, p3 burst. State: packed doubles (tokens, tsMs).
 local TB_FIELDS = { 'tokens', 'ts' }
 local function tokenBucketFitSlack(ts, rate, periodMs)
   return FIT_EPSILON + (2 * math.abs(ts) * DBL_EPSILON * rate) / periodMs
@@ -7,7 +7,7 @@ end
 
 ALG[1] = {
   load = function(key)
-    return loadNumbers(key, TB_FIELDS)
+    return loadNumbers(key, TB_FIELDS, 1)
   end,
 
   step = function(s, now, cost, rate, periodMs, burst)
@@ -32,7 +32,7 @@ ALG[1] = {
 
   save = function(key, s, now, ttl)
     -- the state is as of s.ts (later than now after backwards time): expire from there
-    setState(key, fmt(s.tokens) .. ' ' .. fmt(s.ts), ttl + math.max(0, s.ts - now))
+    setState(key, struct.pack('<Bdd', 1, s.tokens, s.ts), ttl + math.max(0, s.ts - now))
   end,
 }
 
