@@ -6,10 +6,11 @@ import { PolicyError, StoreError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
 import { parsePolicies, type PolicyInput, type PolicySet } from '../config/policies.js';
 import { bucketKey } from '../stores/key.js';
-import type { Store, StoreRequest, StoreResult } from '../stores/store.js';
+import type { Store, StoreApplyOptions, StoreRequest, StoreResult } from '../stores/store.js';
 import { combineDecisions, type CheckResult } from './check-result.js';
 import { PolicyPlans, type DescriptorRecord } from './plan.js';
 import { StaleBudgets } from './stale-budgets.js';
+import { Deadlines, type Deadline } from './deadlines.js';
 
 export interface LimiterOptions {
   readonly store: Store;
@@ -84,6 +85,7 @@ export class Limiter {
   /** The policies in force and their compiled resolution, swapped together. */
   #current: PolicyPlans;
   readonly #stale = new StaleBudgets();
+  readonly #deadlines = new Deadlines();
 
   constructor(options: LimiterOptions) {
     this.#store = options.store;
@@ -328,9 +330,7 @@ export class Limiter {
     }
     let timeoutMs = Math.min(MAX_TIMER_MS, options.timeoutMs ?? Infinity);
     for (const p of selected) timeoutMs = Math.min(timeoutMs, p.timeoutMs);
-    return this.#apply(batch, nowMs, timeoutMs, requestId).then((results) =>
-      this.#finish(selected, batch, results, nowMs),
-    );
+    return this.#apply(selected, batch, nowMs, timeoutMs, requestId);
   }
 
   /** Turns the store's per-item results into the check's result. */
@@ -354,50 +354,53 @@ export class Limiter {
     return combineDecisions(decisions);
   }
 
-  /** Runs the batch with a deadline; a late, thrown or failed answer becomes per-item errors. */
-  async #apply(
+  /**
+   * Runs the batch with a deadline and finishes it into the check's result; a late, thrown
+   * or failed answer becomes per-item errors. One promise per check: no timer of its own
+   * (see {@link Deadlines}) and no race.
+   */
+  #apply(
+    selected: readonly Policy[],
     batch: readonly StoreRequest[],
     nowMs: number,
     timeoutMs: number,
     requestId: string | undefined,
-  ): Promise<readonly StoreResult[]> {
-    let timer: NodeJS.Timeout | undefined;
-    // The store's abort signal is made only if the store asks for it (most calls never
-    // wait on anything abortable): an AbortController per check cost more than the check.
-    let controller: AbortController | undefined;
-    let timedOut = false;
-    const signal = (): AbortSignal => {
-      controller ??= new AbortController();
-      if (timedOut) controller.abort();
-      return controller.signal;
-    };
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        timedOut = true;
-        controller?.abort();
-        reject(
-          new StoreError(
-            'SLUICE_ERR_STORE_TIMEOUT',
-            `store did not answer within ${timeoutMs}ms; the request may or may not have been applied`,
-          ),
-        );
-      }, timeoutMs);
+  ): Promise<CheckResult> {
+    return new Promise<CheckResult>((resolve, reject) => {
+      const call = new StoreCall(nowMs, requestId);
+      let deadline: Deadline | undefined;
+      let done = false;
+      const finish = (results: readonly StoreResult[]): void => {
+        if (done) return;
+        done = true;
+        deadline?.clear();
+        try {
+          resolve(this.#finish(selected, batch, results, nowMs));
+        } catch (error) {
+          reject(error as Error);
+        }
+      };
+      const fail = (cause: unknown): void => {
+        const error = asStoreError(cause);
+        finish(batch.map(() => ({ ok: false as const, error })));
+      };
+      if (Number.isFinite(timeoutMs)) {
+        deadline = this.#deadlines.add(timeoutMs, () => {
+          call.abort();
+          fail(
+            new StoreError(
+              'SLUICE_ERR_STORE_TIMEOUT',
+              `store did not answer within ${timeoutMs}ms; the request may or may not have been applied`,
+            ),
+          );
+        });
+      }
+      try {
+        this.#store.apply(batch, call).then(finish, fail);
+      } catch (cause) {
+        fail(cause);
+      }
     });
-    try {
-      const apply = this.#store.apply(batch, {
-        nowMs,
-        ...(requestId === undefined ? {} : { requestId }),
-        get signal() {
-          return signal();
-        },
-      });
-      return await (Number.isFinite(timeoutMs) ? Promise.race([apply, deadline]) : apply);
-    } catch (cause) {
-      const error = asStoreError(cause);
-      return batch.map(() => ({ ok: false as const, error }));
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   /**
@@ -450,6 +453,34 @@ export class Limiter {
       }
       return p;
     });
+  }
+}
+
+/**
+ * The options of one store call. The abort signal is made only if the store reads it
+ * (most calls never wait on anything abortable: an AbortController per check cost more
+ * than the check); once the deadline has passed, a signal read later is already aborted.
+ */
+class StoreCall implements StoreApplyOptions {
+  readonly nowMs: number;
+  readonly requestId?: string;
+  #controller: AbortController | undefined;
+  #aborted = false;
+
+  constructor(nowMs: number, requestId: string | undefined) {
+    this.nowMs = nowMs;
+    if (requestId !== undefined) this.requestId = requestId;
+  }
+
+  get signal(): AbortSignal {
+    this.#controller ??= new AbortController();
+    if (this.#aborted) this.#controller.abort();
+    return this.#controller.signal;
+  }
+
+  abort(): void {
+    this.#aborted = true;
+    this.#controller?.abort();
   }
 }
 

@@ -28,6 +28,7 @@ import {
   stopAllRedisServers,
 } from '../support/redis-server.js';
 import { sleep, waitFor } from '../support/wait.js';
+import { readState, STATE_CODE } from '../support/redis-state.js';
 
 /** Slack on top of a deadline before a late answer counts as a failure (timer and CI lag). */
 const SLACK_MS = 150;
@@ -115,8 +116,8 @@ function rawKey(limiter: Limiter, store: RedisStore, policy: string, d: Descript
 
 /** Tokens in a token-bucket state string ("<tokens> <tsMs>"), or undefined when absent. */
 async function tokensIn(direct: Redis, key: string): Promise<number | undefined> {
-  const v = await direct.get(key);
-  return v === null ? undefined : Number(v.split(' ')[0]);
+  const v = await readState(direct, key, STATE_CODE['token-bucket']);
+  return v === null ? undefined : v[0];
 }
 
 const byStore = (r: CheckResult): boolean =>

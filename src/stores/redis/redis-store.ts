@@ -311,13 +311,15 @@ export class RedisStore implements Store {
     return this.#ackStats;
   }
 
-  async apply(
+  apply(
     batch: readonly StoreRequest[],
     options: StoreApplyOptions,
   ): Promise<readonly StoreResult[]> {
     if (this.#closed)
-      return failAll(batch, new StoreError('SLUICE_ERR_STORE_CLOSED', 'RedisStore is closed'));
-    if (batch.length === 0) return [];
+      return Promise.resolve(
+        failAll(batch, new StoreError('SLUICE_ERR_STORE_CLOSED', 'RedisStore is closed')),
+      );
+    if (batch.length === 0) return Promise.resolve([]);
     const keys = batch.map((r) => this.redisKey(r.key));
     if (this.#hotKeys !== undefined) {
       if (batch.length === 1) this.#hotKeys.record(hashTagOf(batch[0]!.key));
@@ -330,11 +332,13 @@ export class RedisStore implements Store {
       const groups = groupBySlot(keys);
       if (groups.length > 1) {
         if (this.#crossSlot === 'reject') {
-          return failAll(
-            batch,
-            new StoreError(
-              'SLUICE_ERR_STORE_CROSS_SLOT',
-              `the batch's buckets live in ${groups.length} Redis Cluster slots and the store's crossSlot strategy is "reject"`,
+          return Promise.resolve(
+            failAll(
+              batch,
+              new StoreError(
+                'SLUICE_ERR_STORE_CROSS_SLOT',
+                `the batch's buckets live in ${groups.length} Redis Cluster slots and the store's crossSlot strategy is "reject"`,
+              ),
             ),
           );
         }
@@ -351,9 +355,11 @@ export class RedisStore implements Store {
         );
       }
     }
-    const out = await this.#consume(batch, keys, all, options, false);
-    if (!out.ok) return failAll(batch, out.error);
-    return out.decisions.map((decision) => ({ ok: true as const, decision }));
+    return this.#consume(batch, keys, all, options, false).then((out) =>
+      out.ok
+        ? out.decisions.map((decision) => ({ ok: true as const, decision }))
+        : failAll(batch, out.error),
+    );
   }
 
   /**
@@ -362,7 +368,7 @@ export class RedisStore implements Store {
    * first key: the batch is then refused as a whole, so nothing is written, and every
    * real request reports what it would get, unconsumed. It has no request id.
    */
-  async #consume(
+  #consume(
     batch: readonly StoreRequest[],
     allKeys: readonly string[],
     group: SlotGroup,
@@ -386,20 +392,33 @@ export class RedisStore implements Store {
     };
     // Coalesced with other checks of the same slot (one group on a standalone Redis):
     // one script's keys must share a slot on a Cluster.
-    const reply = await this.#call(() => this.#apply.call(group.slot, wire), options);
-    if (!reply.ok) return reply;
-    let decided;
-    try {
-      decided = decodeApplyBatch(reply.reply, items, keys);
-    } catch (error) {
-      return { ok: false, error: error as StoreError };
-    }
-    const decisions = dryRun ? decided.decisions.slice(0, -1) : decided.decisions;
+    const decided = this.#call(() => this.#apply.call(group.slot, wire), options).then(
+      (reply): GroupOutcome => {
+        if (!reply.ok) return reply;
+        try {
+          const out = decodeApplyBatch(reply.reply, items, keys);
+          const decisions = dryRun ? out.decisions.slice(0, -1) : out.decisions;
+          return { ok: true, decisions, decidedAtMs: out.decidedAtMs };
+        } catch (error) {
+          return { ok: false, error: error as StoreError };
+        }
+      },
+    );
+    if (dryRun || this.#replicatedAck === undefined) return decided;
+    return decided.then((out) => this.#acknowledged(items, group, out));
+  }
+
+  /** With `replicatedAck`: waits for replicas when the batch consumed something. */
+  async #acknowledged(
+    items: readonly StoreRequest[],
+    group: SlotGroup,
+    out: GroupOutcome,
+  ): Promise<GroupOutcome> {
     if (
-      !dryRun &&
+      out.ok &&
       this.#replicatedAck !== undefined &&
-      items.every((r, j) => !r.enforce || decisions[j]!.allowed) &&
-      items.some((r, j) => r.cost > 0 && decisions[j]!.allowed)
+      items.every((r, j) => !r.enforce || out.decisions[j]!.allowed) &&
+      items.some((r, j) => r.cost > 0 && out.decisions[j]!.allowed)
     ) {
       await waitForReplicas(
         this.#client,
@@ -409,7 +428,7 @@ export class RedisStore implements Store {
         this.#degraded,
       );
     }
-    return { ok: true, decisions, decidedAtMs: decided.decidedAtMs };
+    return out;
   }
 
   /** One refundBatch call giving back `indices` (of one slot) consumed at `decidedAtMs`. */
@@ -452,45 +471,58 @@ export class RedisStore implements Store {
     }
   }
 
-  /** One script call with the in-flight bound, the ready wait and the stuck watchdog. */
-  async #call(
+  /**
+   * One script call with the in-flight bound, the ready wait and the stuck watchdog.
+   * Promise chains rather than `await`: on the hot path (connection ready) a check costs
+   * one hop here, not several.
+   */
+  #call(
     script: () => Promise<unknown>,
     /** Read only when the connection is not ready: its `signal` may be made on demand. */
     options: StoreApplyOptions | undefined,
-  ): Promise<{ ok: true; reply: unknown } | { ok: false; error: StoreError }> {
+  ): Promise<CallOutcome> {
     this.#checkStuck();
     if (this.#inFlight >= this.#maxInFlight) {
-      return {
+      return Promise.resolve({
         ok: false,
         error: new StoreError(
           'SLUICE_ERR_STORE_UNAVAILABLE',
           `Redis: ${this.#inFlight} calls already waiting (maxInFlight)`,
         ),
-      };
+      });
     }
     this.#inFlight++;
-    try {
-      if (this.#client.status !== 'ready')
-        await this.#whenReady(options?.signal ?? AbortSignal.timeout(this.#stuckAfterMs));
+    const send = (): Promise<unknown> => {
       this.#unansweredSince ??= performance.now();
-      const reply = await script();
-      this.#unansweredSince = undefined;
-      return { ok: true, reply };
-    } catch (cause) {
-      // An error reply still proves the connection works; a connection error does not.
-      if (cause instanceof ReplyError) this.#unansweredSince = undefined;
-      return {
-        ok: false,
-        error:
-          cause instanceof StoreError
-            ? cause
-            : new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', `Redis: ${(cause as Error).message}`, {
-                cause,
-              }),
-      };
-    } finally {
-      this.#inFlight--;
-    }
+      return script();
+    };
+    const sent =
+      this.#client.status === 'ready'
+        ? send()
+        : this.#whenReady(options?.signal ?? AbortSignal.timeout(this.#stuckAfterMs)).then(send);
+    return sent.then(
+      (reply): CallOutcome => {
+        this.#inFlight--;
+        this.#unansweredSince = undefined;
+        return { ok: true, reply };
+      },
+      (cause: unknown): CallOutcome => {
+        this.#inFlight--;
+        // An error reply still proves the connection works; a connection error does not.
+        if (cause instanceof ReplyError) this.#unansweredSince = undefined;
+        return {
+          ok: false,
+          error:
+            cause instanceof StoreError
+              ? cause
+              : new StoreError(
+                  'SLUICE_ERR_STORE_UNAVAILABLE',
+                  `Redis: ${(cause as Error).message}`,
+                  { cause },
+                ),
+        };
+      },
+    );
   }
 
   /** Calls waiting for Redis now (bounded by `maxInFlight`). */
@@ -520,6 +552,8 @@ export class RedisStore implements Store {
     else this.#client.stream?.destroy();
   }
 }
+
+type CallOutcome = { ok: true; reply: unknown } | { ok: false; error: StoreError };
 
 /** ioredis settings under which a command is sent at most once, and only when asked. */
 const SAFE = { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 } as const;
