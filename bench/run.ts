@@ -19,7 +19,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Redis } from 'ioredis';
 import { RedisServer } from '../test/support/redis-server.js';
-import { captureScriptCall, findRedisBenchmark, runRedisBenchmark } from './lib/ceiling.js';
+import { findRedisBenchmark, runRedisBenchmark } from './lib/ceiling.js';
+import { captureScriptCallRaw, runScriptCeiling } from './lib/script-ceiling.js';
 import { drive, median } from './lib/driver.js';
 import { Progress } from './lib/progress.js';
 import { bytesPerKey, openWindow } from './lib/redis-stats.js';
@@ -121,13 +122,18 @@ async function runCeilings(): Promise<Map<string, NamedCeiling>> {
     seed.disconnect();
     const limiter = sluice.main.createLimiter({ store, policies: sluicePolicies(s) });
     const descriptor = s.multi ? { tenant: '__CEIL__', route: ROUTES[0]! } : { tenant: '__CEIL__' };
-    const captured = await captureScriptCall(admin, () => limiter.check(descriptor));
+    const captured = await captureScriptCallRaw(server.port, () => limiter.check(descriptor));
     await store.close();
-    const replacement = s.dist === 'hot' ? 'hot' : '__rand_int__';
-    const command = captured.map((a) => a.replaceAll('__CEIL__', replacement));
     await admin.flushall('SYNC');
-    progress.update(`ceiling ${key}: redis-benchmark`);
-    const r = await runRedisBenchmark(binary, admin, server.port, CEILING_REQUESTS, command);
+    progress.update(`ceiling ${key}: replaying the script call`);
+    const r = await runScriptCeiling(
+      admin,
+      server.port,
+      CEILING_REQUESTS,
+      captured,
+      '__CEIL__',
+      s.dist === 'hot' ? 'hot' : undefined,
+    );
     out.set(key, { ...r, name: `Sluice script ${key}` });
     progress.done(
       `ceiling ${key}: ${fmtRate(r.callsPerSecond)} calls/s, ${r.redisUsPerCall.toFixed(2)} µs/call`,

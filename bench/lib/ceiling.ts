@@ -1,9 +1,7 @@
 /**
- * The Redis ceiling: `redis-benchmark` (redis-tools) sending one exact script call, as
- * fast as one Redis serves it (`-c 50 -P 16`, many connections, pipelined), with keys
- * drawn by redis-benchmark (`__rand_int__`) or one hot key. The call is captured with
- * MONITOR from a real Sluice check, so the ceiling always runs the script and arguments
- * the store actually sends, whatever their layout.
+ * Redis reference points from `redis-benchmark` (redis-tools, `-c 50 -P 16`): a trivial
+ * script and INCR. Sluice's own script call has a packed binary argument, which
+ * redis-benchmark cannot send; script-ceiling.ts replays it instead.
  */
 import { spawn } from 'node:child_process';
 import { constants as fsConstants } from 'node:fs';
@@ -25,37 +23,6 @@ export async function findRedisBenchmark(): Promise<string | undefined> {
     }
   }
   return undefined;
-}
-
-/**
- * Runs `check()` twice with MONITOR on and returns the arguments of the last EVALSHA the
- * server saw (the first call may have been EVALSHA → NOSCRIPT → EVAL).
- */
-export async function captureScriptCall(
-  admin: Redis,
-  check: () => Promise<unknown>,
-): Promise<string[]> {
-  const base = admin.duplicate();
-  base.on('error', () => undefined);
-  const monitor = await base.monitor();
-  monitor.on('error', () => undefined);
-  let last: string[] | undefined;
-  monitor.on('monitor', (_time: string, args: string[]) => {
-    if (String(args[0]).toLowerCase() === 'evalsha') last = args.map(String);
-  });
-  try {
-    await check();
-    await check();
-    // MONITOR output is asynchronous to the command's reply: give it a moment.
-    for (let i = 0; i < 50 && last === undefined; i++) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  } finally {
-    monitor.disconnect();
-    base.disconnect();
-  }
-  if (last === undefined) throw new Error('no EVALSHA seen while capturing the script call');
-  return last;
 }
 
 export interface CeilingResult {
