@@ -143,9 +143,12 @@ export interface Side {
 }
 
 const tenantName = (i: number): string => `tenant-${i}`;
+/**
+ * Prebuilt key strings, so no side pays for formatting its key input. Sluice gets a new
+ * descriptor object per decision, as a server builds one per request from the request's
+ * fields (never a reused or frozen one, which a cache keyed by object could recognise).
+ */
 const TENANTS = Array.from({ length: KEYS }, (_, i) => tenantName(i));
-/** Prebuilt single-key descriptors, so no side pays for building its key input. */
-const DESCRIPTORS = TENANTS.map((tenant) => Object.freeze({ tenant }));
 
 const isAllowedResult = (r: unknown): boolean => (r as CheckResult).allowed;
 const isTrue = (r: unknown): boolean => r === true;
@@ -179,8 +182,8 @@ export async function makeSluice(s: Scenario, ctx: SideContext): Promise<Side> {
         return sync ? limiter.checkSync(d) : limiter.check(d);
       }
     : sync
-      ? () => limiter.checkSync(DESCRIPTORS[ring[cursor++ & RING_MASK]!]!)
-      : () => limiter.check(DESCRIPTORS[ring[cursor++ & RING_MASK]!]!);
+      ? () => limiter.checkSync({ tenant: TENANTS[ring[cursor++ & RING_MASK]!]! })
+      : () => limiter.check({ tenant: TENANTS[ring[cursor++ & RING_MASK]!]! });
   return {
     name: 'sluice',
     op,

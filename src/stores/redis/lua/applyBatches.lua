@@ -38,10 +38,8 @@ while pos <= #blob do
   if flags % 2 == 0 then now = serverNowMs() end
   local dedup = nil
   if flags >= 2 then dedup = KEYS[k + n + 1] end
-  local tag, body
-  tag, body, pos = applyOne(KEYS, k, blob, pos, n, now, dedup, dedupTtl)
   b = b + 1
-  replies[b] = struct.pack('<BI4', tag, #body) .. body
+  replies[b], pos = applyOne(KEYS, k, blob, pos, n, now, dedup, dedupTtl)
   k = k + n
   if dedup then k = k + 1 end
 end

@@ -3,24 +3,34 @@
 -- algorithm code, ttlMs, p1..p4, cost, enforce), unpacked in place (a table per item
 -- costs more than the rest of the step). `dedup` is the request id's key, if any.
 --
--- Returns (tag, body, next pos). Tag 0: body is per item struct '<Bdddd' (status 0 OK /
--- 1 OVER_LIMIT / 2 INVALID_POLICY, remaining, retryAfterMs, resetAfterMs, delayMs or NaN
--- when absent), then '<d' the now the batch was decided at (what refundBatch.lua needs to
--- find the window or log entry of this consumption): doubles travel exactly. Tag 1: the
--- item's key holds something that is not Sluice state; body '<I4' the 1-based item.
+-- Returns (reply, next pos): the batch's reply framed as '<BI4' tag and body length, then
+-- the body. Tag 0: body is per item struct '<Bdddd' (status 0 OK / 1 OVER_LIMIT /
+-- 2 INVALID_POLICY, remaining, retryAfterMs, resetAfterMs, delayMs or NaN when absent),
+-- then '<d' the now the batch was decided at (what refundBatch.lua needs to find the
+-- window or log entry of this consumption): doubles travel exactly. Tag 1: the item's key
+-- holds something that is not Sluice state; body '<I4' the 1-based item.
 local NAN = 0 / 0
 local ITEM = '<Bdddd'
 local ITEM_IN = '<BddddddB'
 local ITEM_IN_BYTES = 1 + 6 * 8 + 1
+
+-- A one-item batch's whole framed reply in one pack: each string made in Lua is hashed
+-- and interned, so fewer, larger strings cost Redis less.
+local ONE_REPLY = '<BI4Bddddd'
+local ONE_BODY_BYTES = struct.size(ITEM) + 8
 
 local function packItem(status, remaining, retry, reset, delay)
   if delay == nil then delay = NAN end
   return struct.pack(ITEM, status, remaining, retry, reset, delay)
 end
 
+local function framed(body)
+  return struct.pack('<BI4', 0, #body) .. body
+end
+
 -- Tag 1 for item i, and the position after the batch's items, where the next batch starts.
 local function corrupt(i, first, n)
-  return 1, struct.pack('<I4', i), first + n * ITEM_IN_BYTES
+  return struct.pack('<BI4I4', 1, 4, i), first + n * ITEM_IN_BYTES
 end
 
 local function applyOne(KEYS, ko, blob, pos, n, now, dedup, dedupTtl)
@@ -36,14 +46,15 @@ local function applyOne(KEYS, ko, blob, pos, n, now, dedup, dedupTtl)
     local state, status, remaining, retry, reset, delay = alg.step(s, now, cost, p1, p2, p3, p4)
     -- a cost-0 request only reads: nothing to write
     if status == 0 and cost > 0 then alg.save(key, state, now, ttl, p1, p2, p3, p4) end
-    return 0, packItem(status, remaining, retry, reset, delay) .. struct.pack('<d', now), pos
+    if delay == nil then delay = NAN end
+    return struct.pack(ONE_REPLY, 0, ONE_BODY_BYTES, status, remaining, retry, reset, delay, now), pos
   end
 
   if dedup then
     local seen, ok = getString(dedup)
     if not ok then return corrupt(n + 1, first, n) end
     -- the first reply, stored as it was sent
-    if seen then return 0, seen, first + n * ITEM_IN_BYTES end
+    if seen then return framed(seen), first + n * ITEM_IN_BYTES end
   end
 
   local items = {}
@@ -90,5 +101,5 @@ local function applyOne(KEYS, ko, blob, pos, n, now, dedup, dedupTtl)
   reply[n + 1] = struct.pack('<d', now)
   local packed = table.concat(reply)
   if dedup then redis.call('SET', dedup, packed, 'PX', math.max(1, math.ceil(dedupTtl))) end
-  return 0, packed, pos
+  return framed(packed), pos
 end
