@@ -1,9 +1,9 @@
-/** Sends many batches in one call and answers one reply per batch, in order. */
-export type ManyCall<T> = (batches: readonly T[]) => Promise<readonly unknown[]>;
+/** Sends many batches in one call and answers one result per batch, in order. */
+export type ManyCall<T, R> = (batches: readonly T[]) => Promise<readonly R[]>;
 
-interface Pending<T> {
+interface Pending<T, R> {
   readonly batch: T;
-  readonly resolve: (reply: unknown) => void;
+  readonly resolve: (result: R) => void;
   readonly reject: (error: unknown) => void;
 }
 
@@ -17,16 +17,16 @@ interface Pending<T> {
  * Each batch stays atomic on its own (applyBatches.lua); a failed call fails every batch
  * in it, since none of them is known to have run or not.
  */
-export class ScriptCoalescer<T> {
-  readonly #send: ManyCall<T>;
+export class ScriptCoalescer<T, R> {
+  readonly #send: ManyCall<T, R>;
   readonly #maxBatches: number;
-  #queue = new Map<string | number, Pending<T>[]>();
+  #queue = new Map<string | number, Pending<T, R>[]>();
   #scheduled = false;
   /** Calls out per group; a group with none sends a new batch at once. */
   readonly #inFlight = new Map<string | number, number>();
 
   /** `maxBatches` bounds one call, so one script never runs long on Redis. */
-  constructor(send: ManyCall<T>, maxBatches = 64) {
+  constructor(send: ManyCall<T, R>, maxBatches = 64) {
     if (!Number.isSafeInteger(maxBatches) || maxBatches < 1)
       throw new RangeError(
         `RedisStore: maxBatchesPerCall must be a positive integer, got ${String(maxBatches)}`,
@@ -35,9 +35,9 @@ export class ScriptCoalescer<T> {
     this.#maxBatches = maxBatches;
   }
 
-  /** Queues one batch for the next call of its group; resolves with its own reply. */
-  call(group: string | number, batch: T): Promise<unknown> {
-    return new Promise<unknown>((resolve, reject) => {
+  /** Queues one batch for the next call of its group; resolves with its own result. */
+  call(group: string | number, batch: T): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
       if (!this.#inFlight.has(group) && !this.#queue.has(group)) {
         this.#sendChunk(group, [{ batch, resolve, reject }]);
         return;
@@ -63,14 +63,14 @@ export class ScriptCoalescer<T> {
     }
   }
 
-  #sendChunk(group: string | number, chunk: readonly Pending<T>[]): void {
+  #sendChunk(group: string | number, chunk: readonly Pending<T, R>[]): void {
     this.#inFlight.set(group, (this.#inFlight.get(group) ?? 0) + 1);
     const done = (): void => {
       const n = (this.#inFlight.get(group) ?? 1) - 1;
       if (n === 0) this.#inFlight.delete(group);
       else this.#inFlight.set(group, n);
     };
-    let sent: Promise<readonly unknown[]>;
+    let sent: Promise<readonly R[]>;
     try {
       sent = this.#send(chunk.map((p) => p.batch));
     } catch (error) {
@@ -86,7 +86,7 @@ export class ScriptCoalescer<T> {
           for (const p of chunk) p.reject(error);
           return;
         }
-        for (let i = 0; i < chunk.length; i++) chunk[i]!.resolve(replies[i]);
+        for (let i = 0; i < chunk.length; i++) chunk[i]!.resolve(replies[i]!);
       },
       (error: unknown) => {
         done();

@@ -119,7 +119,7 @@ export class RedisStore implements Store {
   readonly #clientClock: boolean;
   readonly #maxSlidingLogLimit: number;
   readonly #dedupTtlMs: number;
-  readonly #apply: ScriptCoalescer<WireBatch>;
+  readonly #apply: ScriptCoalescer<WireBatch, GroupOutcome>;
   readonly #refund: ScriptCall;
   readonly #crossSlot: CrossSlotStrategy;
   readonly #replicatedAck: ReplicatedAckOptions | undefined;
@@ -159,10 +159,10 @@ export class RedisStore implements Store {
     this.#maxSlidingLogLimit = max;
     this.#dedupTtlMs = options.dedupTtlMs ?? 60_000;
     const applyBatches = applyBatchScript(this.#client);
-    this.#apply = new ScriptCoalescer<WireBatch>((batches) => {
-      const { keys, packed } = encodeBatches(batches);
-      return applyBatches(keys, [packed]).then((reply) => splitReplies(reply, batches.length));
-    }, options.maxBatchesPerCall);
+    this.#apply = new ScriptCoalescer<WireBatch, GroupOutcome>(
+      (batches) => this.#applyCall(applyBatches, batches),
+      options.maxBatchesPerCall,
+    );
     this.#refund = refundBatchScript(this.#client);
     const crossSlot = options.crossSlot ?? 'sequential-refund';
     if (crossSlot !== 'sequential-refund' && crossSlot !== 'reject') {
@@ -389,21 +389,11 @@ export class RedisStore implements Store {
       nowMs: this.#clientClock ? options.nowMs : undefined,
       dedup: rid !== undefined,
       dedupTtlMs: this.#dedupTtlMs,
+      dryRun,
     };
     // Coalesced with other checks of the same slot (one group on a standalone Redis):
     // one script's keys must share a slot on a Cluster.
-    const decided = this.#call(() => this.#apply.call(group.slot, wire), options).then(
-      (reply): GroupOutcome => {
-        if (!reply.ok) return reply;
-        try {
-          const out = decodeApplyBatch(reply.reply, items, keys);
-          const decisions = dryRun ? out.decisions.slice(0, -1) : out.decisions;
-          return { ok: true, decisions, decidedAtMs: out.decidedAtMs };
-        } catch (error) {
-          return { ok: false, error: error as StoreError };
-        }
-      },
-    );
+    const decided = this.#call(() => this.#apply.call(group.slot, wire), failed, options);
     if (dryRun || this.#replicatedAck === undefined) return decided;
     return decided.then((out) => this.#acknowledged(items, group, out));
   }
@@ -462,7 +452,11 @@ export class RedisStore implements Store {
     const scriptKeys =
       rid === undefined ? keys : [...keys, `${this.redisKey(dedupKey(firstKey, rid))}:refund`];
     // Refunds run even after the caller's deadline: the consumption must not stay.
-    const reply = await this.#call(() => this.#refund(scriptKeys, args), undefined);
+    const reply = await this.#call(
+      () => this.#script(() => this.#refund(scriptKeys, args)),
+      failed,
+      undefined,
+    );
     if (!reply.ok) return reply;
     try {
       return { ok: true, decisions: decodeDecisions(reply.reply, items, keys), decidedAtMs };
@@ -472,55 +466,89 @@ export class RedisStore implements Store {
   }
 
   /**
-   * One script call with the in-flight bound, the ready wait and the stuck watchdog.
-   * Promise chains rather than `await`: on the hot path (connection ready) a check costs
-   * one hop here, not several.
+   * One applyBatches call carrying `batches` (coalesced checks of one slot), decoded into
+   * one outcome per batch. Never rejects: a failed call fails each of its batches.
    */
-  #call(
-    script: () => Promise<unknown>,
-    /** Read only when the connection is not ready: its `signal` may be made on demand. */
-    options: StoreApplyOptions | undefined,
-  ): Promise<CallOutcome> {
-    this.#checkStuck();
-    if (this.#inFlight >= this.#maxInFlight) {
-      return Promise.resolve({
-        ok: false,
-        error: new StoreError(
+  #applyCall(script: ScriptCall, batches: readonly WireBatch[]): Promise<GroupOutcome[]> {
+    const { keys, packed } = encodeBatches(batches);
+    return this.#script(() => script(keys, [packed])).then((out) => {
+      if (!out.ok) return batches.map(() => out);
+      let replies: unknown[];
+      try {
+        replies = splitReplies(out.reply, batches.length);
+      } catch (cause) {
+        const error = new StoreError(
           'SLUICE_ERR_STORE_UNAVAILABLE',
-          `Redis: ${this.#inFlight} calls already waiting (maxInFlight)`,
-        ),
+          `Redis: ${(cause as Error).message}`,
+          { cause },
+        );
+        return batches.map(() => ({ ok: false as const, error }));
+      }
+      return batches.map((b, i): GroupOutcome => {
+        try {
+          const decided = decodeApplyBatch(replies[i], b.items, b.keys);
+          const decisions = b.dryRun ? decided.decisions.slice(0, -1) : decided.decisions;
+          return { ok: true, decisions, decidedAtMs: decided.decidedAtMs };
+        } catch (error) {
+          return { ok: false, error: error as StoreError };
+        }
       });
-    }
-    this.#inFlight++;
-    const send = (): Promise<unknown> => {
-      this.#unansweredSince ??= performance.now();
-      return script();
-    };
-    const sent =
-      this.#client.status === 'ready'
-        ? send()
-        : this.#whenReady(options?.signal ?? AbortSignal.timeout(this.#stuckAfterMs)).then(send);
-    return sent.then(
+    });
+  }
+
+  /**
+   * Sends one script call under the stuck watchdog: a command unanswered for
+   * `stuckAfterMs` means a dead link (see #checkStuck). Never rejects.
+   */
+  #script(send: () => Promise<unknown>): Promise<CallOutcome> {
+    this.#unansweredSince ??= performance.now();
+    return send().then(
       (reply): CallOutcome => {
-        this.#inFlight--;
         this.#unansweredSince = undefined;
         return { ok: true, reply };
       },
       (cause: unknown): CallOutcome => {
-        this.#inFlight--;
         // An error reply still proves the connection works; a connection error does not.
         if (cause instanceof ReplyError) this.#unansweredSince = undefined;
-        return {
-          ok: false,
-          error:
-            cause instanceof StoreError
-              ? cause
-              : new StoreError(
-                  'SLUICE_ERR_STORE_UNAVAILABLE',
-                  `Redis: ${(cause as Error).message}`,
-                  { cause },
-                ),
-        };
+        return { ok: false, error: asRedisError(cause) };
+      },
+    );
+  }
+
+  /**
+   * Runs `call` within the in-flight bound, once the connection is ready. Promise chains
+   * rather than `await`: on the hot path (connection ready) this is one hop per check.
+   */
+  #call<T>(
+    call: () => Promise<T>,
+    fail: (error: StoreError) => T,
+    /** Read only when the connection is not ready: its `signal` may be made on demand. */
+    options: StoreApplyOptions | undefined,
+  ): Promise<T> {
+    this.#checkStuck();
+    if (this.#inFlight >= this.#maxInFlight) {
+      return Promise.resolve(
+        fail(
+          new StoreError(
+            'SLUICE_ERR_STORE_UNAVAILABLE',
+            `Redis: ${this.#inFlight} calls already waiting (maxInFlight)`,
+          ),
+        ),
+      );
+    }
+    this.#inFlight++;
+    const sent =
+      this.#client.status === 'ready'
+        ? call()
+        : this.#whenReady(options?.signal ?? AbortSignal.timeout(this.#stuckAfterMs)).then(call);
+    return sent.then(
+      (result) => {
+        this.#inFlight--;
+        return result;
+      },
+      (cause: unknown) => {
+        this.#inFlight--;
+        return fail(asRedisError(cause));
       },
     );
   }
@@ -554,6 +582,17 @@ export class RedisStore implements Store {
 }
 
 type CallOutcome = { ok: true; reply: unknown } | { ok: false; error: StoreError };
+
+/** An outcome of failure, for any outcome type with the `{ ok: false, error }` shape. */
+const failed = (error: StoreError): { ok: false; error: StoreError } => ({ ok: false, error });
+
+function asRedisError(cause: unknown): StoreError {
+  return cause instanceof StoreError
+    ? cause
+    : new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', `Redis: ${(cause as Error).message}`, {
+        cause,
+      });
+}
 
 /** ioredis settings under which a command is sent at most once, and only when asked. */
 const SAFE = { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 } as const;

@@ -11,6 +11,8 @@ export interface WireBatch {
   /** Whether the last of `keys` is a dedup key. */
   readonly dedup: boolean;
   readonly dedupTtlMs: number;
+  /** The last item is the dry run's never-fitting probe: its decision is dropped. */
+  readonly dryRun?: boolean;
 }
 
 /** Batch header '<BdHd': flags, now, item count, dedup TTL. */
