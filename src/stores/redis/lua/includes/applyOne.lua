@@ -41,6 +41,11 @@ local function applyOne(KEYS, ko, blob, pos, n, now, dedup, dedupTtl)
     code, ttl, p1, p2, p3, p4, cost, _, pos = struct.unpack(ITEM_IN, blob, pos)
     local alg = ALG[code]
     local key = KEYS[ko + 1]
+    if alg.decide then
+      local ok, status, remaining, retry, reset = alg.decide(key, now, cost, ttl, p1, p2, p3)
+      if not ok then return corrupt(1, first, n) end
+      return struct.pack(ONE_REPLY, 0, ONE_BODY_BYTES, status, remaining, retry, reset, NAN, now), pos
+    end
     local s, ok = alg.load(key, now, p1, p2, p3, p4)
     if not ok then return corrupt(1, first, n) end
     local state, status, remaining, retry, reset, delay = alg.step(s, now, cost, p1, p2, p3, p4)

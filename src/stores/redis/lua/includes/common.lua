@@ -33,29 +33,40 @@ end
 -- doubles, one per field. Exact, 8 bytes a number (a bucket fits a smaller allocation),
 -- and no text to format or parse. The code byte tells Sluice state from a foreign value.
 
--- Loads the state of algorithm `code` into a table with the given field names, in order.
--- Returns (state or nil when absent, ok); ok is false when the key holds another type or
--- a string that is not Sluice state, so a foreign value is reported, not overwritten. The
--- state of another algorithm (the policy's algorithm was changed) holds no units of this
--- one: it reads as absent, and the next write replaces it.
-local function loadNumbers(key, fields, code)
+local STATE_FORMAT = { '<Bd', '<Bdd', '<Bddd' }
+
+-- x ~= x is NaN; inf and nan are not states Sluice writes
+local function finite(x)
+  return x == x and x ~= math.huge and x ~= -math.huge
+end
+
+-- Reads the packed state of algorithm `code`, `count` doubles, as scalars (no table).
+-- Returns (ok, present, a, b, c); ok is false when the key holds another type or a string
+-- that is not Sluice state, so a foreign value is reported, not overwritten. The state of
+-- another algorithm (the policy's algorithm was changed) holds no units of this one: it
+-- reads as absent, and the next write replaces it.
+local function loadPacked(key, code, count)
   local v, ok = getString(key)
-  if not ok then return nil, false end
-  if v == nil then return nil, true end
+  if not ok then return false end
+  if v == nil then return true, false end
   local tag = string.byte(v, 1)
-  if tag ~= code then
-    if tag ~= nil and ALG[tag] ~= nil and tag ~= 6 then return nil, true end
-    return nil, false
-  end
-  local count = #fields
-  if #v ~= 1 + 8 * count then return nil, false end
-  local state, pos, x = {}, 2, 0
-  for i = 1, count do
-    x, pos = struct.unpack('<d', v, pos)
-    -- x ~= x is NaN; inf and nan are not states Sluice writes
-    if x ~= x or x == math.huge or x == -math.huge then return nil, false end
-    state[fields[i]] = x
-  end
+  if tag ~= code then return tag ~= nil and ALG[tag] ~= nil and tag ~= 6, false end
+  if #v ~= 1 + 8 * count then return false end
+  local _, a, b, c = struct.unpack(STATE_FORMAT[count], v)
+  if count == 1 then return finite(a), true, a end
+  if not (finite(a) and finite(b) and (count == 2 or finite(c))) then return false end
+  return true, true, a, b, c
+end
+
+-- The same state as a table with the given field names, in order: (state or nil when
+-- absent, ok).
+local function loadNumbers(key, fields, code)
+  local ok, present, a, b, c = loadPacked(key, code, #fields)
+  if not ok then return nil, false end
+  if not present then return nil, true end
+  local state = { [fields[1]] = a }
+  if fields[2] then state[fields[2]] = b end
+  if fields[3] then state[fields[3]] = c end
   return state, true
 end
 

@@ -13,10 +13,29 @@ local function gcraSlackMs(tat, rate, periodMs, burst)
   return FIT_EPSILON * gcraEmissionMs(1, rate, periodMs) + (burst * math.abs(tat) * DBL_EPSILON) / 2
 end
 
--- The state a refusal leaves, built only when a refusal needs it.
-local function gcraUnchanged(s, now)
-  if s == nil then return { tat = now } end
-  return s
+-- The step on scalars: tat0 is the state's TAT, nil when there is none. Returns the next
+-- TAT (a refusal leaves the state's, or now for none), then status, remaining,
+-- retryAfterMs, resetAfterMs.
+local function gcraStep(tat0, now, cost, rate, periodMs, burst)
+  local tat = math.max(tat0 or now, now)
+  local ahead = tat - now
+  if cost > burst then return tat0 or now, 2, gcraFreeUnits(ahead, rate, periodMs, burst), 0, 0 end
+  local newAhead = ahead + gcraEmissionMs(cost, rate, periodMs)
+  local over = newAhead - gcraEmissionMs(burst, rate, periodMs)
+  if cost == 0 or over <= gcraSlackMs(tat, rate, periodMs, burst) then
+    return tat + gcraEmissionMs(cost, rate, periodMs), 0,
+      gcraFreeUnits(newAhead, rate, periodMs, burst), 0, newAhead
+  end
+  return tat0 or now, 1, gcraFreeUnits(ahead, rate, periodMs, burst), over, ahead
+end
+
+local function gcraSave(key, tat, now, ttl)
+  -- A state with tat <= now decides exactly like a fresh one, so tat - now is its exact
+  -- remaining life. Saved states come from admitted costs, where tat - now <= ttl + the
+  -- fit slack (1e-4 ms at epoch ms): ttl, the algorithm's ttlMs, is kept as the floor
+  -- (what MemoryStore keeps, and what the differential tests rely on), and tat - now
+  -- wins only when the slack pushes it past ttl.
+  setState(key, struct.pack('<Bd', 2, tat), math.max(ttl, tat - now))
 end
 
 ALG[2] = {
@@ -25,27 +44,24 @@ ALG[2] = {
   end,
 
   step = function(s, now, cost, rate, periodMs, burst)
-    local tat = now
-    if s ~= nil then tat = s.tat end
-    tat = math.max(tat, now)
-    local ahead = tat - now
-    if cost > burst then return gcraUnchanged(s, now), 2, gcraFreeUnits(ahead, rate, periodMs, burst), 0, 0 end
-    local newAhead = ahead + gcraEmissionMs(cost, rate, periodMs)
-    local over = newAhead - gcraEmissionMs(burst, rate, periodMs)
-    if cost == 0 or over <= gcraSlackMs(tat, rate, periodMs, burst) then
-      return { tat = tat + gcraEmissionMs(cost, rate, periodMs) }, 0,
-        gcraFreeUnits(newAhead, rate, periodMs, burst), 0, newAhead
-    end
-    return gcraUnchanged(s, now), 1, gcraFreeUnits(ahead, rate, periodMs, burst), over, ahead
+    local tat, status, remaining, retry, reset =
+      gcraStep(s ~= nil and s.tat or nil, now, cost, rate, periodMs, burst)
+    return { tat = tat }, status, remaining, retry, reset
   end,
 
   save = function(key, s, now, ttl)
-    -- A state with tat <= now decides exactly like a fresh one, so tat - now is its exact
-    -- remaining life. Saved states come from admitted costs, where tat - now <= ttl + the
-    -- fit slack (1e-4 ms at epoch ms): ttl, the algorithm's ttlMs, is kept as the floor
-    -- (what MemoryStore keeps, and what the differential tests rely on), and tat - now
-    -- wins only when the slack pushes it past ttl.
-    setState(key, struct.pack('<Bd', 2, s.tat), math.max(ttl, s.tat - now))
+    gcraSave(key, s.tat, now, ttl)
+  end,
+
+  -- A one-request batch on scalars (see ALG[1].decide).
+  decide = function(key, now, cost, ttl, rate, periodMs, burst)
+    local ok, present, tat0 = loadPacked(key, 2, 1)
+    if not ok then return false end
+    if not present then tat0 = nil end
+    local tat, status, remaining, retry, reset = gcraStep(tat0, now, cost, rate, periodMs, burst)
+    -- a cost-0 request only reads: nothing to write
+    if status == 0 and cost > 0 then gcraSave(key, tat, now, ttl) end
+    return true, status, remaining, retry, reset
   end,
 }
 

@@ -5,34 +5,65 @@ local function tokenBucketFitSlack(ts, rate, periodMs)
   return FIT_EPSILON + (2 * math.abs(ts) * DBL_EPSILON * rate) / periodMs
 end
 
+-- The step on scalars: tokens0 and ts0 are the state's, both nil when there is none.
+-- Returns the next state (tokens, ts), then status, remaining, retryAfterMs, resetAfterMs.
+local function tokenBucketStep(tokens0, ts0, now, cost, rate, periodMs, burst)
+  local tokens, ts
+  if tokens0 == nil then
+    tokens = burst
+    ts = now
+  else
+    local elapsed = math.max(0, now - ts0)
+    tokens = math.min(burst, tokens0 + (elapsed * rate) / periodMs)
+    ts = math.max(ts0, now)
+  end
+  if cost > burst then return tokens, ts, 2, tokens, 0, 0 end
+  local lag = ts - now
+  if tokens + tokenBucketFitSlack(ts, rate, periodMs) >= cost then
+    local left = math.max(0, tokens - cost)
+    return left, ts, 0, left, 0, lag + ((burst - left) * periodMs) / rate
+  end
+  return tokens, ts, 1, tokens,
+    lag + ((cost - tokens) * periodMs) / rate, lag + ((burst - tokens) * periodMs) / rate
+end
+
+local function tokenBucketSave(key, tokens, ts, now, ttl)
+  -- the state is as of ts (later than now after backwards time): expire from there
+  setState(key, struct.pack('<Bdd', 1, tokens, ts), ttl + math.max(0, ts - now))
+end
+
 ALG[1] = {
   load = function(key)
     return loadNumbers(key, TB_FIELDS, 1)
   end,
 
   step = function(s, now, cost, rate, periodMs, burst)
-    local tokens, ts
+    local tokens, ts, status, remaining, retry, reset
     if s == nil then
-      tokens = burst
-      ts = now
+      tokens, ts, status, remaining, retry, reset =
+        tokenBucketStep(nil, nil, now, cost, rate, periodMs, burst)
     else
-      local elapsed = math.max(0, now - s.ts)
-      tokens = math.min(burst, s.tokens + (elapsed * rate) / periodMs)
-      ts = math.max(s.ts, now)
+      tokens, ts, status, remaining, retry, reset =
+        tokenBucketStep(s.tokens, s.ts, now, cost, rate, periodMs, burst)
     end
-    if cost > burst then return { tokens = tokens, ts = ts }, 2, tokens, 0, 0 end
-    local lag = ts - now
-    if tokens + tokenBucketFitSlack(ts, rate, periodMs) >= cost then
-      local left = math.max(0, tokens - cost)
-      return { tokens = left, ts = ts }, 0, left, 0, lag + ((burst - left) * periodMs) / rate
-    end
-    return { tokens = tokens, ts = ts }, 1, tokens,
-      lag + ((cost - tokens) * periodMs) / rate, lag + ((burst - tokens) * periodMs) / rate
+    return { tokens = tokens, ts = ts }, status, remaining, retry, reset
   end,
 
   save = function(key, s, now, ttl)
-    -- the state is as of s.ts (later than now after backwards time): expire from there
-    setState(key, struct.pack('<Bdd', 1, s.tokens, s.ts), ttl + math.max(0, s.ts - now))
+    tokenBucketSave(key, s.tokens, s.ts, now, ttl)
+  end,
+
+  -- A one-request batch: load, step and save on scalars, with no table per check.
+  -- Returns (ok, status, remaining, retryAfterMs, resetAfterMs); ok as for load.
+  decide = function(key, now, cost, ttl, rate, periodMs, burst)
+    local ok, present, tokens0, ts0 = loadPacked(key, 1, 2)
+    if not ok then return false end
+    if not present then tokens0, ts0 = nil, nil end
+    local tokens, ts, status, remaining, retry, reset =
+      tokenBucketStep(tokens0, ts0, now, cost, rate, periodMs, burst)
+    -- a cost-0 request only reads: nothing to write
+    if status == 0 and cost > 0 then tokenBucketSave(key, tokens, ts, now, ttl) end
+    return true, status, remaining, retry, reset
   end,
 }
 
