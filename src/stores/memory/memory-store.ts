@@ -1,3 +1,10 @@
+import {
+  decisionCell,
+  type Algorithm,
+  type InPlaceStep,
+  type DecisionCell,
+} from '../../algorithms/algorithm.js';
+import type { AlgorithmDecision } from '../../core/decision.js';
 import { StoreError } from '../../core/errors.js';
 import { decideBatch } from '../batch.js';
 import { dedupKey } from '../key.js';
@@ -29,9 +36,25 @@ export interface MemoryStoreStats {
   readonly expired: number;
 }
 
+/**
+ * A bucket key, with room for the store's handle on its bucket. A caller that decides the
+ * same key again and again (the limiter, for a descriptor it remembers) passes the same
+ * ref, and the store goes straight to the bucket it found last time, while that bucket is
+ * still held, instead of looking the key up.
+ * @internal
+ */
+export interface BucketRef {
+  readonly key: string;
+  /** Opaque; set by the store. */
+  handle: unknown;
+}
+
 /** A bucket, linked into the recency list (least recently used first). */
 interface Entry {
   readonly key: string;
+  readonly owner: MemoryStore;
+  /** False once removed (expired, evicted or closed): a stale handle then looks the key up. */
+  held: boolean;
   state: unknown;
   expiresAtMs: number;
   prev: Entry | undefined;
@@ -63,6 +86,10 @@ export class MemoryStore implements Store {
   readonly #dedupTtlMs: number;
   readonly #maxRequestIds: number;
   readonly #requests = new Map<string, { results: readonly StoreResult[]; expiresAtMs: number }>();
+  /** Per in-place algorithm, the object its next step writes into (see `#one`). */
+  readonly #spares = new Map<InPlaceStep<unknown, unknown>, unknown>();
+  /** The decision of the last `decideOne`, reused. */
+  readonly #out = decisionCell();
 
   constructor(options: MemoryStoreOptions = {}) {
     const maxKeys = options.maxKeys ?? 1_000_000;
@@ -105,14 +132,8 @@ export class MemoryStore implements Store {
     if (batch.length === 1) {
       // One request: decideBatch's all-or-nothing reduces to "write it when admitted".
       const r = batch[0]!;
-      const e = this.#live(r.key, nowMs);
-      const t = r.algorithm.transition(e?.state, nowMs, r.cost, r.params);
-      if (t.decision.allowed && r.cost > 0) {
-        const expiresAtMs = nowMs + r.algorithm.ttlMs(r.params);
-        if (e === undefined) this.#insert(r.key, t.state, expiresAtMs);
-        else this.#update(e, t.state, expiresAtMs);
-      }
-      results = [{ ok: true, decision: t.decision }];
+      const decision = this.#one(r, r.algorithm, r.params, r.cost, nowMs, decisionCell());
+      results = [{ ok: true, decision }];
     } else {
       const states = batch.map((r) => this.#live(r.key, nowMs)?.state);
       const outcome = decideBatch(batch, states, nowMs);
@@ -131,6 +152,68 @@ export class MemoryStore implements Store {
       this.#requests.set(rid, { results, expiresAtMs: nowMs + this.#dedupTtlMs });
     }
     return results;
+  }
+
+  /**
+   * The limiter's path for a batch of one request with no request id: the decision
+   * `applySync` would return, without the batch and result objects. The decision may be
+   * an object the store reuses: read it before the next call. `undefined` when the store
+   * is closed (then `applySync` reports the error).
+   * @internal
+   */
+  decideOne(
+    ref: BucketRef,
+    algorithm: Algorithm<unknown, unknown>,
+    params: unknown,
+    cost: number,
+    nowMs: number,
+  ): AlgorithmDecision | undefined {
+    if (this.#closed) return undefined;
+    if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
+    this.#sweep(nowMs);
+    return this.#one(ref, algorithm, params, cost, nowMs, this.#out);
+  }
+
+  /**
+   * Decides one request and writes its state when admitted with a cost. Algorithms with an
+   * in-place step update the bucket's state object instead of allocating one: the step
+   * writes into a spare object of the algorithm, which becomes the bucket's state on commit
+   * while the old state becomes the spare. The decision is then written into `out`.
+   */
+  #one(
+    ref: BucketRef | { readonly key: string },
+    algorithm: Algorithm<unknown, unknown>,
+    params: unknown,
+    cost: number,
+    nowMs: number,
+    out: DecisionCell,
+  ): AlgorithmDecision {
+    const held = 'handle' in ref ? (ref.handle as Entry | undefined) : undefined;
+    const e =
+      held !== undefined && held.held && held.owner === this
+        ? this.#touch(held, nowMs)
+        : this.#live(ref.key, nowMs);
+    const inPlace = algorithm.inPlace;
+    if (inPlace === undefined) {
+      const t = algorithm.transition(e?.state, nowMs, cost, params);
+      if (t.decision.allowed && cost > 0) {
+        this.#commit(ref, e, t.state, nowMs + algorithm.ttlMs(params));
+      }
+      return t.decision;
+    }
+    // Only a reused cell can hold one; a new cell stays without the property.
+    if (out.delayMs !== undefined) out.delayMs = undefined;
+    const next = this.#spares.get(inPlace) ?? inPlace.blank();
+    inPlace.step(e?.state, nowMs, cost, params, next, out);
+    if (out.allowed && cost > 0) {
+      // Read before the commit replaces it: the old state is the next spare.
+      const old = e === undefined ? inPlace.blank() : e.state;
+      this.#commit(ref, e, next, nowMs + algorithm.ttlMs(params));
+      this.#spares.set(inPlace, old);
+    } else {
+      this.#spares.set(inPlace, next);
+    }
+    return out as AlgorithmDecision;
   }
 
   stats(): MemoryStoreStats {
@@ -156,7 +239,11 @@ export class MemoryStore implements Store {
    */
   #live(key: string, nowMs: number): Entry | undefined {
     const e = this.#entries.get(key);
-    if (e === undefined) return undefined;
+    return e === undefined ? undefined : this.#touch(e, nowMs);
+  }
+
+  /** {@link MemoryStore.#live} for a held entry. */
+  #touch(e: Entry, nowMs: number): Entry | undefined {
     if (nowMs >= e.expiresAtMs) {
       this.#remove(e);
       this.#expired += 1;
@@ -175,6 +262,23 @@ export class MemoryStore implements Store {
     else this.#insert(key, state, expiresAtMs);
   }
 
+  /**
+   * Writes `state` into the bucket's entry `e`, or a new entry when there is none, and
+   * keeps a handle on the new entry in `ref` when it has room for one.
+   */
+  #commit(
+    ref: BucketRef | { readonly key: string },
+    e: Entry | undefined,
+    state: unknown,
+    expiresAtMs: number,
+  ): void {
+    if (e !== undefined) this.#update(e, state, expiresAtMs);
+    else {
+      const added = this.#insert(ref.key, state, expiresAtMs);
+      if ('handle' in ref) ref.handle = added;
+    }
+  }
+
   #update(e: Entry, state: unknown, expiresAtMs: number): void {
     e.state = state;
     // A write from a clock that went backwards must not shorten the life of a state
@@ -182,16 +286,25 @@ export class MemoryStore implements Store {
     if (expiresAtMs > e.expiresAtMs) e.expiresAtMs = expiresAtMs;
   }
 
-  #insert(key: string, state: unknown, expiresAtMs: number): void {
+  #insert(key: string, state: unknown, expiresAtMs: number): Entry {
     if (this.#entries.size >= this.#maxKeys) {
       const old = this.#lru!;
       this.#remove(old);
       this.#evictions += 1;
       if (old.expiresAtMs > this.#lastNowMs) this.#evictedLive += 1;
     }
-    const e: Entry = { key, state, expiresAtMs, prev: undefined, next: undefined };
+    const e: Entry = {
+      key,
+      owner: this,
+      held: true,
+      state,
+      expiresAtMs,
+      prev: undefined,
+      next: undefined,
+    };
     this.#entries.set(key, e);
     this.#append(e);
+    return e;
   }
 
   #sweep(nowMs: number): void {
@@ -204,6 +317,7 @@ export class MemoryStore implements Store {
   }
 
   #remove(e: Entry): void {
+    e.held = false;
     this.#entries.delete(e.key);
     this.#unlink(e);
   }
