@@ -9,7 +9,13 @@ import { bucketKey } from '../stores/key.js';
 import { MemoryStore } from '../stores/memory/memory-store.js';
 import type { Store, StoreRequest, StoreResult } from '../stores/store.js';
 import { combineDecisions, type CheckResult } from './check-result.js';
-import { PolicyPlans, type DescriptorRecord, type RecordItem } from './plan.js';
+import {
+  matchedItems,
+  PolicyPlans,
+  type DescriptorRecord,
+  type RecordItem,
+  type RecordMatch,
+} from './plan.js';
 import { StaleBudgets } from './stale-budgets.js';
 
 export interface LimiterOptions {
@@ -196,9 +202,9 @@ export class Limiter {
       !Array.isArray(descriptor)
     ) {
       const record = descriptor as DescriptorRecord;
-      const items = plans.recall(record) ?? this.#resolveRecord(record, plans);
+      const match = plans.recall(record) ?? this.#resolveRecord(record, plans);
       // Anything unusual takes the general path, which reports it exactly.
-      if (items !== undefined) return this.#checkRecord(nowMs, items, options);
+      if (match !== undefined) return this.#checkRecord(nowMs, match, options);
     }
     const d = toDescriptor(descriptor, this.#maxValueLength);
     const selected = this.#select(plans.policies, d, options.policies);
@@ -236,7 +242,7 @@ export class Limiter {
    * compiled plans (remembered when the record cannot change); `undefined` when
    * `toDescriptor` would not accept the record as is.
    */
-  #resolveRecord(record: DescriptorRecord, plans: PolicyPlans): readonly RecordItem[] | undefined {
+  #resolveRecord(record: DescriptorRecord, plans: PolicyPlans): RecordMatch | undefined {
     const keys = Object.keys(record);
     if (!this.#plainRecord(record, keys)) return undefined;
     const candidates = plans.forShape(keys);
@@ -257,22 +263,23 @@ export class Limiter {
         });
       }
     }
-    plans.remember(record, keys, items);
-    return items;
+    const match = items.length === 1 ? items[0]! : items;
+    plans.remember(record, keys, match);
+    return match;
   }
 
   /** {@link Limiter.checkAt} for the policies a valid record descriptor matched. */
   #checkRecord(
     nowMs: number,
-    items: readonly RecordItem[],
+    match: RecordMatch,
     options: CheckOptions,
   ): CheckResult | Promise<CheckResult> {
     const override = options.cost;
     if (override !== undefined) validateCost(override);
     const memory = this.#memory;
-    if (items.length === 1 && memory !== undefined && options.requestId === undefined) {
+    if (!Array.isArray(match) && memory !== undefined && options.requestId === undefined) {
       // One bucket in the memory store: no batch, no store result, no promise.
-      const item = items[0]!;
+      const item = match as RecordItem;
       const plan = item.plan;
       const cost = override ?? item.cost;
       const policy = plan.policy;
@@ -285,6 +292,7 @@ export class Limiter {
         return combineDecisions([withPolicy(d, policy.name, policy.shadow ? 'shadow' : 'store')]);
       }
     }
+    const items = matchedItems(match);
     const selected: Policy[] = [];
     const batch: StoreRequest[] = [];
     for (let i = 0; i < items.length; i++) {

@@ -35,6 +35,17 @@ export interface RecordItem {
   handle: unknown;
 }
 
+/**
+ * The policies a record descriptor matched: the item itself when exactly one matched (one
+ * object fewer to reach per check), else the list (possibly empty).
+ */
+export type RecordMatch = RecordItem | readonly RecordItem[];
+
+/** The items of a {@link RecordMatch}, as a list. */
+export function matchedItems(m: RecordMatch): readonly RecordItem[] {
+  return Array.isArray(m) ? (m as readonly RecordItem[]) : [m as RecordItem];
+}
+
 interface ShapeNode {
   readonly next: Map<string, ShapeNode>;
   plans: readonly PolicyPlan[] | undefined;
@@ -88,7 +99,7 @@ export class PolicyPlans {
    * can the policies, so its matched policies, keys and costs are worked out once. Weak:
    * an entry lives as long as the caller keeps the descriptor.
    */
-  readonly #records = new WeakMap<object, readonly RecordItem[]>();
+  readonly #records = new WeakMap<object, RecordMatch>();
 
   constructor(policies: readonly Policy[]) {
     this.#policies = policies;
@@ -140,7 +151,7 @@ export class PolicyPlans {
   }
 
   /** What `record` resolved to, if it was remembered (see {@link PolicyPlans.remember}). */
-  recall(record: DescriptorRecord): readonly RecordItem[] | undefined {
+  recall(record: DescriptorRecord): RecordMatch | undefined {
     return this.#records.get(record);
   }
 
@@ -148,12 +159,12 @@ export class PolicyPlans {
    * Remembers what `record` (validated, with own keys `keys`) resolved to, when it cannot
    * change: frozen, with data properties only (a getter could answer differently per call).
    */
-  remember(record: DescriptorRecord, keys: readonly string[], items: readonly RecordItem[]): void {
+  remember(record: DescriptorRecord, keys: readonly string[], match: RecordMatch): void {
     if (!Object.isFrozen(record)) return;
     for (let i = 0; i < keys.length; i++) {
       const property = Object.getOwnPropertyDescriptor(record, keys[i]!);
       if (property === undefined || !('value' in property)) return;
     }
-    this.#records.set(record, items);
+    this.#records.set(record, match);
   }
 }
