@@ -8,7 +8,7 @@
  * - store: `MemoryStore.decideOne` (handles kept between calls, expiry, eviction) against a
  *   model that runs the pure transitions over a Map with the documented store semantics
  *   (write when admitted with a cost; expire `ttlMs` after the last write, never earlier;
- *   evict the least recently used past `maxKeys`).
+ *   evict the least recently used past `maxKeys`), and the same `stats()`.
  *
  * Costs are random (0 and above capacity included); time moves forwards, backwards, by
  * fractions and past the TTL, from an injected instant.
@@ -166,6 +166,7 @@ describe('in-place steps equal the pure transitions', () => {
           // The model: pure transitions, LRU order by Map insertion order.
           const model = new Map<string, { state: unknown; expiresAtMs: number }>();
           const ttlMs = c.alg.ttlMs(params);
+          let [evictions, evictedLive, expired, latestMs] = [0, 0, 0, -Infinity];
           let nowMs = startMs;
           for (const op of ops) {
             nowMs += op.dtMs;
@@ -173,22 +174,29 @@ describe('in-place steps equal the pure transitions', () => {
             // The store's lazy expiry: up to two expired buckets from the least recently
             // used end per call, and the bucket touched; a live touched one becomes the
             // most recently used.
+            latestMs = Math.max(latestMs, nowMs);
             for (let n = 0; n < 2; n++) {
               const [lru] = model;
               if (lru === undefined || nowMs < lru[1].expiresAtMs) break;
               model.delete(lru[0]);
+              expired += 1;
             }
             let entry = model.get(key);
             if (entry !== undefined) {
               model.delete(key);
-              if (nowMs >= entry.expiresAtMs) entry = undefined;
-              else model.set(key, entry);
+              if (nowMs >= entry.expiresAtMs) {
+                entry = undefined;
+                expired += 1;
+              } else model.set(key, entry);
             }
             const t = c.alg.transition(entry?.state, nowMs, op.cost, params);
             if (t.decision.allowed && op.cost > 0) {
               const expiresAtMs = Math.max(entry?.expiresAtMs ?? -Infinity, nowMs + ttlMs);
               if (entry === undefined && model.size >= 2) {
-                model.delete(model.keys().next().value as string);
+                const [lruKey, lru] = model.entries().next().value!;
+                model.delete(lruKey);
+                evictions += 1;
+                if (lru.expiresAtMs > latestMs) evictedLive += 1;
               }
               model.set(key, { state: t.state, expiresAtMs });
             }
@@ -196,6 +204,7 @@ describe('in-place steps equal the pure transitions', () => {
             const ref = op.cost % 2 === 0 ? refs[op.key]! : { key, handle: undefined };
             const d = store.decideOne(ref, c.alg, params, op.cost, nowMs)!;
             expect(copyDecision(d)).toStrictEqual(t.decision);
+            expect(store.stats()).toEqual({ keys: model.size, evictions, evictedLive, expired });
           }
         }),
         { numRuns: NUM_RUNS },
