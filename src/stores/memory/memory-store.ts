@@ -132,7 +132,15 @@ export class MemoryStore implements Store {
     if (batch.length === 1) {
       // One request: decideBatch's all-or-nothing reduces to "write it when admitted".
       const r = batch[0]!;
-      const decision = this.#one(r, r.algorithm, r.params, r.cost, nowMs, decisionCell());
+      const decision = this.#one(
+        r.key,
+        undefined,
+        r.algorithm,
+        r.params,
+        r.cost,
+        nowMs,
+        decisionCell(),
+      );
       results = [{ ok: true, decision }];
     } else {
       const states = batch.map((r) => this.#live(r.key, nowMs)?.state);
@@ -171,14 +179,16 @@ export class MemoryStore implements Store {
     if (this.#closed) return undefined;
     if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
     this.#sweep(nowMs);
-    return this.#one(ref, algorithm, params, cost, nowMs, this.#out);
+    return this.#one(ref.key, ref, algorithm, params, cost, nowMs, this.#out);
   }
 
   /**
-   * Decides one request and writes its state when admitted with a cost. Algorithms with an
-   * in-place step update the bucket's state object instead of allocating one: the step
-   * writes into a spare object of the algorithm, which becomes the bucket's state on commit
-   * while the old state becomes the spare. The decision is then written into `out`.
+   * Decides one request on `key` and writes its state when admitted with a cost; `ref`,
+   * when given, holds the handle on the bucket (a request object never does: the store
+   * writes nothing into a caller's request). Algorithms with an in-place step update the
+   * bucket's state object instead of allocating one: the step writes into a spare object
+   * of the algorithm, which becomes the bucket's state on commit while the old state
+   * becomes the spare. The decision is then written into `out`.
    *
    * An expired bucket reads as absent and is counted as expired, as in `#live`; it is then
    * removed, unless this request writes: then its entry is reused for the new bucket,
@@ -186,16 +196,17 @@ export class MemoryStore implements Store {
    * evictions come out as with remove-then-insert).
    */
   #one(
-    ref: BucketRef | { readonly key: string },
+    key: string,
+    ref: BucketRef | undefined,
     algorithm: Algorithm<unknown, unknown>,
     params: unknown,
     cost: number,
     nowMs: number,
     out: DecisionCell,
   ): AlgorithmDecision {
-    const held = 'handle' in ref ? (ref.handle as Entry | undefined) : undefined;
+    const held = ref?.handle as Entry | undefined;
     const e =
-      held !== undefined && held.held && held.owner === this ? held : this.#entries.get(ref.key);
+      held !== undefined && held.held && held.owner === this ? held : this.#entries.get(key);
     let state: unknown = undefined;
     let expired = false;
     if (e !== undefined) {
@@ -227,8 +238,8 @@ export class MemoryStore implements Store {
     if (write !== undefined) {
       const expiresAtMs = nowMs + algorithm.ttlMs(params);
       if (e === undefined) {
-        const added = this.#insert(ref.key, write, expiresAtMs);
-        if ('handle' in ref) ref.handle = added;
+        const added = this.#insert(key, write, expiresAtMs);
+        if (ref !== undefined) ref.handle = added;
       } else if (expired) {
         e.state = write;
         e.expiresAtMs = expiresAtMs;
