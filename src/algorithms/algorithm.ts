@@ -33,6 +33,83 @@ export interface Algorithm<P, S> {
   ttlMs(params: P): number;
   /** The largest cost that can ever be admitted (burst, limit or queue size). */
   capacity(params: P): number;
+  /**
+   * `transition` as an allocation-free step, for a store that owns its states and can
+   * update them in place (MemoryStore). `transition` is built from the same step, so the
+   * two cannot disagree. Absent for the sliding log, whose state is a list.
+   */
+  readonly inPlace?: InPlaceStep<P, S>;
+}
+
+/** `T` with its fields writable: a state being written in place. */
+export type Writable<T> = { -readonly [K in keyof T]: T[K] };
+
+/**
+ * A decision being written in place. `delayMs` may hold `undefined`, which means absent,
+ * so that a store can reuse one object for decisions with and without it.
+ */
+export type DecisionCell = Writable<Omit<AlgorithmDecision, 'delayMs'>> & {
+  delayMs?: number | undefined;
+};
+
+/**
+ * The arithmetic of a transition, writing its outputs instead of allocating them.
+ *
+ * `step(state, nowMs, cost, params, next, out)` writes into `next` every field of the
+ * state `transition` would return and into `out` every field of its decision (`delayMs`
+ * only when the decision has one; a caller reusing `out` clears it first). `state` is
+ * only read, and is never the same object as `next`, so a store can keep two objects
+ * per bucket and swap them when it commits (see MemoryStore).
+ */
+export interface InPlaceStep<P, S> {
+  step(
+    state: S | undefined,
+    nowMs: number,
+    cost: number,
+    params: P,
+    next: Writable<S>,
+    out: DecisionCell,
+  ): void;
+  /** A new state object for `next` (its fields are all overwritten by `step`). */
+  blank(): Writable<S>;
+}
+
+/**
+ * The pure `transition` of an in-place step: a new state and a new decision per call.
+ * The fields are written in the order of the `AlgorithmDecision` interface, so the
+ * decision is the same literal a hand-written transition would build.
+ */
+export function pureTransition<P, S>(
+  inPlace: InPlaceStep<P, S>,
+): (state: S | undefined, nowMs: number, cost: number, params: P) => Transition<S> {
+  return (state, nowMs, cost, params) => {
+    const next = inPlace.blank();
+    const out = decisionCell();
+    inPlace.step(state, nowMs, cost, params, next, out);
+    return { state: next, decision: out as AlgorithmDecision };
+  };
+}
+
+/** A new decision cell for a step to write into (no `delayMs` until a step sets one). */
+export function decisionCell(): DecisionCell {
+  return { status: 'OK', allowed: false, limit: 0, remaining: 0, retryAfterMs: 0, resetAfterMs: 0 };
+}
+
+/** Writes a decision's fields into `out` (every field but `delayMs`). */
+export function decide(
+  out: DecisionCell,
+  status: AlgorithmDecision['status'],
+  limit: number,
+  remaining: number,
+  retryAfterMs: number,
+  resetAfterMs: number,
+): void {
+  out.status = status;
+  out.allowed = status === 'OK';
+  out.limit = limit;
+  out.remaining = remaining;
+  out.retryAfterMs = retryAfterMs;
+  out.resetAfterMs = resetAfterMs;
 }
 
 /**
@@ -44,18 +121,15 @@ export interface Algorithm<P, S> {
 export const FIT_EPSILON = 1e-9;
 
 /** The decision for a cost that can never fit (see the transition contract). */
-export function unfittable<S>(state: S, limit: number, remaining: number): Transition<S> {
-  return {
-    state,
-    decision: {
-      status: 'INVALID_POLICY',
-      allowed: false,
-      limit,
-      remaining,
-      retryAfterMs: 0,
-      resetAfterMs: 0,
-    },
-  };
+export function unfittableDecision(limit: number, remaining: number): AlgorithmDecision {
+  const out = decisionCell();
+  unfittable(out, limit, remaining);
+  return out as AlgorithmDecision;
+}
+
+/** Writes the decision for a cost that can never fit (see the transition contract). */
+export function unfittable(out: DecisionCell, limit: number, remaining: number): void {
+  decide(out, 'INVALID_POLICY', limit, remaining, 0, 0);
 }
 
 /**

@@ -1,5 +1,14 @@
 import { z } from 'zod';
-import { unfittable, type Algorithm, type Transition, waitUntil } from './algorithm.js';
+import {
+  decide,
+  type DecisionCell,
+  pureTransition,
+  unfittable,
+  waitUntil,
+  type Algorithm,
+  type InPlaceStep,
+  type Writable,
+} from './algorithm.js';
 import { capacityUnits, durationMs } from './params.js';
 
 /**
@@ -33,12 +42,14 @@ export const windowParamsSchema = z
   .strict()
   .transform((p): WindowParams => ({ limit: p.limit, windowMs: p.window }));
 
-function transition(
+function step(
   state: FixedWindowState | undefined,
   nowMs: number,
   cost: number,
   p: FixedWindowParams,
-): Transition<FixedWindowState> {
+  next: Writable<FixedWindowState>,
+  out: DecisionCell,
+): void {
   const nowWindow = Math.floor(nowMs / p.windowMs);
   // A later window starts empty. An earlier one (time went backwards) is read as the
   // state's window, count kept: stepping back over a boundary must not reopen a window
@@ -47,37 +58,28 @@ function transition(
   const count = state !== undefined && state.window === window ? state.count : 0;
   // From the effective window, so after backwards time this can exceed windowMs.
   const untilEndMs = waitUntil(nowMs, (window + 1) * p.windowMs);
-  const resetAfterMs = (n: number): number => (n > 0 ? untilEndMs : 0);
+  next.window = window;
+  next.count = count;
 
-  if (cost > p.limit) return unfittable({ window, count }, p.limit, p.limit - count);
+  if (cost > p.limit) {
+    unfittable(out, p.limit, p.limit - count);
+    return;
+  }
   // Counts are whole units, so the comparison is exact: no FIT_EPSILON.
   if (count + cost <= p.limit) {
     const used = count + cost;
-    return {
-      state: { window, count: used },
-      decision: {
-        status: 'OK',
-        allowed: true,
-        limit: p.limit,
-        remaining: p.limit - used,
-        retryAfterMs: 0,
-        resetAfterMs: resetAfterMs(used),
-      },
-    };
+    next.count = used;
+    decide(out, 'OK', p.limit, p.limit - used, 0, used > 0 ? untilEndMs : 0);
+    return;
   }
-  return {
-    state: { window, count },
-    decision: {
-      status: 'OVER_LIMIT',
-      allowed: false,
-      limit: p.limit,
-      remaining: p.limit - count,
-      // The next window starts empty and cost <= limit, so it fits then.
-      retryAfterMs: untilEndMs,
-      resetAfterMs: resetAfterMs(count),
-    },
-  };
+  // The next window starts empty and cost <= limit, so it fits then.
+  decide(out, 'OVER_LIMIT', p.limit, p.limit - count, untilEndMs, count > 0 ? untilEndMs : 0);
 }
+
+const inPlace: InPlaceStep<FixedWindowParams, FixedWindowState> = {
+  step,
+  blank: () => ({ window: 0, count: 0 }),
+};
 
 /**
  * Fixed window: at most `limit` units per epoch-aligned window of `windowMs`; the count
@@ -89,7 +91,8 @@ function transition(
 export const fixedWindow: Algorithm<FixedWindowParams, FixedWindowState> = {
   kind: 'fixed-window',
   paramsSchema: windowParamsSchema,
-  transition,
+  transition: pureTransition(inPlace),
   ttlMs: (p) => p.windowMs,
   capacity: (p) => p.limit,
+  inPlace,
 };

@@ -1,5 +1,14 @@
 import type { z } from 'zod';
-import { FIT_EPSILON, unfittable, type Algorithm, type Transition } from './algorithm.js';
+import {
+  decide,
+  type DecisionCell,
+  FIT_EPSILON,
+  pureTransition,
+  unfittable,
+  type Algorithm,
+  type InPlaceStep,
+  type Writable,
+} from './algorithm.js';
 import { tokenBucket } from './token-bucket.js';
 
 /** GCRA parameters (validated); the same fields and defaults as the token bucket's. */
@@ -55,51 +64,41 @@ function slackMs(tatMs: number, p: GcraParams): number {
   return FIT_EPSILON * emissionMs(1, p) + (p.burst * Math.abs(tatMs) * Number.EPSILON) / 2;
 }
 
-function transition(
+function step(
   state: GcraState | undefined,
   nowMs: number,
   cost: number,
   p: GcraParams,
-): Transition<GcraState> {
+  next: Writable<GcraState>,
+  out: DecisionCell,
+): void {
   // An idle bucket's TAT lies in the past and it has been full since then: count from now.
   // Backwards time: max() keeps the later TAT, so nothing is ever given back.
   const tatMs = Math.max(state?.tatMs ?? nowMs, nowMs);
-  const unchanged = state ?? { tatMs: nowMs };
+  // Unchanged unless admitted.
+  next.tatMs = state?.tatMs ?? nowMs;
   // From here on, durations relative to now: the difference of two nearby instants is
   // exact, while arithmetic on absolute instants would round at their magnitude (the
   // textbook test `tat + cost × T − tolerance <= now` is off by up to 1e-4 ms at epoch ms).
   const aheadMs = tatMs - nowMs;
-  if (cost > p.burst) return unfittable(unchanged, p.burst, freeUnits(aheadMs, p));
+  if (cost > p.burst) {
+    unfittable(out, p.burst, freeUnits(aheadMs, p));
+    return;
+  }
 
   const newAheadMs = aheadMs + emissionMs(cost, p);
   const overMs = newAheadMs - emissionMs(p.burst, p);
   // A peek (cost 0) only reads, so it is admitted even when time went back so far that
   // the TAT lies beyond the tolerance (overMs > 0); the token bucket admits it too.
   if (cost === 0 || overMs <= slackMs(tatMs, p)) {
-    return {
-      state: { tatMs: tatMs + emissionMs(cost, p) },
-      decision: {
-        status: 'OK',
-        allowed: true,
-        limit: p.burst,
-        remaining: freeUnits(newAheadMs, p),
-        retryAfterMs: 0,
-        resetAfterMs: newAheadMs,
-      },
-    };
+    next.tatMs = tatMs + emissionMs(cost, p);
+    decide(out, 'OK', p.burst, freeUnits(newAheadMs, p), 0, newAheadMs);
+    return;
   }
-  return {
-    state: unchanged,
-    decision: {
-      status: 'OVER_LIMIT',
-      allowed: false,
-      limit: p.burst,
-      remaining: freeUnits(aheadMs, p),
-      retryAfterMs: overMs,
-      resetAfterMs: aheadMs,
-    },
-  };
+  decide(out, 'OVER_LIMIT', p.burst, freeUnits(aheadMs, p), overMs, aheadMs);
 }
+
+const inPlace: InPlaceStep<GcraParams, GcraState> = { step, blank: () => ({ tatMs: 0 }) };
 
 /**
  * GCRA (generic cell rate algorithm): the token bucket kept in one number. Each admitted
@@ -122,7 +121,8 @@ function transition(
 export const gcra: Algorithm<GcraParams, GcraState> = {
   kind: 'gcra',
   paramsSchema,
-  transition,
+  transition: pureTransition(inPlace),
   ttlMs: (p) => Math.ceil(emissionMs(p.burst, p)),
   capacity: (p) => p.burst,
+  inPlace,
 };

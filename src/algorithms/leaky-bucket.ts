@@ -1,5 +1,14 @@
 import { z } from 'zod';
-import { FIT_EPSILON, unfittable, type Algorithm, type Transition } from './algorithm.js';
+import {
+  decide,
+  type DecisionCell,
+  FIT_EPSILON,
+  pureTransition,
+  unfittable,
+  type Algorithm,
+  type InPlaceStep,
+  type Writable,
+} from './algorithm.js';
 import { capacityUnits, durationMs, positiveRate } from './params.js';
 
 /**
@@ -57,12 +66,14 @@ function fitSlack(tsMs: number, p: LeakyBucketParams): number {
   return FIT_EPSILON + (2 * Math.abs(tsMs) * Number.EPSILON * p.rate) / p.periodMs;
 }
 
-function transition(
+function step(
   state: LeakyBucketState | undefined,
   nowMs: number,
   cost: number,
   p: LeakyBucketParams,
-): Transition<LeakyBucketState> {
+  next: Writable<LeakyBucketState>,
+  out: DecisionCell,
+): void {
   let level: number;
   let tsMs: number;
   if (state === undefined) {
@@ -75,39 +86,38 @@ function transition(
     level = Math.max(0, state.level - (elapsedMs * p.rate) / p.periodMs);
     tsMs = Math.max(state.tsMs, nowMs);
   }
-  if (cost > p.capacity) return unfittable({ level, tsMs }, p.capacity, p.capacity - level);
+  next.level = level;
+  next.tsMs = tsMs;
+  if (cost > p.capacity) {
+    unfittable(out, p.capacity, p.capacity - level);
+    return;
+  }
   // Waits start from tsMs, which is later than nowMs when time went backwards.
   const lagMs = tsMs - nowMs;
   if (level + cost <= p.capacity + fitSlack(tsMs, p)) {
     const after = Math.min(p.capacity, level + cost);
-    const decision = {
-      status: 'OK',
-      allowed: true,
-      limit: p.capacity,
-      remaining: p.capacity - after,
-      retryAfterMs: 0,
-      resetAfterMs: lagMs + leakMs(after, p),
-    } as const;
-    return {
-      state: { level: after, tsMs },
-      // Shaping: the units already queued leave first, at exactly `rate`, so this
-      // request's turn comes when they have leaked out (nginx limit_req without nodelay).
-      decision: p.mode === 'delay' ? { ...decision, delayMs: lagMs + leakMs(level, p) } : decision,
-    };
+    next.level = after;
+    decide(out, 'OK', p.capacity, p.capacity - after, 0, lagMs + leakMs(after, p));
+    // Shaping: the units already queued leave first, at exactly `rate`, so this
+    // request's turn comes when they have leaked out (nginx limit_req without nodelay).
+    if (p.mode === 'delay') out.delayMs = lagMs + leakMs(level, p);
+    return;
   }
   // A denial gets no delayMs in either mode: it is not queued, and retryAfterMs is its wait.
-  return {
-    state: { level, tsMs },
-    decision: {
-      status: 'OVER_LIMIT',
-      allowed: false,
-      limit: p.capacity,
-      remaining: p.capacity - level,
-      retryAfterMs: lagMs + leakMs(level + cost - p.capacity, p),
-      resetAfterMs: lagMs + leakMs(level, p),
-    },
-  };
+  decide(
+    out,
+    'OVER_LIMIT',
+    p.capacity,
+    p.capacity - level,
+    lagMs + leakMs(level + cost - p.capacity, p),
+    lagMs + leakMs(level, p),
+  );
 }
+
+const inPlace: InPlaceStep<LeakyBucketParams, LeakyBucketState> = {
+  step,
+  blank: () => ({ level: 0, tsMs: 0 }),
+};
 
 /**
  * Leaky bucket: a queue of at most `capacity` units draining continuously at `rate` per
@@ -122,7 +132,8 @@ function transition(
 export const leakyBucket: Algorithm<LeakyBucketParams, LeakyBucketState> = {
   kind: 'leaky-bucket',
   paramsSchema,
-  transition,
+  transition: pureTransition(inPlace),
   ttlMs: (p) => Math.ceil(leakMs(p.capacity, p)),
   capacity: (p) => p.capacity,
+  inPlace,
 };

@@ -1,4 +1,4 @@
-import { unfittable, type Algorithm, type Transition, waitUntil } from './algorithm.js';
+import { unfittableDecision, type Algorithm, type Transition, waitUntil } from './algorithm.js';
 import { windowParamsSchema, type WindowParams } from './fixed-window.js';
 
 /** Sliding log parameters (validated). */
@@ -40,7 +40,9 @@ function transition(
   const resetAfterMs = (last: SlidingLogEntry | undefined): number =>
     last === undefined ? 0 : expiresAtMs(last, p) - nowMs;
 
-  if (cost > p.limit) return unfittable({ entries }, p.limit, p.limit - used);
+  if (cost > p.limit) {
+    return { state: { entries }, decision: unfittableDecision(p.limit, p.limit - used) };
+  }
   // Costs are whole units, so the comparison is exact: no FIT_EPSILON.
   if (used + cost <= p.limit) {
     // Cost 0 only reads: no entry, so the log holds at most `limit` entries.

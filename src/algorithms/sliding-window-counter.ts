@@ -1,4 +1,13 @@
-import { FIT_EPSILON, unfittable, type Algorithm, type Transition } from './algorithm.js';
+import {
+  decide,
+  type DecisionCell,
+  FIT_EPSILON,
+  pureTransition,
+  unfittable,
+  type Algorithm,
+  type InPlaceStep,
+  type Writable,
+} from './algorithm.js';
 import { windowParamsSchema, type WindowParams } from './fixed-window.js';
 
 /** Sliding window counter parameters (validated). */
@@ -14,19 +23,29 @@ export interface SlidingWindowCounterState {
   readonly previous: number;
 }
 
-/** The state as of `nowWindow`: counts of windows that have passed move back or drop out. */
+/**
+ * Writes into `into` the state as of `nowWindow`: counts of windows that have passed move
+ * back or drop out. `into` may be `state` itself.
+ */
 function rollTo(
   state: SlidingWindowCounterState | undefined,
   nowWindow: number,
-): SlidingWindowCounterState {
+  into: Writable<SlidingWindowCounterState>,
+): void {
   if (state === undefined || nowWindow >= state.window + 2) {
-    return { window: nowWindow, current: 0, previous: 0 };
+    into.window = nowWindow;
+    into.current = 0;
+    into.previous = 0;
+  } else if (nowWindow === state.window + 1) {
+    into.previous = state.current;
+    into.window = nowWindow;
+    into.current = 0;
+  } else {
+    // Same window, or time went backwards into an earlier one: keep the state's window.
+    into.window = state.window;
+    into.current = state.current;
+    into.previous = state.previous;
   }
-  if (nowWindow === state.window + 1) {
-    return { window: nowWindow, current: 0, previous: state.current };
-  }
-  // Same window, or time went backwards into an earlier one: keep the state's window.
-  return state;
 }
 
 /**
@@ -52,17 +71,19 @@ function fitsAtMs(
   return startMs + p.windowMs + (excess * p.windowMs) / s.current;
 }
 
-/** The state rolled to `nowMs`'s window, and the estimate of units in use at `nowMs`. */
-function observe(
-  state: SlidingWindowCounterState | undefined,
+/**
+ * The estimate of units in use at `nowMs` of a state already rolled to `nowMs`'s window
+ * (or a later one, after backwards time).
+ */
+function estimate(
+  s: SlidingWindowCounterState,
   nowMs: number,
   p: SlidingWindowCounterParams,
-): { readonly s: SlidingWindowCounterState; readonly estimate: number } {
-  const s = rollTo(state, Math.floor(nowMs / p.windowMs));
+): number {
   // Before the state's window (backwards time) the fraction is 0, so `previous` keeps its
   // full weight and the estimate is at its largest: backwards time creates nothing.
   const elapsed = Math.min(1, Math.max(0, (nowMs - s.window * p.windowMs) / p.windowMs));
-  return { s, estimate: s.previous * (1 - elapsed) + s.current };
+  return s.previous * (1 - elapsed) + s.current;
 }
 
 function fits(estimate: number, cost: number, p: SlidingWindowCounterParams): boolean {
@@ -86,53 +107,73 @@ function retryAfterMs(
 ): number {
   const atMs = fitsAtMs(s, cost, p);
   const waitMs = atMs - nowMs;
-  if (waitMs > 0 && fits(observe(s, nowMs + waitMs, p).estimate, cost, p)) return waitMs;
+  if (waitMs > 0) {
+    const later = blank();
+    rollTo(s, Math.floor((nowMs + waitMs) / p.windowMs), later);
+    if (fits(estimate(later, nowMs + waitMs, p), cost, p)) return waitMs;
+  }
   return waitMs + 4 * Math.max(1, Math.abs(atMs), Math.abs(nowMs)) * Number.EPSILON;
 }
 
-function transition(
+/** Until the estimate reaches 0: `current` still has the next window to decay through. */
+function resetAfterMs(
+  s: SlidingWindowCounterState,
+  current: number,
+  nowMs: number,
+  p: SlidingWindowCounterParams,
+): number {
+  const startMs = s.window * p.windowMs;
+  if (current > 0) return startMs + 2 * p.windowMs - nowMs;
+  return s.previous > 0 ? startMs + p.windowMs - nowMs : 0;
+}
+
+function blank(): Writable<SlidingWindowCounterState> {
+  return { window: 0, current: 0, previous: 0 };
+}
+
+function step(
   state: SlidingWindowCounterState | undefined,
   nowMs: number,
   cost: number,
   p: SlidingWindowCounterParams,
-): Transition<SlidingWindowCounterState> {
-  const { s, estimate } = observe(state, nowMs, p);
-  const startMs = s.window * p.windowMs;
-  // Until the estimate reaches 0: `current` still has the next window to decay through.
-  const resetAfterMs = (current: number): number =>
-    current > 0
-      ? startMs + 2 * p.windowMs - nowMs
-      : s.previous > 0
-        ? startMs + p.windowMs - nowMs
-        : 0;
-
-  if (cost > p.limit) return unfittable(s, p.limit, Math.max(0, p.limit - estimate));
-  if (fits(estimate, cost, p)) {
-    const current = s.current + cost;
-    return {
-      state: { window: s.window, current, previous: s.previous },
-      decision: {
-        status: 'OK',
-        allowed: true,
-        limit: p.limit,
-        remaining: Math.max(0, p.limit - estimate - cost),
-        retryAfterMs: 0,
-        resetAfterMs: resetAfterMs(current),
-      },
-    };
+  next: Writable<SlidingWindowCounterState>,
+  out: DecisionCell,
+): void {
+  // `next` is the state rolled to now; an admission then adds to its current window.
+  rollTo(state, Math.floor(nowMs / p.windowMs), next);
+  const s = next;
+  const used = estimate(s, nowMs, p);
+  if (cost > p.limit) {
+    unfittable(out, p.limit, Math.max(0, p.limit - used));
+    return;
   }
-  return {
-    state: s,
-    decision: {
-      status: 'OVER_LIMIT',
-      allowed: false,
-      limit: p.limit,
-      remaining: Math.max(0, p.limit - estimate),
-      retryAfterMs: retryAfterMs(s, nowMs, cost, p),
-      resetAfterMs: resetAfterMs(s.current),
-    },
-  };
+  if (fits(used, cost, p)) {
+    const current = s.current + cost;
+    decide(
+      out,
+      'OK',
+      p.limit,
+      Math.max(0, p.limit - used - cost),
+      0,
+      resetAfterMs(s, current, nowMs, p),
+    );
+    next.current = current;
+    return;
+  }
+  decide(
+    out,
+    'OVER_LIMIT',
+    p.limit,
+    Math.max(0, p.limit - used),
+    retryAfterMs(s, nowMs, cost, p),
+    resetAfterMs(s, s.current, nowMs, p),
+  );
 }
+
+const inPlace: InPlaceStep<SlidingWindowCounterParams, SlidingWindowCounterState> = {
+  step,
+  blank,
+};
 
 /**
  * Sliding window counter: approximates a rolling window of `windowMs` with two counters.
@@ -150,7 +191,8 @@ export const slidingWindowCounter: Algorithm<
 > = {
   kind: 'sliding-window-counter',
   paramsSchema: windowParamsSchema,
-  transition,
+  transition: pureTransition(inPlace),
   ttlMs: (p) => 2 * p.windowMs,
   capacity: (p) => p.limit,
+  inPlace,
 };

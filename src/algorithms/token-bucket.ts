@@ -1,5 +1,14 @@
 import { z } from 'zod';
-import { FIT_EPSILON, unfittable, type Algorithm, type Transition } from './algorithm.js';
+import {
+  decide,
+  type DecisionCell,
+  FIT_EPSILON,
+  pureTransition,
+  unfittable,
+  type Algorithm,
+  type InPlaceStep,
+  type Writable,
+} from './algorithm.js';
 import { capacityUnits, durationMs, positiveRate } from './params.js';
 
 /** Token bucket parameters (validated). */
@@ -47,12 +56,14 @@ function fitSlack(tsMs: number, p: TokenBucketParams): number {
   return FIT_EPSILON + (2 * Math.abs(tsMs) * Number.EPSILON * p.rate) / p.periodMs;
 }
 
-function transition(
+function step(
   state: TokenBucketState | undefined,
   nowMs: number,
   cost: number,
   p: TokenBucketParams,
-): Transition<TokenBucketState> {
+  next: Writable<TokenBucketState>,
+  out: DecisionCell,
+): void {
   let tokens: number;
   let tsMs: number;
   if (state === undefined) {
@@ -65,36 +76,36 @@ function transition(
     tokens = Math.min(p.burst, state.tokens + (elapsedMs * p.rate) / p.periodMs);
     tsMs = Math.max(state.tsMs, nowMs);
   }
-  if (cost > p.burst) return unfittable({ tokens, tsMs }, p.burst, tokens);
+  next.tsMs = tsMs;
+  if (cost > p.burst) {
+    next.tokens = tokens;
+    unfittable(out, p.burst, tokens);
+    return;
+  }
   // The state is as of tsMs, which is later than nowMs when time went backwards: waits
   // start from there, or a caller would be told to come back before tokens exist.
   const lagMs = tsMs - nowMs;
   if (tokens + fitSlack(tsMs, p) >= cost) {
     const left = Math.max(0, tokens - cost);
-    return {
-      state: { tokens: left, tsMs },
-      decision: {
-        status: 'OK',
-        allowed: true,
-        limit: p.burst,
-        remaining: left,
-        retryAfterMs: 0,
-        resetAfterMs: lagMs + refillMs(p.burst - left, p),
-      },
-    };
+    next.tokens = left;
+    decide(out, 'OK', p.burst, left, 0, lagMs + refillMs(p.burst - left, p));
+    return;
   }
-  return {
-    state: { tokens, tsMs },
-    decision: {
-      status: 'OVER_LIMIT',
-      allowed: false,
-      limit: p.burst,
-      remaining: tokens,
-      retryAfterMs: lagMs + refillMs(cost - tokens, p),
-      resetAfterMs: lagMs + refillMs(p.burst - tokens, p),
-    },
-  };
+  next.tokens = tokens;
+  decide(
+    out,
+    'OVER_LIMIT',
+    p.burst,
+    tokens,
+    lagMs + refillMs(cost - tokens, p),
+    lagMs + refillMs(p.burst - tokens, p),
+  );
 }
+
+const inPlace: InPlaceStep<TokenBucketParams, TokenBucketState> = {
+  step,
+  blank: () => ({ tokens: 0, tsMs: 0 }),
+};
 
 /**
  * Token bucket: `burst` tokens at most, refilled continuously at `rate` per `periodMs`;
@@ -104,7 +115,8 @@ function transition(
 export const tokenBucket: Algorithm<TokenBucketParams, TokenBucketState> = {
   kind: 'token-bucket',
   paramsSchema,
-  transition,
+  transition: pureTransition(inPlace),
   ttlMs: (p) => Math.ceil(refillMs(p.burst, p)),
   capacity: (p) => p.burst,
+  inPlace,
 };

@@ -6,9 +6,16 @@ import { PolicyError, StoreError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
 import { parsePolicies, type PolicyInput, type PolicySet } from '../config/policies.js';
 import { bucketKey } from '../stores/key.js';
+import { MemoryStore } from '../stores/memory/memory-store.js';
 import type { Store, StoreApplyOptions, StoreRequest, StoreResult } from '../stores/store.js';
 import { combineDecisions, type CheckResult } from './check-result.js';
-import { PolicyPlans, type DescriptorRecord } from './plan.js';
+import {
+  matchedItems,
+  PolicyPlans,
+  type DescriptorRecord,
+  type RecordItem,
+  type RecordMatch,
+} from './plan.js';
 import { StaleBudgets } from './stale-budgets.js';
 import { Deadlines, type Deadline } from './deadlines.js';
 
@@ -86,9 +93,12 @@ export class Limiter {
   #current: PolicyPlans;
   readonly #stale = new StaleBudgets();
   readonly #deadlines = new Deadlines();
+  /** The store when it is a MemoryStore, which decides a one-bucket check directly. */
+  readonly #memory: MemoryStore | undefined;
 
   constructor(options: LimiterOptions) {
     this.#store = options.store;
+    this.#memory = options.store instanceof MemoryStore ? options.store : undefined;
     this.#clock = options.clock ?? systemClock;
     this.#maxValueLength = options.maxDescriptorValueLength ?? 1024;
     this.#current = this.#accept(options.policies);
@@ -116,7 +126,7 @@ export class Limiter {
   }
 
   /** {@link Limiter.checkAt} at the limiter clock's current time. */
-  check(descriptor: DescriptorInput, options: CheckOptions = {}): Promise<CheckResult> {
+  check(descriptor: DescriptorInput, options: CheckOptions = NO_OPTIONS): Promise<CheckResult> {
     return this.checkAt(this.#nowMs(), descriptor, options);
   }
 
@@ -129,7 +139,7 @@ export class Limiter {
   }
 
   /** {@link Limiter.checkSyncAt} at the limiter clock's current time. */
-  checkSync(descriptor: DescriptorInput, options: CheckOptions = {}): CheckResult {
+  checkSync(descriptor: DescriptorInput, options: CheckOptions = NO_OPTIONS): CheckResult {
     return this.checkSyncAt(this.#nowMs(), descriptor, options);
   }
 
@@ -139,7 +149,11 @@ export class Limiter {
    * all-or-nothing batch and failure modes, returned directly. Throws the `PolicyError`s
    * that `checkAt` rejects with, and a `TypeError` when the store is not synchronous.
    */
-  checkSyncAt(nowMs: number, descriptor: DescriptorInput, options: CheckOptions = {}): CheckResult {
+  checkSyncAt(
+    nowMs: number,
+    descriptor: DescriptorInput,
+    options: CheckOptions = NO_OPTIONS,
+  ): CheckResult {
     if (this.#store.applySync === undefined) {
       throw new TypeError(
         'Limiter.checkSync needs a store that decides synchronously (such as MemoryStore); use check()',
@@ -165,11 +179,16 @@ export class Limiter {
   checkAt(
     nowMs: number,
     descriptor: DescriptorInput,
-    options: CheckOptions = {},
+    options: CheckOptions = NO_OPTIONS,
   ): Promise<CheckResult> {
     // Not async: on a synchronous store (MemoryStore) the result is ready at once, and
     // an already-resolved promise is all a check costs beyond the decision itself.
-    return settled(() => this.#check(nowMs, descriptor, options));
+    try {
+      const result = this.#check(nowMs, descriptor, options);
+      return result instanceof Promise ? result : Promise.resolve(result);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
   }
 
   #check(
@@ -185,10 +204,9 @@ export class Limiter {
       !Array.isArray(descriptor)
     ) {
       const record = descriptor as DescriptorRecord;
-      const keys = Object.keys(record);
+      const match = plans.recall(record) ?? this.#resolveRecord(record, plans);
       // Anything unusual takes the general path, which reports it exactly.
-      if (this.#plainRecord(record, keys))
-        return this.#checkRecord(nowMs, record, keys, plans, options);
+      if (match !== undefined) return this.#checkRecord(nowMs, match, options);
     }
     const d = toDescriptor(descriptor, this.#maxValueLength);
     const selected = this.#select(plans.policies, d, options.policies);
@@ -221,33 +239,72 @@ export class Limiter {
     return true;
   }
 
-  /** {@link Limiter.checkAt} for a valid record descriptor, through the compiled plans. */
-  #checkRecord(
-    nowMs: number,
-    d: DescriptorRecord,
-    keys: readonly string[],
-    plans: PolicyPlans,
-    options: CheckOptions,
-  ): CheckResult | Promise<CheckResult> {
-    const override = options.cost;
-    if (override !== undefined) validateCost(override);
+  /**
+   * The policies a record descriptor matches, with bucket keys and costs, through the
+   * compiled plans (remembered when the record cannot change); `undefined` when
+   * `toDescriptor` would not accept the record as is.
+   */
+  #resolveRecord(record: DescriptorRecord, plans: PolicyPlans): RecordMatch | undefined {
+    const keys = Object.keys(record);
+    if (!this.#plainRecord(record, keys)) return undefined;
     const candidates = plans.forShape(keys);
-    const selected: Policy[] = [];
-    const batch: StoreRequest[] = [];
+    const items: RecordItem[] = [];
     for (let i = 0; i < candidates.length; i++) {
       const plan = candidates[i]!;
       let fits = true;
       for (let j = 0; j < plan.fixed.length; j++) {
         const f = plan.fixed[j]!;
-        if (d[f.key] !== f.value) fits = false;
+        if (record[f.key] !== f.value) fits = false;
       }
-      if (!fits) continue;
+      if (fits) {
+        items.push({
+          plan,
+          key: plan.key(record),
+          cost: recordCost(plan.policy, record),
+          handle: undefined,
+        });
+      }
+    }
+    const match = items.length === 1 ? items[0]! : items;
+    plans.remember(record, keys, match);
+    return match;
+  }
+
+  /** {@link Limiter.checkAt} for the policies a valid record descriptor matched. */
+  #checkRecord(
+    nowMs: number,
+    match: RecordMatch,
+    options: CheckOptions,
+  ): CheckResult | Promise<CheckResult> {
+    const override = options.cost;
+    if (override !== undefined) validateCost(override);
+    const memory = this.#memory;
+    if (!Array.isArray(match) && memory !== undefined && options.requestId === undefined) {
+      // One bucket in the memory store: no batch, no store result, no promise.
+      const item = match as RecordItem;
+      const plan = item.plan;
+      const cost = override ?? item.cost;
       const policy = plan.policy;
-      const cost = override ?? recordCost(policy, d);
+      if (cost > plan.capacity) throw costExceeds(cost, plan.capacity, policy);
+      validateTimeout(options.timeoutMs);
+      const d = memory.decideOne(item, plan.algorithm, policy.params, cost, nowMs);
+      // undefined: the store is closed, and the general path reports that.
+      if (d !== undefined) {
+        if (policy.failureMode === 'stale') this.#stale.record(item.key, d, nowMs);
+        return combineDecisions([withPolicy(d, policy.name, policy.shadow ? 'shadow' : 'store')]);
+      }
+    }
+    const items = matchedItems(match);
+    const selected: Policy[] = [];
+    const batch: StoreRequest[] = [];
+    for (let i = 0; i < items.length; i++) {
+      const { plan, key } = items[i]!;
+      const policy = plan.policy;
+      const cost = override ?? items[i]!.cost;
       if (cost > plan.capacity) throw costExceeds(cost, plan.capacity, policy);
       selected.push(policy);
       batch.push({
-        key: plan.key(d),
+        key,
         algorithm: plan.algorithm,
         params: policy.params,
         cost,
@@ -308,12 +365,7 @@ export class Limiter {
     if (batch.length === 0) return combineDecisions([]);
     const requestId =
       options.requestId === undefined ? undefined : validateRequestId(options.requestId);
-    if (options.timeoutMs !== undefined && !(options.timeoutMs > 0)) {
-      throw new PolicyError(
-        'SLUICE_ERR_TIMEOUT_INVALID',
-        `timeoutMs must be a positive number of ms, got ${String(options.timeoutMs)}`,
-      );
-    }
+    validateTimeout(options.timeoutMs);
     const store = this.#store;
     if (store.applySync !== undefined) {
       let results: readonly StoreResult[];
@@ -484,6 +536,9 @@ class StoreCall implements StoreApplyOptions {
   }
 }
 
+/** The default of `options`: one shared object, not a new one per check. */
+const NO_OPTIONS: CheckOptions = Object.freeze({});
+
 /** `performance.timeOrigin` is a getter with argument checks: read it once. */
 const TIME_ORIGIN = performance.timeOrigin;
 
@@ -499,6 +554,15 @@ function settled<T>(run: () => T | Promise<T>): Promise<T> {
 
 /** The longest delay a Node timer takes (2^31-1 ms, ~24.8 days); past it, it fires at 1ms. */
 const MAX_TIMER_MS = 2_147_483_647;
+
+function validateTimeout(timeoutMs: number | undefined): void {
+  if (timeoutMs !== undefined && !(timeoutMs > 0)) {
+    throw new PolicyError(
+      'SLUICE_ERR_TIMEOUT_INVALID',
+      `timeoutMs must be a positive number of ms, got ${String(timeoutMs)}`,
+    );
+  }
+}
 
 function validateCost(cost: unknown): void {
   if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {

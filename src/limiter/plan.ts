@@ -25,6 +25,27 @@ export interface PolicyPlan {
   readonly key: (d: DescriptorRecord) => string;
 }
 
+/** One policy a record descriptor matched, with its bucket key and cost-rule cost. */
+export interface RecordItem {
+  readonly plan: PolicyPlan;
+  readonly key: string;
+  /** The cost the policy's cost rules give this record (before any `cost` option). */
+  readonly cost: number;
+  /** The store's handle on the bucket (see MemoryStore's `BucketRef`). */
+  handle: unknown;
+}
+
+/**
+ * The policies a record descriptor matched: the item itself when exactly one matched (one
+ * object fewer to reach per check), else the list (possibly empty).
+ */
+export type RecordMatch = RecordItem | readonly RecordItem[];
+
+/** The items of a {@link RecordMatch}, as a list. */
+export function matchedItems(m: RecordMatch): readonly RecordItem[] {
+  return Array.isArray(m) ? (m as readonly RecordItem[]) : [m as RecordItem];
+}
+
 interface ShapeNode {
   readonly next: Map<string, ShapeNode>;
   plans: readonly PolicyPlan[] | undefined;
@@ -72,6 +93,13 @@ export class PolicyPlans {
   readonly #byPolicy: readonly PolicyPlan[];
   #root: ShapeNode = { next: new Map(), plans: undefined };
   #shapes = 0;
+  /**
+   * What frozen record descriptors resolved to under these policies, by descriptor object.
+   * A frozen record whose properties are all data properties cannot change, and neither
+   * can the policies, so its matched policies, keys and costs are worked out once. Weak:
+   * an entry lives as long as the caller keeps the descriptor.
+   */
+  readonly #records = new WeakMap<object, RecordMatch>();
 
   constructor(policies: readonly Policy[]) {
     this.#policies = policies;
@@ -120,5 +148,23 @@ export class PolicyPlans {
 
   get policies(): readonly Policy[] {
     return this.#policies;
+  }
+
+  /** What `record` resolved to, if it was remembered (see {@link PolicyPlans.remember}). */
+  recall(record: DescriptorRecord): RecordMatch | undefined {
+    return this.#records.get(record);
+  }
+
+  /**
+   * Remembers what `record` (validated, with own keys `keys`) resolved to, when it cannot
+   * change: frozen, with data properties only (a getter could answer differently per call).
+   */
+  remember(record: DescriptorRecord, keys: readonly string[], match: RecordMatch): void {
+    if (!Object.isFrozen(record)) return;
+    for (let i = 0; i < keys.length; i++) {
+      const property = Object.getOwnPropertyDescriptor(record, keys[i]!);
+      if (property === undefined || !('value' in property)) return;
+    }
+    this.#records.set(record, match);
   }
 }

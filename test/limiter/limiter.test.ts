@@ -295,3 +295,58 @@ describe('Limiter', () => {
     });
   });
 });
+
+describe('Limiter: remembered descriptors', () => {
+  const one: PolicyInput[] = [{ name: 'per-tenant', match: ['tenant'], rate: 1, burst: 2 }];
+
+  it('charges a mutable record to the bucket of its values at each check', () => {
+    const { limiter } = setup(one);
+    const d: Record<string, string> = { tenant: 'a' };
+    expect(limiter.checkSync(d).decision?.remaining).toBe(1);
+    d['tenant'] = 'b';
+    expect(limiter.checkSync(d).decision?.remaining).toBe(1);
+    d['tenant'] = 'a';
+    expect(limiter.checkSync(d).decision?.remaining).toBe(0);
+  });
+
+  it('reads a frozen record with a getter afresh at each check', () => {
+    const { limiter } = setup(one);
+    let tenant = 'a';
+    const d = Object.freeze(
+      Object.defineProperty({}, 'tenant', { get: () => tenant, enumerable: true }),
+    ) as Readonly<Record<string, string>>;
+    expect(limiter.checkSync(d).decision?.remaining).toBe(1);
+    tenant = 'b';
+    expect(limiter.checkSync(d).decision?.remaining).toBe(1);
+    tenant = 'a';
+    expect(limiter.checkSync(d).decision?.remaining).toBe(0);
+  });
+
+  it('resolves a frozen record again after setPolicies', async () => {
+    const { limiter } = setup(one);
+    const d = Object.freeze({ tenant: 'a', route: 'r' });
+    expect(limiter.checkSync(d).decisions.map((x) => x.policy)).toEqual(['per-tenant']);
+    limiter.setPolicies([...one, { name: 'per-route', match: ['route'], rate: 1, burst: 5 }]);
+    expect((await limiter.check(d)).decisions.map((x) => x.policy)).toEqual([
+      'per-tenant',
+      'per-route',
+    ]);
+  });
+
+  it('keeps deciding a frozen record after its bucket expired, was evicted or the store closed', async () => {
+    const store = new MemoryStore({ maxKeys: 1 });
+    const { clock, limiter } = setup(one, store);
+    const a = Object.freeze({ tenant: 'a' });
+    const b = Object.freeze({ tenant: 'b' });
+    expect(limiter.checkSync(a).decision?.remaining).toBe(1);
+    expect(limiter.checkSync(b).decision?.remaining).toBe(1); // evicts a
+    expect(limiter.checkSync(a).decision?.remaining).toBe(1); // a starts full again
+    expect(limiter.checkSync(a).decision?.remaining).toBe(0);
+    clock.advance(10_000); // idle past the TTL: full again
+    expect(limiter.checkSync(a).decision?.remaining).toBe(1);
+    await store.close();
+    const closed = limiter.checkSync(a);
+    expect(closed.status).toBe('OK'); // failure mode open (the default)
+    expect(closed.decision?.path).toBe('fail-open');
+  });
+});

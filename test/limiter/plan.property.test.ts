@@ -57,19 +57,27 @@ describe('compiled policy plans', () => {
     );
   });
 
-  it('give check() and checkSync() on a record the results check() gives on the entry list', async () => {
+  it('give check() and checkSync() on a record, frozen or not, the results check() gives on the entry list', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(record, { minLength: 1, maxLength: 20 }), async (records) => {
+      fc.asyncProperty(fc.array(record, { minLength: 1, maxLength: 20 }), async (drawn) => {
+        // Some records twice, so remembered descriptors and held buckets are exercised.
+        const records = [...drawn, ...drawn.slice(0, 5)];
         const clock = new ManualClock(1_000);
         const viaRecord = createLimiter({ store: new MemoryStore(), policies: policySet, clock });
         const viaSync = createLimiter({ store: new MemoryStore(), policies: policySet, clock });
         const viaEntries = createLimiter({ store: new MemoryStore(), policies: policySet, clock });
+        // Frozen records, one object per distinct record, so repeats are remembered ones.
+        const viaFrozen = createLimiter({ store: new MemoryStore(), policies: policySet, clock });
+        const frozen = new Map<string, Readonly<Record<string, string>>>();
         for (const r of records) {
           if (Object.keys(r).length === 0) continue;
           const entries = Object.entries(r).map(([key, v]) => ({ key, value: v }));
           const expected = await viaEntries.check(entries);
           expect(await viaRecord.check(r)).toEqual(expected);
           expect(viaSync.checkSync(r)).toEqual(expected);
+          const id = JSON.stringify(entries);
+          if (!frozen.has(id)) frozen.set(id, Object.freeze({ ...r }));
+          expect(viaFrozen.checkSync(frozen.get(id)!)).toEqual(expected);
           clock.advance(7);
         }
       }),

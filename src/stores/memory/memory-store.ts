@@ -1,3 +1,10 @@
+import {
+  decisionCell,
+  type Algorithm,
+  type InPlaceStep,
+  type DecisionCell,
+} from '../../algorithms/algorithm.js';
+import type { AlgorithmDecision } from '../../core/decision.js';
 import { StoreError } from '../../core/errors.js';
 import { decideBatch } from '../batch.js';
 import { dedupKey } from '../key.js';
@@ -29,9 +36,25 @@ export interface MemoryStoreStats {
   readonly expired: number;
 }
 
+/**
+ * A bucket key, with room for the store's handle on its bucket. A caller that decides the
+ * same key again and again (the limiter, for a descriptor it remembers) passes the same
+ * ref, and the store goes straight to the bucket it found last time, while that bucket is
+ * still held, instead of looking the key up.
+ * @internal
+ */
+export interface BucketRef {
+  readonly key: string;
+  /** Opaque; set by the store. */
+  handle: unknown;
+}
+
 /** A bucket, linked into the recency list (least recently used first). */
 interface Entry {
   readonly key: string;
+  readonly owner: MemoryStore;
+  /** False once removed (expired, evicted or closed): a stale handle then looks the key up. */
+  held: boolean;
   state: unknown;
   expiresAtMs: number;
   prev: Entry | undefined;
@@ -63,6 +86,10 @@ export class MemoryStore implements Store {
   readonly #dedupTtlMs: number;
   readonly #maxRequestIds: number;
   readonly #requests = new Map<string, { results: readonly StoreResult[]; expiresAtMs: number }>();
+  /** Per in-place algorithm, the object its next step writes into (see `#one`). */
+  readonly #spares = new Map<InPlaceStep<unknown, unknown>, unknown>();
+  /** The decision of the last `decideOne`, reused. */
+  readonly #out = decisionCell();
 
   constructor(options: MemoryStoreOptions = {}) {
     const maxKeys = options.maxKeys ?? 1_000_000;
@@ -105,14 +132,16 @@ export class MemoryStore implements Store {
     if (batch.length === 1) {
       // One request: decideBatch's all-or-nothing reduces to "write it when admitted".
       const r = batch[0]!;
-      const e = this.#live(r.key, nowMs);
-      const t = r.algorithm.transition(e?.state, nowMs, r.cost, r.params);
-      if (t.decision.allowed && r.cost > 0) {
-        const expiresAtMs = nowMs + r.algorithm.ttlMs(r.params);
-        if (e === undefined) this.#insert(r.key, t.state, expiresAtMs);
-        else this.#update(e, t.state, expiresAtMs);
-      }
-      results = [{ ok: true, decision: t.decision }];
+      const decision = this.#one(
+        r.key,
+        undefined,
+        r.algorithm,
+        r.params,
+        r.cost,
+        nowMs,
+        decisionCell(),
+      );
+      results = [{ ok: true, decision }];
     } else {
       const states = batch.map((r) => this.#live(r.key, nowMs)?.state);
       const outcome = decideBatch(batch, states, nowMs);
@@ -131,6 +160,92 @@ export class MemoryStore implements Store {
       this.#requests.set(rid, { results, expiresAtMs: nowMs + this.#dedupTtlMs });
     }
     return results;
+  }
+
+  /**
+   * The limiter's path for a batch of one request with no request id: the decision
+   * `applySync` would return, without the batch and result objects. The decision may be
+   * an object the store reuses: read it before the next call. `undefined` when the store
+   * is closed (then `applySync` reports the error).
+   * @internal
+   */
+  decideOne(
+    ref: BucketRef,
+    algorithm: Algorithm<unknown, unknown>,
+    params: unknown,
+    cost: number,
+    nowMs: number,
+  ): AlgorithmDecision | undefined {
+    if (this.#closed) return undefined;
+    if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
+    this.#sweep(nowMs);
+    return this.#one(ref.key, ref, algorithm, params, cost, nowMs, this.#out);
+  }
+
+  /**
+   * Decides one request on `key` and writes its state when admitted with a cost; `ref`,
+   * when given, holds the handle on the bucket (a request object never does: the store
+   * writes nothing into a caller's request). Algorithms with an in-place step update the
+   * bucket's state object instead of allocating one: the step writes into a spare object
+   * of the algorithm, which becomes the bucket's state on commit while the old state
+   * becomes the spare. The decision is then written into `out`.
+   *
+   * An expired bucket reads as absent and is counted as expired, as in `#live`; it is then
+   * removed, unless this request writes: then its entry is reused for the new bucket,
+   * which saves a map delete and insert (the key's position, the count of keys and the
+   * evictions come out as with remove-then-insert).
+   */
+  #one(
+    key: string,
+    ref: BucketRef | undefined,
+    algorithm: Algorithm<unknown, unknown>,
+    params: unknown,
+    cost: number,
+    nowMs: number,
+    out: DecisionCell,
+  ): AlgorithmDecision {
+    const held = ref?.handle as Entry | undefined;
+    const e =
+      held !== undefined && held.held && held.owner === this ? held : this.#entries.get(key);
+    let state: unknown = undefined;
+    let expired = false;
+    if (e !== undefined) {
+      this.#use(e);
+      if (nowMs >= e.expiresAtMs) {
+        expired = true;
+        this.#expired += 1;
+      } else state = e.state;
+    }
+    const inPlace = algorithm.inPlace;
+    let decision: AlgorithmDecision;
+    let write: unknown = undefined;
+    if (inPlace === undefined) {
+      const t = algorithm.transition(state, nowMs, cost, params);
+      decision = t.decision;
+      if (decision.allowed && cost > 0) write = t.state;
+    } else {
+      // Only a reused cell can hold one; a new cell stays without the property.
+      if (out.delayMs !== undefined) out.delayMs = undefined;
+      const next = this.#spares.get(inPlace) ?? inPlace.blank();
+      inPlace.step(state, nowMs, cost, params, next, out);
+      decision = out as AlgorithmDecision;
+      if (out.allowed && cost > 0) {
+        write = next;
+        // The state the write replaces is the next spare.
+        this.#spares.set(inPlace, e === undefined ? inPlace.blank() : e.state);
+      } else this.#spares.set(inPlace, next);
+    }
+    if (write !== undefined) {
+      const expiresAtMs = nowMs + algorithm.ttlMs(params);
+      if (e === undefined) {
+        const added = this.#insert(key, write, expiresAtMs);
+        if (ref !== undefined) ref.handle = added;
+      } else if (expired) {
+        e.state = write;
+        e.expiresAtMs = expiresAtMs;
+      } else this.#update(e, write, expiresAtMs);
+    } else if (expired) this.#remove(e!);
+    return decision;
   }
 
   stats(): MemoryStoreStats {
@@ -162,11 +277,16 @@ export class MemoryStore implements Store {
       this.#expired += 1;
       return undefined;
     }
+    this.#use(e);
+    return e;
+  }
+
+  /** Makes `e` the most recently used. */
+  #use(e: Entry): void {
     if (e !== this.#mru) {
       this.#unlink(e);
       this.#append(e);
     }
-    return e;
   }
 
   #write(key: string, state: unknown, expiresAtMs: number): void {
@@ -182,16 +302,25 @@ export class MemoryStore implements Store {
     if (expiresAtMs > e.expiresAtMs) e.expiresAtMs = expiresAtMs;
   }
 
-  #insert(key: string, state: unknown, expiresAtMs: number): void {
+  #insert(key: string, state: unknown, expiresAtMs: number): Entry {
     if (this.#entries.size >= this.#maxKeys) {
       const old = this.#lru!;
       this.#remove(old);
       this.#evictions += 1;
       if (old.expiresAtMs > this.#lastNowMs) this.#evictedLive += 1;
     }
-    const e: Entry = { key, state, expiresAtMs, prev: undefined, next: undefined };
+    const e: Entry = {
+      key,
+      owner: this,
+      held: true,
+      state,
+      expiresAtMs,
+      prev: undefined,
+      next: undefined,
+    };
     this.#entries.set(key, e);
     this.#append(e);
+    return e;
   }
 
   #sweep(nowMs: number): void {
@@ -204,6 +333,7 @@ export class MemoryStore implements Store {
   }
 
   #remove(e: Entry): void {
+    e.held = false;
     this.#entries.delete(e.key);
     this.#unlink(e);
   }

@@ -86,3 +86,15 @@ describe('MemoryStore: bounds and expiry', () => {
     expect(r).toMatchObject({ ok: false, error: { code: 'SLUICE_ERR_STORE_CLOSED' } });
   });
 });
+
+describe('MemoryStore: requests are only read', () => {
+  it('writes nothing into a frozen request, whatever fields it carries', () => {
+    const store = new MemoryStore();
+    const r = Object.freeze({ ...req('a', 1), handle: "not the store's" });
+    expect(store.applySync([r], { nowMs: 0 })[0]).toMatchObject({ ok: true });
+    expect(store.applySync([r], { nowMs: 0 })[0]).toMatchObject({
+      ok: true,
+      decision: { remaining: 8 },
+    });
+  });
+});
