@@ -13,7 +13,7 @@ interface Pending<T, R> {
  * call costs the client one command and Redis one script invocation, however many
  * checks it carries. Nothing waits for company: when the group has no call in flight, a
  * batch is sent at once, and the ones that arrive while a call is out go together on the
- * next turn.
+ * next turn, split in two calls (or more, at `maxBatches` each) when there are four or more.
  * Each batch stays atomic on its own (applyBatches.lua); a failed call fails every batch
  * in it, since none of them is known to have run or not.
  */
@@ -57,8 +57,15 @@ export class ScriptCoalescer<T, R> {
     const queue = this.#queue;
     this.#queue = new Map();
     for (const [group, pending] of queue) {
-      for (let i = 0; i < pending.length; i += this.#maxBatches) {
-        this.#sendChunk(group, pending.slice(i, i + this.#maxBatches));
+      // At least two calls for four or more batches: Redis runs one while the client
+      // decodes the other. One call per flush made the two take turns (measured at 64
+      // concurrent checks: 26-32k/s in one call per flush, 39-50k/s in two).
+      const size =
+        pending.length >= 4
+          ? Math.min(this.#maxBatches, Math.ceil(pending.length / 2))
+          : this.#maxBatches;
+      for (let i = 0; i < pending.length; i += size) {
+        this.#sendChunk(group, pending.slice(i, i + size));
       }
     }
   }

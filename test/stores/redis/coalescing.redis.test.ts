@@ -68,6 +68,22 @@ describe('RedisStore coalesces concurrent checks', () => {
     expect(calls).toBe(1 + Math.ceil(299 / 16));
   });
 
+  it('splits a flush of four or more checks in two calls, so one runs while the other is decoded', async () => {
+    await direct.config('RESETSTAT');
+    const results = await Promise.all(
+      Array.from({ length: 11 }, (_, i) => store.apply([req(`{co}:split-${i}`, 5)], { nowMs: 0 })),
+    );
+    expect(results.map(outcome)).toEqual(Array.from({ length: 11 }, () => 4));
+    // 1 alone, then the 10 that queued behind it as 5 + 5 (below maxBatchesPerCall 16)
+    expect(await scriptCalls(direct)).toBe(3);
+    await direct.config('RESETSTAT');
+    await Promise.all(
+      Array.from({ length: 4 }, (_, i) => store.apply([req(`{co}:three-${i}`, 5)], { nowMs: 0 })),
+    );
+    // 1 alone, then 3 queued: fewer than four go together
+    expect(await scriptCalls(direct)).toBe(2);
+  });
+
   it('a lone check goes at once, in a call of its own', async () => {
     await direct.config('RESETSTAT');
     expect(outcome(await store.apply([req('{co}:lone', 5)], { nowMs: 0 }))).toBe(4);
