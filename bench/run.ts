@@ -10,7 +10,7 @@
  * Sluice, the peer (rate-limiter-flexible) and, for the memory store, a bare Map token
  * bucket — in interleaved rounds (A B C, then C B A, …) in this one process, closed loop
  * at the scenario's concurrency, and reports medians over rounds. Redis ceilings come
- * from redis-benchmark running the exact script call Sluice sends. Writes
+ * from replaying the exact script call Sluice sends (bench/lib/script-ceiling.ts). Writes
  * bench/results/<yyyy-mm-dd>[-quick].{json,md,svg} and prints the markdown on stdout.
  * Nothing here asserts on timings.
  */
@@ -67,7 +67,7 @@ const only = argValue('--only')
 const rounds = Number(argValue('--rounds') ?? (quick ? 2 : 3));
 const windowMs = Number(argValue('--window') ?? (quick ? 250 : 1_000));
 const warmupMs = quick ? 100 : 250;
-/** redis-benchmark requests per ceiling: script calls, then the trivial commands. */
+/** Requests per ceiling: script calls (replayed), then the trivial commands (redis-benchmark). */
 const CEILING_REQUESTS = quick ? 20_000 : 60_000;
 const TRIVIAL_REQUESTS = quick ? 100_000 : 400_000;
 const SEED = 20_261_130;

@@ -33,7 +33,7 @@ export interface ScenarioResult extends Scenario {
   readonly sides: Partial<Record<SideName, SideSummary>>;
   /** Median over rounds of Sluice/peer decisions/s (each round's pair ran back to back). */
   readonly ratioToPeer: number;
-  /** The scenario's ceiling: redis-benchmark of the same script call, or the bare Map bucket. */
+  /** The scenario's ceiling: the same script call replayed 50 × 16 deep, or the bare Map bucket. */
   readonly ceiling?: { readonly label: string; readonly decisionsPerSecond: number };
   readonly ratioToCeiling?: number;
   readonly loadAverage1m: number;
@@ -174,7 +174,7 @@ export function markdown(run: RunResult): string {
     'Scenario ids are `store/concurrency/keys/algorithm/mode`: keys `hot` (one key), `uniform` or `zipf` (Zipf(1.0)) over 100k keys; ' +
       '`tb` token bucket, `gcra`, `fw` fixed window, `swc` sliding window counter, `+route` a second policy (tenant + route) on the same identity; ' +
       '`allow` never denies, `deny` admits one unit per key per minute; `/sync`: Sluice through `checkSync` and the bare bucket called in a plain loop (the peer, which has no synchronous API, still awaited). Peer: rate-limiter-flexible RateLimiterMemory / RateLimiterRedis (ioredis). ' +
-      'Ceiling: memory, a bare JS Map token bucket; Redis, redis-benchmark `-c 50 -P 16` sending the exact script call Sluice sends.',
+      'Ceiling: memory, a bare JS Map token bucket; Redis, the exact script call a lone Sluice check sends (captured with MONITOR), replayed over 50 connections 16 deep with random keys (redis-benchmark cannot send its packed argument).',
     '',
   );
   lines.push(
@@ -227,7 +227,11 @@ export function markdown(run: RunResult): string {
   );
   if (errors.length > 0) lines.push('', '## Errors', '', ...errors);
   if (run.ceilings.length > 0) {
-    lines.push('', '## Redis ceilings (redis-benchmark -c 50 -P 16)', '');
+    lines.push(
+      '',
+      '## Redis ceilings (50 connections, 16 pipelined; the trivial rows by redis-benchmark -c 50 -P 16)',
+      '',
+    );
     lines.push('| what | calls/s | Redis µs/call | command |', '|---|--:|--:|---|');
     for (const c of run.ceilings) {
       lines.push(
@@ -292,7 +296,7 @@ export function svgChart(run: RunResult): string {
   const legend: [keyof typeof COLORS, string][] = [
     ['sluice', 'Sluice'],
     ['peer', 'rate-limiter-flexible'],
-    ['ceiling', 'ceiling (redis-benchmark of our script / bare Map bucket)'],
+    ['ceiling', 'ceiling (our script replayed 50 × 16 deep / bare Map bucket)'],
   ];
   let lx = left;
   for (const [k, label] of legend) {
