@@ -15,8 +15,8 @@ const num = (p: Params, k: string): number => p[k] as number;
 
 /**
  * The four numeric params (p1..p4) each Lua include reads, from the validated params.
- * Numbers travel as JavaScript's shortest round-trip decimal, which Lua's tonumber()
- * reads back to the same double.
+ * applyBatches.lua gets them packed as doubles (wire.ts); refundBatch.lua as JavaScript's
+ * shortest round-trip decimal, which Lua's tonumber() reads back to the same double.
  */
 export function luaParams(kind: AlgorithmKind, p: Params): [number, number, number, number] {
   switch (kind) {
