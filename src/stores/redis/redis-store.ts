@@ -25,7 +25,7 @@ import { decodeApplyBatch, decodeDecisions } from './reply.js';
 import { ScriptCoalescer } from './coalescer.js';
 import { encodeBatches, splitReplies, type WireBatch } from './wire.js';
 import { applyBatchScript, refundBatchScript, type ScriptCall } from './scripts.js';
-import { groupBySlot, keySlot, type SlotGroup } from './slot-groups.js';
+import { groupBySlot, type SlotGroup } from './slot-groups.js';
 
 export interface RedisStoreOptions {
   /**
@@ -117,6 +117,8 @@ export class RedisStore implements Store {
   readonly #ownsClient: boolean;
   readonly #prefix: string;
   readonly #clientClock: boolean;
+  /** Whether the client is a Cluster (routing, slots, cross-slot batches). */
+  readonly #cluster: boolean;
   readonly #maxSlidingLogLimit: number;
   readonly #dedupTtlMs: number;
   readonly #apply: ScriptCoalescer<WireBatch, GroupOutcome>;
@@ -156,6 +158,7 @@ export class RedisStore implements Store {
     this.#stuckAfterMs = options.stuckAfterMs ?? 2_000;
     this.#prefix = prefix;
     this.#clientClock = options.clock === 'client';
+    this.#cluster = this.#client instanceof Cluster;
     this.#maxSlidingLogLimit = max;
     this.#dedupTtlMs = options.dedupTtlMs ?? 60_000;
     const applyBatches = applyBatchScript(this.#client);
@@ -326,9 +329,8 @@ export class RedisStore implements Store {
       else for (const tag of new Set(batch.map((r) => hashTagOf(r.key)))) this.#hotKeys.record(tag);
     }
     // The slot matters only on a Cluster (call routing, coalescing, WAIT): no CRC16 otherwise.
-    const slot = this.#client instanceof Cluster ? keySlot(keys[0]!) : 0;
-    const all: SlotGroup = { slot, indices: batch.map((_, i) => i) };
-    if (this.#client instanceof Cluster) {
+    let slot = 0;
+    if (this.#cluster) {
       const groups = groupBySlot(keys);
       if (groups.length > 1) {
         if (this.#crossSlot === 'reject') {
@@ -346,41 +348,63 @@ export class RedisStore implements Store {
           batch,
           groups,
           {
-            consume: (g) => this.#consume(batch, keys, g, options, false),
-            dryRun: (g) => this.#consume(batch, keys, g, options, true),
+            consume: (g) => this.#consumeGroup(batch, keys, g, options, false),
+            dryRun: (g) => this.#consumeGroup(batch, keys, g, options, true),
             refund: (g, indices, decidedAtMs) =>
               this.#refundGroup(batch, keys, g, indices, decidedAtMs, options),
           },
           this.#crossSlotStats,
         );
       }
+      slot = groups[0]!.slot;
     }
-    return this.#consume(batch, keys, all, options, false).then((out) =>
+    return this.#consume(batch, keys, slot, options, false).then((out) =>
       out.ok
         ? out.decisions.map((decision) => ({ ok: true as const, decision }))
         : failAll(batch, out.error),
     );
   }
 
-  /**
-   * One applyBatch call over the requests of `group` (all in one slot). A dry run adds a
-   * last request that can never fit (cost above its capacity, enforced) on the group's
-   * first key: the batch is then refused as a whole, so nothing is written, and every
-   * real request reports what it would get, unconsumed. It has no request id.
-   */
-  #consume(
+  /** {@link RedisStore.#consume} over the requests of one slot group of a batch. */
+  #consumeGroup(
     batch: readonly StoreRequest[],
     allKeys: readonly string[],
     group: SlotGroup,
     options: StoreApplyOptions,
     dryRun: boolean,
   ): Promise<GroupOutcome> {
-    const items = group.indices.map((i) => batch[i]!);
-    const keys = group.indices.map((i) => allKeys[i]!);
+    return this.#consume(
+      group.indices.map((i) => batch[i]!),
+      group.indices.map((i) => allKeys[i]!),
+      group.slot,
+      options,
+      dryRun,
+    );
+  }
+
+  /**
+   * One applyBatch call over `requests` (their full keys in `requestKeys`, all in `slot`).
+   * A dry run adds a last request that can never fit (cost
+   * above its capacity, enforced) on the first key: the batch is then refused as a whole,
+   * so nothing is written, and every real request reports what it would get, unconsumed.
+   * It has no request id.
+   */
+  #consume(
+    requests: readonly StoreRequest[],
+    requestKeys: readonly string[],
+    slot: number,
+    options: StoreApplyOptions,
+    dryRun: boolean,
+  ): Promise<GroupOutcome> {
+    let items = requests;
+    let keys = requestKeys;
     if (dryRun) {
       const first = items[0]!;
-      items.push({ ...first, cost: first.algorithm.capacity(first.params) + 1, enforce: true });
-      keys.push(keys[0]!);
+      items = [
+        ...items,
+        { ...first, cost: first.algorithm.capacity(first.params) + 1, enforce: true },
+      ];
+      keys = [...keys, keys[0]!];
     }
     const rid = dryRun ? undefined : options.requestId;
     const wire: WireBatch = {
@@ -393,15 +417,15 @@ export class RedisStore implements Store {
     };
     // Coalesced with other checks of the same slot (one group on a standalone Redis):
     // one script's keys must share a slot on a Cluster.
-    const decided = this.#call(() => this.#apply.call(group.slot, wire), failed, options);
+    const decided = this.#call(() => this.#apply.call(slot, wire), failed, options);
     if (dryRun || this.#replicatedAck === undefined) return decided;
-    return decided.then((out) => this.#acknowledged(items, group, out));
+    return decided.then((out) => this.#acknowledged(items, slot, out));
   }
 
   /** With `replicatedAck`: waits for replicas when the batch consumed something. */
   async #acknowledged(
     items: readonly StoreRequest[],
-    group: SlotGroup,
+    slot: number,
     out: GroupOutcome,
   ): Promise<GroupOutcome> {
     if (
@@ -412,7 +436,7 @@ export class RedisStore implements Store {
     ) {
       await waitForReplicas(
         this.#client,
-        group.slot,
+        slot,
         this.#replicatedAck,
         this.#ackStats,
         this.#degraded,
