@@ -23,7 +23,7 @@ import {
 } from './replicated-ack.js';
 import { decodeApplyBatch, decodeDecisions } from './reply.js';
 import { ScriptCoalescer } from './coalescer.js';
-import { encodeBatches, splitReplies, type WireBatch } from './wire.js';
+import { encodeBatches, MAX_BATCH_ITEMS, splitReplies, type WireBatch } from './wire.js';
 import { applyBatchScript, refundBatchScript, type ScriptCall } from './scripts.js';
 import { groupBySlot, type SlotGroup } from './slot-groups.js';
 
@@ -396,6 +396,17 @@ export class RedisStore implements Store {
     options: StoreApplyOptions,
     dryRun: boolean,
   ): Promise<GroupOutcome> {
+    if (requests.length + 1 > MAX_BATCH_ITEMS) {
+      // Refused here, alone: thrown while encoding, it would fail the whole coalesced call.
+      return Promise.resolve(
+        failed(
+          new StoreError(
+            'SLUICE_ERR_STORE_UNAVAILABLE',
+            `RedisStore: a batch of ${requests.length} requests is above the ${MAX_BATCH_ITEMS - 1} one script call carries`,
+          ),
+        ),
+      );
+    }
     let items = requests;
     let keys = requestKeys;
     if (dryRun) {

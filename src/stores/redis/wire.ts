@@ -20,7 +20,8 @@ const HEADER_BYTES = 1 + 8 + 2 + 8;
 /** Item '<BddddddB': code, ttlMs, p1..p4 (the policy's part, cached), then cost, enforce. */
 const POLICY_BYTES = 1 + 5 * 8;
 const ITEM_BYTES = POLICY_BYTES + 8 + 1;
-const MAX_ITEMS = 0xffff;
+/** The most requests one batch can carry (the header's count is 16 bits). */
+export const MAX_BATCH_ITEMS = 0xffff;
 
 /**
  * The part of an item that depends on the policy only (algorithm code, TTL and the four
@@ -45,9 +46,9 @@ function policyPart(r: StoreRequest): Buffer {
 export function encodeBatches(batches: readonly WireBatch[]): { keys: string[]; packed: Buffer } {
   let size = 0;
   for (const b of batches) {
-    if (b.items.length > MAX_ITEMS)
+    if (b.items.length > MAX_BATCH_ITEMS)
       throw new RangeError(
-        `RedisStore: a batch of ${b.items.length} requests is above ${MAX_ITEMS}`,
+        `RedisStore: a batch of ${b.items.length} requests is above ${MAX_BATCH_ITEMS}`,
       );
     size += HEADER_BYTES + b.items.length * ITEM_BYTES;
   }

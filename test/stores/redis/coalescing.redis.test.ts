@@ -106,6 +106,21 @@ describe('RedisStore coalesces concurrent checks', () => {
     expect(await scriptCalls(direct)).toBe(2);
   });
 
+  it('refuses a batch above what one call carries, alone: the batches sharing its call are decided', async () => {
+    const huge = Array.from({ length: 65_535 }, (_, i) => req(`{co}:huge-${i}`, 5));
+    const answers = await Promise.all([
+      store.apply([req('{co}:before', 10)], { nowMs: 0 }),
+      store.apply(huge, { nowMs: 0 }),
+      store.apply([req('{co}:after', 10)], { nowMs: 0 }),
+    ]);
+    expect(answers.map(outcome)).toEqual([9, 'SLUICE_ERR_STORE_UNAVAILABLE', 9]);
+    const r = answers[1]![0]!;
+    expect(r.ok ? '' : r.error.message).toBe(
+      'RedisStore: a batch of 65535 requests is above the 65534 one script call carries',
+    );
+    expect(answers[1]!.every((x) => !x.ok)).toBe(true);
+  });
+
   it('refuses a maxBatchesPerCall that is not a positive integer', () => {
     expect(() => new RedisStore({ client: direct, maxBatchesPerCall: 0 })).toThrow(
       'RedisStore: maxBatchesPerCall must be a positive integer, got 0',
