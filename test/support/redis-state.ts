@@ -1,13 +1,7 @@
 import type { Redis } from 'ioredis';
 
-/** Algorithm codes of packed states (ALG[code] in src/stores/redis/lua/includes/). */
-export const STATE_CODE = {
-  'token-bucket': 1,
-  gcra: 2,
-  'leaky-bucket': 3,
-  'fixed-window': 4,
-  'sliding-window-counter': 5,
-} as const;
+/** Algorithm codes of packed states: the scripts' own (`ALG[code]` in lua/includes/). */
+export { LUA_ALGORITHM_CODE as STATE_CODE } from '../../src/stores/redis/lua-args.js';
 
 /**
  * The numbers of a packed bucket state (see lua/includes/common.lua: the algorithm's code

@@ -155,15 +155,9 @@ export async function expectBitIdenticalRun<P, S>(
     lastWaitMs = waitMs(t.decision);
     const decision = await applyOne(ctx.store(), request(key, params, cost), nowMs);
     expect(decision).toEqual(t.decision);
-    expect(
-      decode(
-        await readState(
-          ctx.redis(),
-          `diff:${key}`,
-          STATE_CODE[alg.kind as keyof typeof STATE_CODE],
-        ),
-      ),
-    ).toEqual(state);
+    expect(decode(await readState(ctx.redis(), `diff:${key}`, STATE_CODE[alg.kind]))).toEqual(
+      state,
+    );
   }
 }
 
