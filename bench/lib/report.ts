@@ -174,7 +174,7 @@ export function markdown(run: RunResult): string {
     'Scenario ids are `store/concurrency/keys/algorithm/mode`: keys `hot` (one key), `uniform` or `zipf` (Zipf(1.0)) over 100k keys; ' +
       '`tb` token bucket, `gcra`, `fw` fixed window, `swc` sliding window counter, `+route` a second policy (tenant + route) on the same identity; ' +
       '`allow` never denies, `deny` admits one unit per key per minute; `/sync`: Sluice through `checkSync` and the bare bucket called in a plain loop (the peer, which has no synchronous API, still awaited). Peer: rate-limiter-flexible RateLimiterMemory / RateLimiterRedis (ioredis). ' +
-      'Ceiling: memory, a bare JS Map token bucket; Redis, the exact script call a lone Sluice check sends (captured with MONITOR), replayed over 50 connections 16 deep with random keys (redis-benchmark cannot send its packed argument).',
+      'Ceiling: memory, a bare JS Map token bucket; Redis, the exact call a lone Sluice check sends (its keys and packed argument captured with MONITOR, sent as the FCALL of the function library Sluice loads), replayed over 50 connections 16 deep with random keys (redis-benchmark cannot send its packed argument).',
     '',
   );
   lines.push(
@@ -241,7 +241,7 @@ export function markdown(run: RunResult): string {
   }
   lines.push(
     '',
-    'Client CPU is this Node process (the load driver included) per decision; "Redis cmd" is `INFO commandstats` time of every command per decision; ' +
+    'Client CPU is this Node process (the load driver included) per decision; "Redis cmd" is `INFO commandstats` time per decision of the script calls (FCALL / EVALSHA), whose time includes the commands they run (commandstats lists those again on their own, so they are not added twice); ' +
       '"Redis process CPU" is the server process\'s user+system CPU per decision (networking included); B/key is the mean `MEMORY USAGE` of up to 200 bucket keys after the scenario. ' +
       'Nothing here asserts on timings; rows on a shared VM swing widely, ratios within a round are the robust figure.',
     '',

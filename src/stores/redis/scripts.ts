@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
+import { FunctionLibrary } from './function-library.js';
 
 const LUA_DIR = join(dirname(fileURLToPath(import.meta.url)), 'lua');
 const INCLUDE = /^--- @include "([\w/]+)"\s*$/gm;
@@ -16,8 +17,11 @@ export function loadLua(name: string, seen = new Set<string>()): string {
   return text.replace(INCLUDE, (_, inc: string) => (seen.has(inc) ? '' : loadLua(inc, seen)));
 }
 
-/** The full source of applyBatches.lua, loaded once. */
-export const APPLY_BATCH_LUA = loadLua('applyBatches');
+/** applyBatches.lua with its includes: it defines `applyBatches(KEYS, ARGV)`. */
+const APPLY_BATCH_BODY = loadLua('applyBatches');
+
+/** The full source of applyBatches.lua as a script (EVAL / EVALSHA), loaded once. */
+export const APPLY_BATCH_LUA = `${APPLY_BATCH_BODY}\nreturn applyBatches(KEYS, ARGV)\n`;
 
 /** The full source of refundBatch.lua, loaded once. */
 export const REFUND_BATCH_LUA = loadLua('refundBatch');
@@ -31,15 +35,29 @@ export type ScriptCall = (
 type ScriptClient = (Redis | Cluster) & Record<string, unknown>;
 
 /**
- * Registers applyBatches on the client (once), with binary replies: they carry packed
- * doubles, which text decoding would mangle. ioredis sends it as EVALSHA and resends it
- * on NOSCRIPT; if that fails again, the source goes as EVAL. So a flushed script cache, a
- * restarted server or a promoted replica never surfaces as an error. Never call it
- * inside MULTI: there is no NOSCRIPT fallback there. On a Cluster, ioredis routes the
- * call by its keys' slot (every key of one call must share a slot).
+ * applyBatches on the client, with binary replies: they carry packed doubles, which text
+ * decoding would mangle. Sent as FCALL of a function library once it is loaded on the
+ * server (Redis 7+, see FunctionLibrary), else as EVALSHA, which ioredis resends on
+ * NOSCRIPT; if that fails again, the source goes as EVAL. A call that finds neither the
+ * function nor the script did not run, so it is sent again the next way: a flushed
+ * cache, a restarted server or a promoted replica never surfaces as an error. Never call
+ * it inside MULTI: there is no fallback there. On a Cluster, ioredis routes the call by
+ * its keys' slot (every key of one call must share a slot).
  */
 export function applyBatchScript(client: Redis | Cluster): ScriptCall {
-  return script(client, 'sluiceApplyBatches', APPLY_BATCH_LUA, true);
+  const evalsha = script(client, 'sluiceApplyBatches', APPLY_BATCH_LUA, true);
+  const library = new FunctionLibrary(client, APPLY_BATCH_BODY, 'applyBatches');
+  const again =
+    (keys: readonly string[], args: readonly (string | number | Buffer)[]) =>
+    (error: unknown): Promise<unknown> => {
+      if (!FunctionLibrary.isMissing(error)) throw error;
+      library.missing();
+      return evalsha(keys, args);
+    };
+  return (keys, args) =>
+    library.state === 'loaded'
+      ? library.call(keys, args).catch(again(keys, args))
+      : evalsha(keys, args);
 }
 
 /** Registers refundBatch on the client (once), with the same NOSCRIPT recovery. */

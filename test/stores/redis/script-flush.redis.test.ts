@@ -1,8 +1,11 @@
 /**
- * Script loss against a real redis-server: `SCRIPT FLUSH` under sustained traffic, and a
- * server restart (graceful and crash) between bursts. RedisStore never hard-codes a SHA:
- * ioredis sends EVALSHA and resends as EVAL on NOSCRIPT, and a new connection starts with
- * EVAL, so callers must see no error and the bucket must stay exact. Redis-only by nature.
+ * Script loss against a real redis-server: `SCRIPT FLUSH` under sustained traffic (on a
+ * connection whose ACL user may not use FUNCTION, so the store runs scripts by EVALSHA),
+ * `FUNCTION FLUSH` under sustained traffic (the store calls its function library by
+ * FCALL), and a server restart (graceful and crash) between bursts. RedisStore never
+ * hard-codes a SHA: ioredis sends EVALSHA and resends as EVAL on NOSCRIPT; a call that
+ * finds no function goes again by EVALSHA while the library is loaded again. Callers must
+ * see no error and the bucket must stay exact. Redis-only by nature.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
@@ -58,9 +61,24 @@ describe('RedisStore survives SCRIPT FLUSH under sustained traffic', () => {
 
   beforeAll(async () => {
     server = await RedisServer.start();
-    stores = Array.from({ length: CONNECTIONS }, () => new RedisStore({ client: server.client() }));
     flusher = server.client();
-    await flusher.ping();
+    // Without the FUNCTION command, the store cannot load its library: EVALSHA throughout.
+    await flusher.call(
+      'ACL',
+      'SETUSER',
+      'scripts',
+      'on',
+      'nopass',
+      '~*',
+      '&*',
+      '+@all',
+      '-function',
+    );
+    stores = Array.from(
+      { length: CONNECTIONS },
+      () => new RedisStore({ client: server.client({ username: 'scripts', password: 'x' }) }),
+    );
+    await Promise.all(stores.map((s) => s.ready()));
   });
 
   afterAll(async () => {
@@ -121,6 +139,93 @@ describe('RedisStore survives SCRIPT FLUSH under sustained traffic', () => {
     expect(flushes).toBeGreaterThan(10);
     expect(noscript).toBeGreaterThan(0);
     expect(evals).toBeGreaterThan(CONNECTIONS);
+    expect(statCount(stats, 'cmdstat_fcall', 'calls')).toBe(0);
+  });
+});
+
+describe('RedisStore survives FUNCTION FLUSH under sustained traffic', () => {
+  const CONNECTIONS = 8;
+  const DECISIONS = 2_000;
+  const BURST = 1_000;
+  const IN_FLIGHT_PER_CONNECTION = 5;
+  let server: RedisServer;
+  let stores: RedisStore[];
+  let flusher: Redis;
+
+  beforeAll(async () => {
+    server = await RedisServer.start();
+    stores = Array.from({ length: CONNECTIONS }, () => new RedisStore({ client: server.client() }));
+    flusher = server.client();
+    await Promise.all(stores.map((s) => s.ready()));
+    // Every store has loaded (or found) its library before the traffic starts.
+    await waitFor(
+      async () => ((await flusher.call('FUNCTION', 'LIST')) as unknown[]).length > 0 || undefined,
+      { what: 'the function library to be loaded', timeoutMs: 5_000, intervalMs: 10 },
+    );
+  });
+
+  afterAll(async () => {
+    await Promise.all((stores ?? []).map((s) => s.close()));
+    await server?.stop();
+  });
+
+  it(`${DECISIONS} decisions from ${CONNECTIONS} connections while FUNCTION FLUSH runs every ~2 ms: no error, exactly ${BURST} admitted`, async () => {
+    // A first decision per store, so each one has seen its library loaded.
+    const key = '{fflush}:bucket';
+    const results: (readonly StoreResult[])[] = [];
+    for (const store of stores) results.push(await store.apply([req(key, BURST)], { nowMs: 0 }));
+    await flusher.config('RESETSTAT');
+    let done = false;
+    let flushes = 0;
+    const flushing = (async () => {
+      while (!done) {
+        await flusher.call('FUNCTION', 'FLUSH');
+        flushes++;
+        await sleep(2);
+      }
+    })();
+
+    await Promise.all(
+      stores.map(async (store) => {
+        const share = (DECISIONS - CONNECTIONS) / CONNECTIONS;
+        for (let sent = 0; sent < share; sent += IN_FLIGHT_PER_CONNECTION) {
+          const wave = Array.from(
+            { length: Math.min(IN_FLIGHT_PER_CONNECTION, share - sent) },
+            () => store.apply([req(key, BURST)], { nowMs: 0 }),
+          );
+          results.push(...(await Promise.all(wave)));
+        }
+      }),
+    );
+    done = true;
+    await flushing;
+
+    const stats = await commandStats(flusher);
+    const fcalls = statCount(stats, 'cmdstat_fcall', 'calls');
+    const failedFcalls = Number(
+      /failed_calls=(\d+)/.exec(stats.get('cmdstat_fcall') ?? '')?.[1] ?? 0,
+    );
+    const loads = statCount(stats, 'cmdstat_function|load', 'calls');
+    const evalshas = statCount(stats, 'cmdstat_evalsha', 'calls');
+    const errors = errorsOf(results);
+    const admitted = admittedOf(results);
+    console.log(
+      `[script-flush] ${results.length} decisions, ${flushes} FUNCTION FLUSH, ${fcalls} FCALL ` +
+        `(${failedFcalls} found no function and went again by EVALSHA: ${evalshas} EVALSHA), ` +
+        `${loads} library loads, ${errors.length} caller-visible errors, ${admitted} admitted of ${BURST}`,
+    );
+    expect(results).toHaveLength(DECISIONS);
+    expect({ errors: errors.length, distinct: [...new Set(errors)] }).toEqual({
+      errors: 0,
+      distinct: [],
+    });
+    expect(admitted).toBe(BURST);
+    // The flushes hit the traffic: calls found no function, went by EVALSHA, and the
+    // library was loaded again.
+    expect(flushes).toBeGreaterThan(10);
+    expect(failedFcalls).toBeGreaterThan(0);
+    expect(evalshas).toBeGreaterThan(0);
+    expect(loads).toBeGreaterThan(0);
   });
 });
 

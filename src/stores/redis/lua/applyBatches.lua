@@ -17,6 +17,12 @@ Reply     one string: per batch a tag byte and a '<I4' length, then that many by
           tag 0, the batch's decisions (includes/applyOne.lua); tag 1, '<I4' the 1-based
           item whose key holds something that is not Sluice state (nothing was written).
           Decoded in src/stores/redis/wire.ts and reply.ts.
+
+The file defines applyBatches(KEYS, ARGV); scripts.ts adds the entry: `return
+applyBatches(KEYS, ARGV)` for EVALSHA, or registers it as a function of a Redis Functions
+library (Redis 7+), which defines the algorithms once at load instead of on every call.
+Code outside functions therefore runs at library load, where only part of the API exists
+(no `struct`, no `redis.call`).
 ]]
 local ALG = {}
 --- @include "includes/common"
@@ -28,19 +34,23 @@ local ALG = {}
 --- @include "includes/slidingLog"
 --- @include "includes/applyOne"
 
-local blob = ARGV[1]
-local pos, k = 1, 0
-local replies = {}
-local b = 0
-while pos <= #blob do
-  local flags, now, n, dedupTtl
-  flags, now, n, dedupTtl, pos = struct.unpack('<BdHd', blob, pos)
-  if flags % 2 == 0 then now = serverNowMs() end
-  local dedup = nil
-  if flags >= 2 then dedup = KEYS[k + n + 1] end
-  b = b + 1
-  replies[b], pos = applyOne(KEYS, k, blob, pos, n, now, dedup, dedupTtl)
-  k = k + n
-  if dedup then k = k + 1 end
+local function applyBatches(KEYS, ARGV)
+  -- (a function library keeps its upvalues between calls: each call reads TIME afresh)
+  cachedServerNow = nil
+  local blob = ARGV[1]
+  local pos, k = 1, 0
+  local replies = {}
+  local b = 0
+  while pos <= #blob do
+    local flags, now, n, dedupTtl
+    flags, now, n, dedupTtl, pos = struct.unpack('<BdHd', blob, pos)
+    if flags % 2 == 0 then now = serverNowMs() end
+    local dedup = nil
+    if flags >= 2 then dedup = KEYS[k + n + 1] end
+    b = b + 1
+    replies[b], pos = applyOne(KEYS, k, blob, pos, n, now, dedup, dedupTtl)
+    k = k + n
+    if dedup then k = k + 1 end
+  end
+  return table.concat(replies)
 end
-return table.concat(replies)

@@ -98,6 +98,36 @@ describe('RedisStore on Redis Cluster', () => {
     await Promise.all(primaries.map((n) => n.client().flushdb()));
   });
 
+  it('loads its function library on every primary (and so every replica) and decides by FCALL there', async () => {
+    const s = store({ prefix: 'fcall' });
+    const l = createLimiter({ store: s, policies: [{ name: 'api', match: ['tenant'], ...slow }] });
+    const nodes = [...(await cluster.primaries()), ...(await cluster.replicas())];
+    const libraries = async (): Promise<string[][]> =>
+      Promise.all(
+        nodes.map(async (n) => {
+          const list = (await n.client().call('FUNCTION', 'LIST')) as unknown[][];
+          return list.map((lib) => String(lib[1])).filter((name) => name.startsWith('sluice_'));
+        }),
+      );
+    const fcalls = async (): Promise<number[]> =>
+      Promise.all(
+        (await cluster.primaries()).map(async (n) => {
+          const stats = await n.client().info('commandstats');
+          return Number(/cmdstat_fcall:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+        }),
+      );
+    await s.ready();
+    await waitUntilLoaded(libraries, nodes.length);
+    const before = await fcalls();
+    const tenants = Array.from({ length: 300 }, (_, i) => `fcall-${i}`);
+    await Promise.all(tenants.map((tenant) => l.check({ tenant })));
+    const after = await fcalls();
+    console.log(
+      `[cluster] FCALL calls per primary over 300 checks: ${after.map((a, i) => a - before[i]!).join(', ')}`,
+    );
+    for (let i = 0; i < after.length; i++) expect(after[i]! - before[i]!).toBeGreaterThan(0);
+  });
+
   describe('64 connections', () => {
     let ls: Limiter[];
     const make = (policies: readonly PolicyInput[]) =>
@@ -285,3 +315,16 @@ describe('RedisStore on Redis Cluster', () => {
     expect(JSON.stringify(top)).not.toContain('whale');
   });
 });
+
+/** Waits until each of `count` nodes lists exactly one Sluice library of this build. */
+async function waitUntilLoaded(libraries: () => Promise<string[][]>, count: number): Promise<void> {
+  const deadline = performance.now() + 10_000;
+  for (;;) {
+    const seen = await libraries();
+    if (seen.length === count && seen.every((names) => names.length === 1)) return;
+    if (performance.now() > deadline) {
+      throw new Error(`function library not on every node: ${JSON.stringify(seen)}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

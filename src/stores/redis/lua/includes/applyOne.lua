@@ -17,7 +17,8 @@ local ITEM_IN_BYTES = 1 + 6 * 8 + 1
 -- A one-item batch's whole framed reply in one pack: each string made in Lua is hashed
 -- and interned, so fewer, larger strings cost Redis less.
 local ONE_REPLY = '<BI4Bddddd'
-local ONE_BODY_BYTES = struct.size(ITEM) + 8
+-- struct.size(ITEM) + 8 (a constant: `struct` does not exist while a function library loads)
+local ONE_BODY_BYTES = 33 + 8
 
 local function packItem(status, remaining, retry, reset, delay)
   if delay == nil then delay = NAN end
