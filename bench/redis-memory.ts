@@ -1,20 +1,24 @@
 /**
  * Redis memory per bucket, per algorithm (run with `npx tsx bench/redis-memory.ts`).
  * Starts its own redis-server on 127.0.0.1 through test/support's harness, creates 10,000
- * buckets per algorithm through RedisStore (server clock, keys like
- * `sl:{tenant=tenant-123456}:payments-tenant`), and prints a markdown table with the
+ * buckets per algorithm through RedisStore (server clock, the keys `bucketKey` gives, like
+ * `sl:{tenant-123456}:payments-tenant`), and prints a markdown table with the
  * average `MEMORY USAGE` of a key and the `INFO memory` used_memory growth per bucket
  * (which also counts the expiry entry every bucket has). Nothing here asserts.
  */
 import type { Redis } from 'ioredis';
 import { ALGORITHMS } from '../src/algorithms/index.js';
 import { parsePolicies } from '../src/config/policies.js';
-import type { AlgorithmKind } from '../src/core/policy.js';
+import { toDescriptor } from '../src/core/descriptor.js';
+import type { AlgorithmKind, Policy } from '../src/core/policy.js';
+import { bucketKey } from '../src/stores/key.js';
 import { RedisStore } from '../src/stores/redis/redis-store.js';
 import type { StoreRequest } from '../src/stores/store.js';
 import { RedisServer } from '../test/support/redis-server.js';
 
 const N = 10_000;
+const [KEY_POLICY] = parsePolicies([{ name: 'payments-tenant', match: ['tenant'], rate: 1 }])
+  .policies as [Policy];
 const CHUNK = 500;
 const BATCH = 10;
 
@@ -37,7 +41,9 @@ const CASES: readonly Case[] = [
   { kind: 'sliding-log', params: { limit: 100, window: '1h' }, admitted: 100 },
 ];
 
-const keyOf = (i: number): string => `{tenant=tenant-${100_000 + i}}:payments-tenant`;
+/** The bucket key Sluice gives tenant `tenant-<100000 + i>` under a policy `payments-tenant`. */
+const keyOf = (i: number): string =>
+  bucketKey(KEY_POLICY, toDescriptor({ tenant: `tenant-${100_000 + i}` }));
 
 async function usedMemory(client: Redis): Promise<number> {
   const m = /used_memory:(\d+)/.exec(await client.info('memory'));
@@ -110,7 +116,7 @@ async function measure(server: RedisServer, c: Case): Promise<string> {
     const type = await client.type(sample);
     const value =
       type === 'string'
-        ? `\`"${await client.get(sample)}"\``
+        ? `${(await client.getBuffer(sample))!.length} bytes, packed`
         : `${type}, ${await client.zcard(sample)} member(s)`;
     const fields = Object.entries(c.params)
       .map(([k, v]) => `${k} ${String(v)}`)

@@ -1,6 +1,7 @@
 import { algorithmOf } from '../algorithms/index.js';
 import type { Algorithm } from '../algorithms/algorithm.js';
 import type { Policy } from '../core/policy.js';
+import { keyValue } from '../stores/key.js';
 
 /**
  * Policy resolution compiled once per policy set and descriptor shape, so a check does
@@ -54,14 +55,9 @@ interface ShapeNode {
 /** Distinct descriptor shapes remembered per policy set before the cache starts over. */
 const MAX_SHAPES = 1024;
 
-const enc = encodeURIComponent;
-
-function pairs(keys: readonly string[], d: DescriptorRecord): string {
-  let out = '';
-  for (let i = 0; i < keys.length; i++) {
-    const k = keys[i]!;
-    out += `${i === 0 ? '' : '&'}${enc(k)}=${enc(d[k] ?? '')}`;
-  }
+function values(keys: readonly string[], d: DescriptorRecord): string {
+  let out = keyValue(d[keys[0]!] ?? '');
+  for (let i = 1; i < keys.length; i++) out += `&${keyValue(d[keys[i]!] ?? '')}`;
   return out;
 }
 
@@ -82,9 +78,9 @@ function keyBuilder(policy: Policy): (d: DescriptorRecord) => string {
     return () => constant;
   }
   const global = `@${name}`;
-  if (scopeKeys.length === 0) return (d) => `{${pairs(identity, d)}}:${name}`;
+  if (scopeKeys.length === 0) return (d) => `{${values(identity, d)}}:${name}`;
   return (d) =>
-    `{${identity.length === 0 ? global : pairs(identity, d)}}:${name}:${pairs(scopeKeys, d)}`;
+    `{${identity.length === 0 ? global : values(identity, d)}}:${name}:${values(scopeKeys, d)}`;
 }
 
 /** Compiled resolution for one policy set. Immutable policies, so it is never stale. */

@@ -2,44 +2,43 @@ import type { Descriptor } from '../core/descriptor.js';
 import type { Policy } from '../core/policy.js';
 
 /**
- * Percent-encodes everything outside `A-Z a-z 0-9 - _ . ! ~ * ' ( )`, so `{`, `}`, `:`,
- * `=`, `&`, `@`, `%`, whitespace and every non-ASCII byte are escaped. Decoding is unique,
- * so the encoding is injective (descriptors are checked for lone surrogates first).
+ * One value of a key: percent-encoded (everything outside `A-Z a-z 0-9 - _ . ! ~ * ' ( )`,
+ * so `{`, `}`, `:`, `=`, `&`, `@`, `%`, whitespace and every non-ASCII byte are escaped),
+ * and the empty value as `=`, which encoding never produces: a lone empty identity would
+ * otherwise make the hash tag `{}`, which Redis Cluster ignores. Decoding is unique, so
+ * the encoding is injective (descriptors are checked for lone surrogates first).
  */
-function enc(s: string): string {
-  return encodeURIComponent(s);
+export function keyValue(v: string): string {
+  return v === '' ? '=' : encodeURIComponent(v);
 }
 
-function pairs(keys: readonly string[], descriptor: Descriptor): string {
-  return keys
-    .map((k) => {
-      const e = descriptor.find((d) => d.key === k);
-      return `${enc(k)}=${enc(e?.value ?? '')}`;
-    })
-    .join('&');
+function values(keys: readonly string[], descriptor: Descriptor): string {
+  return keys.map((k) => keyValue(descriptor.find((d) => d.key === k)?.value ?? '')).join('&');
 }
 
 /**
  * The storage key of a policy's bucket for a descriptor that matches the policy:
  * `{<identity>}:<policy>[:<scope>]`.
  *
- * - `<identity>` is `k=v` pairs of the policy's identity keys joined by `&`, or
+ * - `<identity>` is the values of the policy's identity keys, joined by `&`, or
  *   `@<policy>` for a global policy. It is a Redis Cluster hash tag, so every bucket of
  *   one identity lives in one slot; it never contains `{` or `}` (they are encoded).
- * - `<scope>` is `k=v` pairs of the other match keys without a fixed value. Fixed-value
- *   match entries are the same for every bucket of the policy and are left out.
+ * - `<scope>` is the values of the other match keys without a fixed value, joined by `&`.
+ *   Fixed-value match entries are the same for every bucket of the policy and are left out.
  *
- * Policy names cannot contain `:` or `{`, and encoded parts cannot contain `:`, `{`, `}`,
- * `=` or `&` except as separators, so distinct (policy, values) give distinct keys and a
- * value can never move a key to another identity's slot. Stores add their own prefix.
+ * The key names are not written: the policy name fixes which keys are read, in which
+ * order, so they would add bytes to every bucket and tell nothing apart. Policy names
+ * cannot contain `:` or `{`, and encoded values cannot contain `:`, `{`, `}`, `=` or `&`
+ * except as written above, so distinct (policy, values) give distinct keys and a value
+ * can never move a key to another identity's slot. Stores add their own prefix.
  */
 export function bucketKey(policy: Policy, descriptor: Descriptor): string {
   const identity =
-    policy.identity.length === 0 ? `@${policy.name}` : pairs(policy.identity, descriptor);
+    policy.identity.length === 0 ? `@${policy.name}` : values(policy.identity, descriptor);
   const scopeKeys = policy.match
     .filter((m) => m.value === undefined && !policy.identity.includes(m.key))
     .map((m) => m.key);
-  const scope = scopeKeys.length === 0 ? '' : `:${pairs(scopeKeys, descriptor)}`;
+  const scope = scopeKeys.length === 0 ? '' : `:${values(scopeKeys, descriptor)}`;
   return `{${identity}}:${policy.name}${scope}`;
 }
 

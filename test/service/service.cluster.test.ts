@@ -88,8 +88,8 @@ describe('sluice serve on one Redis Cluster', () => {
       const byPrimary = new Map<number, string>();
       for (let i = 0; byPrimary.size < 3; i++) {
         const tenant = `c-${process.pid}-${Date.now()}-${i}`;
-        // The service's envoy rules key buckets by positional entries: identity `e0=<value>`.
-        const key = `sl:{e0=${encodeURIComponent(tenant)}}:x`;
+        // The service's envoy rules key buckets by positional entries: the identity is the value.
+        const key = `sl:{${encodeURIComponent(tenant)}}:x`;
         const port = (await cluster.nodeForSlot(keySlot(key))).port;
         if (!byPrimary.has(port)) byPrimary.set(port, tenant);
       }

@@ -7,7 +7,7 @@ import type { SlotGroup } from './slot-groups.js';
 /**
  * What a Redis Cluster store does with a batch whose keys live in several hash slots
  * (e.g. a global emergency limit, tagged `{@name}`, plus a tenant limit, tagged
- * `{tenant=42}`). One script can only touch one slot, so such a batch cannot be one
+ * `{42}`). One script can only touch one slot, so such a batch cannot be one
  * atomic step.
  *
  * - `sequential-refund`: one applyBatch call per slot, most restrictive slot first (see

@@ -341,11 +341,11 @@ describe('RedisStore: a key that holds something else', () => {
         },
       ],
     });
-    await client.hset(store.redisKey('{tenant=victim}:corrupt-closed'), 'f', 'v');
+    await client.hset(store.redisKey('{victim}:corrupt-closed'), 'f', 'v');
     const r = await limiter.check({ tenant: 'victim' });
     expect(r).toMatchObject({ allowed: false, status: 'UNAVAILABLE' });
     expect(r.decisions[0]!.path).toBe('fail-closed');
-    expect(await client.type(store.redisKey('{tenant=victim}:corrupt-closed'))).toBe('hash');
+    expect(await client.type(store.redisKey('{victim}:corrupt-closed'))).toBe('hash');
   });
 });
 
@@ -425,6 +425,11 @@ function encodeRule(s: string): string {
       : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
   }
   return out;
+}
+
+/** A value as keys write it: encoded by the rule, the empty value as `=` (never `{}`). */
+function part(v: string): string {
+  return v === '' ? '=' : encodeRule(v);
 }
 
 /** Redis Cluster's hash tag: the text between the first `{` and the next `}`, if non-empty. */
@@ -515,9 +520,9 @@ describe('RedisStore: injective keys with hostile descriptor values', () => {
     // The keyspace holds exactly the keys the documented rule gives, nothing else.
     const expected = new Set<string>();
     for (const [a, b] of tuples) {
-      expected.add(`sl:{tenant=${encodeRule(a)}}:per-tenant`);
-      expected.add(`sl:{tenant=${encodeRule(a)}}:per-route:route=${encodeRule(b)}`);
-      expected.add(`sl:{tenant=${encodeRule(a)}&user=${encodeRule(b)}}:per-pair`);
+      expected.add(`sl:{${part(a)}}:per-tenant`);
+      expected.add(`sl:{${part(a)}}:per-route:${part(b)}`);
+      expected.add(`sl:{${part(a)}&${part(b)}}:per-pair`);
     }
     expect(expected.size).toBe(VALUES.length + 2 * tuples.length);
     let cursor = '0';
@@ -545,12 +550,12 @@ describe('RedisStore: injective keys with hostile descriptor values', () => {
     const tenantSlots = new Set<number>();
     for (const a of VALUES) {
       // per-tenant and per-route have identity [tenant]: one tag, one slot, 1 + 16 keys.
-      const identity = `tenant=${encodeRule(a)}`;
+      const identity = part(a);
       const own = byTag.get(identity) ?? [];
       expect(own.sort()).toEqual(
         [
           `sl:{${identity}}:per-tenant`,
-          ...VALUES.map((b) => `sl:{${identity}}:per-route:route=${encodeRule(b)}`),
+          ...VALUES.map((b) => `sl:{${identity}}:per-route:${part(b)}`),
         ].sort(),
       );
       const slot = await keySlot(identity);
@@ -558,7 +563,7 @@ describe('RedisStore: injective keys with hostile descriptor values', () => {
       tenantSlots.add(slot);
       // per-pair has identity [tenant, user]: its tag is both, encoded.
       for (const b of VALUES) {
-        const pair = `tenant=${encodeRule(a)}&user=${encodeRule(b)}`;
+        const pair = `${part(a)}&${part(b)}`;
         expect(byTag.get(pair)).toEqual([`sl:{${pair}}:per-pair`]);
         expect(await keySlot(`sl:{${pair}}:per-pair`)).toBe(await keySlot(pair));
       }

@@ -71,7 +71,7 @@ async function runFailover(
   const ranges = view.find((v) => v.id === victimId)!.slots;
   const tenants: string[] = [];
   for (let i = 0; tenants.length < LOOPS; i++) {
-    const slot = keySlot(store.redisKey(`{tenant=${label}-${i}}:count`));
+    const slot = keySlot(store.redisKey(`{${label}-${i}}:count`));
     if (ranges.some(([a, b]) => slot >= a && slot <= b)) tenants.push(`${label}-${i}`);
   }
   const samples: Sample[] = [];

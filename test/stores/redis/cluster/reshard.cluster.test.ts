@@ -39,7 +39,7 @@ describe('RedisStore on Redis Cluster: resharding', () => {
       ],
     });
     const tenant = 'busy';
-    const key = store.redisKey(`{tenant=${tenant}}:big`);
+    const key = store.redisKey(`{${tenant}}:big`);
     const slot = await cluster.slotOfKey(key);
     const source = await cluster.nodeForSlot(slot);
     const target = (await cluster.primaries()).find((n) => n !== source)!;
