@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Redis } from 'ioredis';
-import { RedisServer } from '../test/support/redis-server.js';
+import { addUserWithoutFunctions, RedisServer } from '../test/support/redis-server.js';
 import { findRedisBenchmark, runRedisBenchmark } from './lib/ceiling.js';
 import { captureScriptCallRaw, runScriptCeiling } from './lib/script-ceiling.js';
 import { drive, median } from './lib/driver.js';
@@ -108,17 +108,7 @@ const needsRedis = scenarios.some((s) => s.store === 'redis');
 async function loadedLibrary(on: RedisServer): Promise<string> {
   const admin = on.client();
   try {
-    await admin.call(
-      'ACL',
-      'SETUSER',
-      'sluice-bench-scripts',
-      'on',
-      'nopass',
-      '~*',
-      '&*',
-      '+@all',
-      '-function',
-    );
+    await addUserWithoutFunctions(admin, 'sluice-bench-scripts');
     const store = new sluice.redis.RedisStore({ client: on.client(), prefix: 'slb' });
     await store.ready();
     try {

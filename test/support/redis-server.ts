@@ -553,3 +553,23 @@ function safeRealpath(file: string): string | undefined {
     return undefined;
   }
 }
+
+/**
+ * Adds (or resets) an ACL user `name`, any password, with every permission but the
+ * FUNCTION command: a RedisStore connected as it cannot load its function library, so it
+ * calls its script by EVALSHA.
+ */
+export async function addUserWithoutFunctions(admin: Redis, name: string): Promise<void> {
+  await admin.call(
+    'ACL',
+    'SETUSER',
+    name,
+    'reset',
+    'on',
+    'nopass',
+    '~*',
+    '&*',
+    '+@all',
+    '-function',
+  );
+}

@@ -14,7 +14,7 @@ import type { Algorithm } from '../../../src/algorithms/algorithm.js';
 import { RedisStore } from '../../../src/stores/redis/redis-store.js';
 import type { StoreRequest, StoreResult } from '../../../src/stores/store.js';
 import { parseInfo } from '../../support/resp.js';
-import { RedisServer } from '../../support/redis-server.js';
+import { addUserWithoutFunctions, RedisServer } from '../../support/redis-server.js';
 import { sleep, waitFor } from '../../support/wait.js';
 
 /** Capacity `burst`, refill 1 unit per hour: over a test run the capacity is the burst. */
@@ -50,11 +50,67 @@ function statCount(stats: Map<string, string>, field: string, what: 'calls' | 'c
   return m ? Number(m[1]) : 0;
 }
 
+/** The flush tests: 8 stores (connections), 2,000 decisions on one bucket of 1,000. */
+const CONNECTIONS = 8;
+const DECISIONS = 2_000;
+const BURST = 1_000;
+const IN_FLIGHT_PER_CONNECTION = 5;
+
+/** Every decision was made, none surfaced an error, and exactly the burst was admitted. */
+function expectAllDecidedExactly(results: readonly (readonly StoreResult[])[]): void {
+  const errors = errorsOf(results);
+  expect(results).toHaveLength(DECISIONS);
+  expect({ errors: errors.length, distinct: [...new Set(errors)] }).toEqual({
+    errors: 0,
+    distinct: [],
+  });
+  expect(admittedOf(results)).toBe(BURST);
+}
+
+/**
+ * Runs `flush` every ~2 ms until the returned stop() is called; stop() resolves with the
+ * number of flushes.
+ */
+function flushEvery2ms(flush: () => Promise<unknown>): () => Promise<number> {
+  let done = false;
+  let flushes = 0;
+  const flushing = (async () => {
+    while (!done) {
+      await flush();
+      flushes++;
+      await sleep(2);
+    }
+  })();
+  return async () => {
+    done = true;
+    await flushing;
+    return flushes;
+  };
+}
+
+/** `perStore` decisions on `key` from each store, a few in flight per store at a time. */
+async function inWaves(
+  stores: readonly RedisStore[],
+  key: string,
+  burst: number,
+  perStore: number,
+  inFlight: number,
+): Promise<(readonly StoreResult[])[]> {
+  const results: (readonly StoreResult[])[] = [];
+  await Promise.all(
+    stores.map(async (store) => {
+      for (let sent = 0; sent < perStore; sent += inFlight) {
+        const wave = Array.from({ length: Math.min(inFlight, perStore - sent) }, () =>
+          store.apply([req(key, burst)], { nowMs: 0 }),
+        );
+        results.push(...(await Promise.all(wave)));
+      }
+    }),
+  );
+  return results;
+}
+
 describe('RedisStore survives SCRIPT FLUSH under sustained traffic', () => {
-  const CONNECTIONS = 8;
-  const DECISIONS = 2_000;
-  const BURST = 1_000;
-  const IN_FLIGHT_PER_CONNECTION = 5;
   let server: RedisServer;
   let stores: RedisStore[];
   let flusher: Redis;
@@ -63,17 +119,7 @@ describe('RedisStore survives SCRIPT FLUSH under sustained traffic', () => {
     server = await RedisServer.start();
     flusher = server.client();
     // Without the FUNCTION command, the store cannot load its library: EVALSHA throughout.
-    await flusher.call(
-      'ACL',
-      'SETUSER',
-      'scripts',
-      'on',
-      'nopass',
-      '~*',
-      '&*',
-      '+@all',
-      '-function',
-    );
+    await addUserWithoutFunctions(flusher, 'scripts');
     stores = Array.from(
       { length: CONNECTIONS },
       () => new RedisStore({ client: server.client({ username: 'scripts', password: 'x' }) }),
@@ -88,34 +134,17 @@ describe('RedisStore survives SCRIPT FLUSH under sustained traffic', () => {
 
   it(`${DECISIONS} decisions from ${CONNECTIONS} connections while SCRIPT FLUSH runs every ~2 ms: no error, exactly ${BURST} admitted`, async () => {
     await flusher.config('RESETSTAT');
-    let done = false;
-    let flushes = 0;
-    const flushing = (async () => {
-      while (!done) {
-        await flusher.script('FLUSH');
-        flushes++;
-        await sleep(2);
-      }
-    })();
-
-    const key = '{flush}:bucket';
-    const results: (readonly StoreResult[])[] = [];
+    const stop = flushEvery2ms(() => flusher.script('FLUSH'));
     const startedAt = performance.now();
-    // Each connection keeps a few decisions in flight until its share is done.
-    await Promise.all(
-      stores.map(async (store) => {
-        const share = DECISIONS / CONNECTIONS;
-        for (let sent = 0; sent < share; sent += IN_FLIGHT_PER_CONNECTION) {
-          const wave = Array.from({ length: IN_FLIGHT_PER_CONNECTION }, () =>
-            store.apply([req(key, BURST)], { nowMs: 0 }),
-          );
-          results.push(...(await Promise.all(wave)));
-        }
-      }),
+    const results = await inWaves(
+      stores,
+      '{flush}:bucket',
+      BURST,
+      DECISIONS / CONNECTIONS,
+      IN_FLIGHT_PER_CONNECTION,
     );
     const elapsedMs = performance.now() - startedAt;
-    done = true;
-    await flushing;
+    const flushes = await stop();
 
     const stats = await commandStats(flusher);
     const noscript = statCount(stats, 'errorstat_NOSCRIPT', 'count');
@@ -128,13 +157,8 @@ describe('RedisStore survives SCRIPT FLUSH under sustained traffic', () => {
         `${noscript} NOSCRIPT replies recovered (${evals} EVAL, ${evalshas} EVALSHA), ` +
         `${errors.length} caller-visible errors, ${admitted} admitted of ${BURST}`,
     );
-    expect(results).toHaveLength(DECISIONS);
     // NOSCRIPT means the script did not run, so a retry is always safe: none may surface.
-    expect({ errors: errors.length, distinct: [...new Set(errors)] }).toEqual({
-      errors: 0,
-      distinct: [],
-    });
-    expect(admitted).toBe(BURST);
+    expectAllDecidedExactly(results);
     // The flushes really did hit the traffic: scripts went missing and were re-sent.
     expect(flushes).toBeGreaterThan(10);
     expect(noscript).toBeGreaterThan(0);
@@ -144,10 +168,6 @@ describe('RedisStore survives SCRIPT FLUSH under sustained traffic', () => {
 });
 
 describe('RedisStore survives FUNCTION FLUSH under sustained traffic', () => {
-  const CONNECTIONS = 8;
-  const DECISIONS = 2_000;
-  const BURST = 1_000;
-  const IN_FLIGHT_PER_CONNECTION = 5;
   let server: RedisServer;
   let stores: RedisStore[];
   let flusher: Redis;
@@ -175,30 +195,17 @@ describe('RedisStore survives FUNCTION FLUSH under sustained traffic', () => {
     const results: (readonly StoreResult[])[] = [];
     for (const store of stores) results.push(await store.apply([req(key, BURST)], { nowMs: 0 }));
     await flusher.config('RESETSTAT');
-    let done = false;
-    let flushes = 0;
-    const flushing = (async () => {
-      while (!done) {
-        await flusher.call('FUNCTION', 'FLUSH');
-        flushes++;
-        await sleep(2);
-      }
-    })();
-
-    await Promise.all(
-      stores.map(async (store) => {
-        const share = (DECISIONS - CONNECTIONS) / CONNECTIONS;
-        for (let sent = 0; sent < share; sent += IN_FLIGHT_PER_CONNECTION) {
-          const wave = Array.from(
-            { length: Math.min(IN_FLIGHT_PER_CONNECTION, share - sent) },
-            () => store.apply([req(key, BURST)], { nowMs: 0 }),
-          );
-          results.push(...(await Promise.all(wave)));
-        }
-      }),
+    const stop = flushEvery2ms(() => flusher.call('FUNCTION', 'FLUSH'));
+    results.push(
+      ...(await inWaves(
+        stores,
+        key,
+        BURST,
+        (DECISIONS - CONNECTIONS) / CONNECTIONS,
+        IN_FLIGHT_PER_CONNECTION,
+      )),
     );
-    done = true;
-    await flushing;
+    const flushes = await stop();
 
     const stats = await commandStats(flusher);
     const fcalls = statCount(stats, 'cmdstat_fcall', 'calls');
@@ -214,12 +221,8 @@ describe('RedisStore survives FUNCTION FLUSH under sustained traffic', () => {
         `(${failedFcalls} found no function and went again by EVALSHA: ${evalshas} EVALSHA), ` +
         `${loads} library loads, ${errors.length} caller-visible errors, ${admitted} admitted of ${BURST}`,
     );
-    expect(results).toHaveLength(DECISIONS);
-    expect({ errors: errors.length, distinct: [...new Set(errors)] }).toEqual({
-      errors: 0,
-      distinct: [],
-    });
-    expect(admitted).toBe(BURST);
+    // A missing function means the call did not run: the same holds.
+    expectAllDecidedExactly(results);
     // The flushes hit the traffic: calls found no function, went by EVALSHA, and the
     // library was loaded again.
     expect(flushes).toBeGreaterThan(10);
