@@ -58,8 +58,9 @@ export type DecisionCell = Writable<Omit<AlgorithmDecision, 'delayMs'>> & {
  * `step(state, nowMs, cost, params, next, out)` writes into `next` every field of the
  * state `transition` would return and into `out` every field of its decision (`delayMs`
  * only when the decision has one; a caller reusing `out` clears it first). `state` is
- * only read, and is never the same object as `next`, so a store can keep two objects
- * per bucket and swap them when it commits (see MemoryStore).
+ * only read, and is never the same object as `next`; it may carry other fields, which the
+ * step ignores. A store commits by copying `next` into its own object (`copy`, see
+ * MemoryStore), so a denial leaves the bucket as it was.
  */
 export interface InPlaceStep<P, S> {
   step(
@@ -72,6 +73,8 @@ export interface InPlaceStep<P, S> {
   ): void;
   /** A new state object for `next` (its fields are all overwritten by `step`). */
   blank(): Writable<S>;
+  /** Writes every field of the state `from` into `to`, leaving `to`'s other fields alone. */
+  copy(from: S, to: Writable<S>): void;
 }
 
 /**

@@ -79,6 +79,10 @@ function step(
 const inPlace: InPlaceStep<FixedWindowParams, FixedWindowState> = {
   step,
   blank: () => ({ window: 0, count: 0 }),
+  copy: (from, to) => {
+    to.window = from.window;
+    to.count = from.count;
+  },
 };
 
 /**

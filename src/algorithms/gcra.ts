@@ -98,7 +98,13 @@ function step(
   decide(out, 'OVER_LIMIT', p.burst, freeUnits(aheadMs, p), overMs, aheadMs);
 }
 
-const inPlace: InPlaceStep<GcraParams, GcraState> = { step, blank: () => ({ tatMs: 0 }) };
+const inPlace: InPlaceStep<GcraParams, GcraState> = {
+  step,
+  blank: () => ({ tatMs: 0 }),
+  copy: (from, to) => {
+    to.tatMs = from.tatMs;
+  },
+};
 
 /**
  * GCRA (generic cell rate algorithm): the token bucket kept in one number. Each admitted

@@ -117,6 +117,10 @@ function step(
 const inPlace: InPlaceStep<LeakyBucketParams, LeakyBucketState> = {
   step,
   blank: () => ({ level: 0, tsMs: 0 }),
+  copy: (from, to) => {
+    to.level = from.level;
+    to.tsMs = from.tsMs;
+  },
 };
 
 /**

@@ -173,6 +173,11 @@ function step(
 const inPlace: InPlaceStep<SlidingWindowCounterParams, SlidingWindowCounterState> = {
   step,
   blank,
+  copy: (from, to) => {
+    to.window = from.window;
+    to.current = from.current;
+    to.previous = from.previous;
+  },
 };
 
 /**

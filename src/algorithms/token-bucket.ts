@@ -105,6 +105,10 @@ function step(
 const inPlace: InPlaceStep<TokenBucketParams, TokenBucketState> = {
   step,
   blank: () => ({ tokens: 0, tsMs: 0 }),
+  copy: (from, to) => {
+    to.tokens = from.tokens;
+    to.tsMs = from.tsMs;
+  },
 };
 
 /**

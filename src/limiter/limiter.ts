@@ -13,6 +13,7 @@ import {
   matchedItems,
   PolicyPlans,
   type DescriptorRecord,
+  type PolicyPlan,
   type RecordItem,
   type RecordMatch,
 } from './plan.js';
@@ -108,7 +109,7 @@ export class Limiter {
     const set = toPolicySet(policies);
     for (const p of set.policies) this.#store.checkPolicy?.(p);
     this.#store.checkPolicies?.(set.policies);
-    return new PolicyPlans(set.policies);
+    return new PolicyPlans(set.policies, this.#memory);
   }
 
   /** The policies in force. */
@@ -203,10 +204,9 @@ export class Limiter {
       descriptor !== null &&
       !Array.isArray(descriptor)
     ) {
-      const record = descriptor as DescriptorRecord;
-      const match = plans.recall(record) ?? this.#resolveRecord(record, plans);
+      const result = this.#checkRecord(nowMs, descriptor as DescriptorRecord, plans, options);
       // Anything unusual takes the general path, which reports it exactly.
-      if (match !== undefined) return this.#checkRecord(nowMs, match, options);
+      if (result !== undefined) return result;
     }
     const d = toDescriptor(descriptor, this.#maxValueLength);
     const selected = this.#select(plans.policies, d, options.policies);
@@ -217,6 +217,65 @@ export class Limiter {
       cost: options.cost ?? costOf(policy, d),
     }));
     return this.#decide(nowMs, items, options);
+  }
+
+  /**
+   * {@link Limiter.checkAt} for a record descriptor, through the compiled plans: a
+   * remembered frozen record by what it resolved to; a record matching one policy whose
+   * bucket is in a value index of the memory store by its value alone (no key text);
+   * anything else resolved afresh. `undefined` when `toDescriptor` would not accept the
+   * record as is.
+   */
+  #checkRecord(
+    nowMs: number,
+    record: DescriptorRecord,
+    plans: PolicyPlans,
+    options: CheckOptions,
+  ): CheckResult | Promise<CheckResult> | undefined {
+    const frozen = Object.isFrozen(record);
+    if (frozen) {
+      const remembered = plans.recall(record);
+      if (remembered !== undefined) return this.#checkMatch(nowMs, remembered, options);
+    }
+    const keys = Object.keys(record);
+    if (!this.#plainRecord(record, keys)) return undefined;
+    const candidates = plans.forShape(keys);
+    if (candidates.length === 1 && !frozen && options.requestId === undefined) {
+      const result = this.#checkValue(nowMs, candidates[0]!, record, options);
+      if (result !== undefined) return result;
+    }
+    return this.#checkMatch(nowMs, this.#resolveRecord(record, keys, candidates, plans), options);
+  }
+
+  /**
+   * The one-policy check of a record on the memory store's value index of `plan`;
+   * `undefined` when the plan has none, the record does not fit its fixed values or the
+   * store is closed (the general path then decides or reports).
+   */
+  #checkValue(
+    nowMs: number,
+    plan: PolicyPlan,
+    record: DescriptorRecord,
+    options: CheckOptions,
+  ): CheckResult | undefined {
+    const index = plan.index;
+    if (index === undefined) return undefined;
+    const fixed = plan.fixed;
+    for (let j = 0; j < fixed.length; j++) {
+      if (record[fixed[j]!.key] !== fixed[j]!.value) return undefined;
+    }
+    const value = record[plan.valueKey!];
+    if (typeof value !== 'string') return undefined; // a getter that changed its mind
+    const override = options.cost;
+    if (override !== undefined) validateCost(override);
+    const policy = plan.policy;
+    const cost = override ?? recordCost(policy, record);
+    if (cost > plan.capacity) throw costExceeds(cost, plan.capacity, policy);
+    validateTimeout(options.timeoutMs);
+    const d = this.#memory!.decideIn(index, value, plan.algorithm, policy.params, cost, nowMs);
+    if (d === undefined) return undefined;
+    if (policy.failureMode === 'stale') this.#stale.record(plan.key(record), d, nowMs);
+    return combineDecisions([withPolicy(d, policy.name, policy.shadow ? 'shadow' : 'store')]);
   }
 
   /** Whether `toDescriptor` would accept the record as is (so the fast path may skip it). */
@@ -240,14 +299,16 @@ export class Limiter {
   }
 
   /**
-   * The policies a record descriptor matches, with bucket keys and costs, through the
-   * compiled plans (remembered when the record cannot change); `undefined` when
-   * `toDescriptor` would not accept the record as is.
+   * The policies a valid record descriptor (own keys `keys`) matches among `candidates`
+   * (the plans of its shape), with bucket keys and costs; remembered when the record
+   * cannot change.
    */
-  #resolveRecord(record: DescriptorRecord, plans: PolicyPlans): RecordMatch | undefined {
-    const keys = Object.keys(record);
-    if (!this.#plainRecord(record, keys)) return undefined;
-    const candidates = plans.forShape(keys);
+  #resolveRecord(
+    record: DescriptorRecord,
+    keys: readonly string[],
+    candidates: readonly PolicyPlan[],
+    plans: PolicyPlans,
+  ): RecordMatch {
     const items: RecordItem[] = [];
     for (let i = 0; i < candidates.length; i++) {
       const plan = candidates[i]!;
@@ -271,7 +332,7 @@ export class Limiter {
   }
 
   /** {@link Limiter.checkAt} for the policies a valid record descriptor matched. */
-  #checkRecord(
+  #checkMatch(
     nowMs: number,
     match: RecordMatch,
     options: CheckOptions,

@@ -2,13 +2,16 @@ import { algorithmOf } from '../algorithms/index.js';
 import type { Algorithm } from '../algorithms/algorithm.js';
 import type { Policy } from '../core/policy.js';
 import { keyValue } from '../stores/key.js';
+import type { MemoryStore, ValueIndex } from '../stores/memory/memory-store.js';
 
 /**
  * Policy resolution compiled once per policy set and descriptor shape, so a check does
  * no matching work that depends only on which keys a descriptor has: per shape (the
  * descriptor's keys, in order) the policies whose match keys are all present, each with
  * its algorithm, capacity and a key builder. What depends on values (fixed-value match
- * entries, cost rules, the bucket key itself) is still evaluated per check.
+ * entries, cost rules, the bucket key itself) is still evaluated per check; with a
+ * MemoryStore, a policy with one identity key and no scope needs no key at all, as the
+ * store indexes its buckets by that key's value.
  */
 
 /** A descriptor given as a record: `{ tenant: 'acme', route: 'GET /x' }`. */
@@ -24,6 +27,13 @@ export interface PolicyPlan {
   readonly fixed: readonly { readonly key: string; readonly value: string }[];
   /** The bucket key of a matching descriptor (same text as `bucketKey`). */
   readonly key: (d: DescriptorRecord) => string;
+  /**
+   * With a MemoryStore, for a policy with one identity key and no scope: that key, and
+   * the store's index of the policy's buckets by its value (see `MemoryStore.decideIn`),
+   * so a check needs no key text. Both `undefined` otherwise.
+   */
+  readonly valueKey: string | undefined;
+  readonly index: ValueIndex | undefined;
 }
 
 /** One policy a record descriptor matched, with its bucket key and cost-rule cost. */
@@ -68,9 +78,7 @@ function values(keys: readonly string[], d: DescriptorRecord): string {
  * cost as much as it saved.)
  */
 function keyBuilder(policy: Policy): (d: DescriptorRecord) => string {
-  const scopeKeys = policy.match
-    .filter((m) => m.value === undefined && !policy.identity.includes(m.key))
-    .map((m) => m.key);
+  const scopeKeys = scopeKeysOf(policy);
   const identity = policy.identity;
   const name = policy.name;
   if (identity.length === 0 && scopeKeys.length === 0) {
@@ -81,6 +89,25 @@ function keyBuilder(policy: Policy): (d: DescriptorRecord) => string {
   if (scopeKeys.length === 0) return (d) => `{${values(identity, d)}}:${name}`;
   return (d) =>
     `{${identity.length === 0 ? global : values(identity, d)}}:${name}:${values(scopeKeys, d)}`;
+}
+
+/** The match keys without a fixed value that are not identity keys (as in `bucketKey`). */
+function scopeKeysOf(policy: Policy): string[] {
+  return policy.match
+    .filter((m) => m.value === undefined && !policy.identity.includes(m.key))
+    .map((m) => m.key);
+}
+
+/** The value index of a policy's buckets in `memory`, when its key is one identity value. */
+function valueIndexOf(
+  policy: Policy,
+  memory: MemoryStore | undefined,
+): { valueKey: string | undefined; index: ValueIndex | undefined } {
+  const single = policy.identity.length === 1 && scopeKeysOf(policy).length === 0;
+  const index = single ? memory?.valueIndex(policy.name) : undefined;
+  return index === undefined
+    ? { valueKey: undefined, index: undefined }
+    : { valueKey: policy.identity[0]!, index };
 }
 
 /** Compiled resolution for one policy set. Immutable policies, so it is never stale. */
@@ -97,10 +124,12 @@ export class PolicyPlans {
    */
   readonly #records = new WeakMap<object, RecordMatch>();
 
-  constructor(policies: readonly Policy[]) {
+  /** `memory`: the limiter's store when it is a MemoryStore (for value indexes). */
+  constructor(policies: readonly Policy[], memory?: MemoryStore) {
     this.#policies = policies;
     this.#byPolicy = policies.map((policy): PolicyPlan => {
       const algorithm = algorithmOf(policy.algorithm);
+      const { valueKey, index } = valueIndexOf(policy, memory);
       return {
         policy,
         algorithm,
@@ -110,6 +139,8 @@ export class PolicyPlans {
           .filter((m) => m.value !== undefined)
           .map((m) => ({ key: m.key, value: m.value! })),
         key: keyBuilder(policy),
+        valueKey,
+        index,
       };
     });
   }

@@ -1,21 +1,19 @@
-import {
-  decisionCell,
-  type Algorithm,
-  type InPlaceStep,
-  type DecisionCell,
-} from '../../algorithms/algorithm.js';
+import { decisionCell, type Algorithm, type DecisionCell } from '../../algorithms/algorithm.js';
 import type { AlgorithmDecision } from '../../core/decision.js';
 import { StoreError } from '../../core/errors.js';
 import { decideBatch } from '../batch.js';
 import { dedupKey } from '../key.js';
+import { newBucket, newTable, type Bucket, type Table } from './bucket.js';
+import { indexable, placeOf, valueIndexId } from './bucket-place.js';
 import type { Store, StoreApplyOptions, StoreRequest, StoreResult } from '../store.js';
 
 export interface MemoryStoreOptions {
   /**
-   * Most buckets held at once. Past it, the least recently used bucket is dropped.
-   * Dropping an idle (expired) bucket is exact: it recreates as full, which is what it
-   * would be. Dropping a live one gives it back full capacity early, so size this above
-   * the number of keys active within one TTL; `stats().evictedLive` counts those.
+   * Most buckets held at once, a hard bound. Past it, a bucket not used lately is dropped
+   * (second chance: see the class comment). Dropping an idle (expired) bucket is exact: it
+   * recreates as full, which is what it would be. Dropping a live one gives it back full
+   * capacity early, so size this above the number of keys active within one TTL;
+   * `stats().evictedLive` counts those.
    * @default 1_000_000
    */
   readonly maxKeys?: number;
@@ -49,19 +47,19 @@ export interface BucketRef {
   handle: unknown;
 }
 
-/** A bucket, linked into the recency list (least recently used first). */
-interface Entry {
-  readonly key: string;
-  readonly owner: MemoryStore;
-  /** False once removed (expired, evicted or closed): a stale handle then looks the key up. */
-  held: boolean;
-  state: unknown;
-  expiresAtMs: number;
-  prev: Entry | undefined;
-  next: Entry | undefined;
+declare const valueIndexBrand: unique symbol;
+
+/**
+ * The buckets of one (identity key, policy) pair, by raw descriptor value: the bucket of
+ * value `v` is the bucket of text key `{<encoded v>}:<policy>` (see bucket-place.ts).
+ * Opaque; from {@link MemoryStore.valueIndex}.
+ * @internal
+ */
+export interface ValueIndex {
+  readonly [valueIndexBrand]: true;
 }
 
-/** Expired entries checked (from the least recently used end) per apply, to reclaim idle keys. */
+/** Ring slots checked for expired buckets per apply, to reclaim idle keys. */
 const SWEEP_PER_APPLY = 2;
 
 /**
@@ -69,15 +67,39 @@ const SWEEP_PER_APPLY = 2;
  * algorithms' own transitions (never a re-implementation). Batches are atomic because
  * they run synchronously. Time comes from the caller (`nowMs`), so a manual clock drives
  * expiry in tests. It limits one process only: for a fleet, use `RedisStore`.
+ *
+ * Buckets are keyed by text (`StoreRequest.key`); a key of the one-identity layout is held
+ * in a value index under its raw value (bucket-place.ts), so the limiter finds it by the
+ * descriptor's value alone. Every bucket also has a slot in one ring, for the bound and the
+ * expiry sweep:
+ * - Eviction is CLOCK (second chance): a use sets the slot's mark (one byte, where a
+ *   recency list rewrote links in three scattered objects). When full, a hand walks the
+ *   ring from where it last stopped, clearing marks, and drops the first unmarked bucket;
+ *   the new bucket takes its slot unmarked. A bucket used since the hand last passed
+ *   survives; one not used for a whole turn of the hand is dropped first.
+ * - Each apply checks the next {@link SWEEP_PER_APPLY} slots (a second hand) and removes
+ *   the expired buckets there; a bucket found expired when used reads as absent either way.
  */
 export class MemoryStore implements Store {
   readonly #maxKeys: number;
-  readonly #entries = new Map<string, Entry>();
-  // Recency as an intrusive doubly linked list, so a touch is a few pointer moves. (Deleting
-  // and re-inserting Map entries instead leaves holes at the front of the Map's table that
-  // every sweep and eviction then has to step over.)
-  #lru: Entry | undefined;
-  #mru: Entry | undefined;
+  /** The text keys' buckets. */
+  readonly #text: Table = newTable(undefined, this, true);
+  /** Value indexes by id. */
+  readonly #tables = new Map<string, Table>();
+  /** Every held bucket at its slot; `undefined` at free slots (listed in `#free`). */
+  #ring: (Bucket | undefined)[] = [];
+  #free: number[] = [];
+  /**
+   * Per slot, its bucket's expiry (`Infinity` when free) and whether it was used since the
+   * clock hand last passed. Arrays rather than bucket fields: the sweep and the hand read
+   * them in order without visiting scattered buckets, a number here is not a separate
+   * heap object, and the slots of the keys used most (added first) share cache lines.
+   */
+  #expiry = new Float64Array(1024).fill(Infinity);
+  #used = new Uint8Array(1024);
+  #size = 0;
+  #hand = 0;
+  #sweepAt = 0;
   #closed = false;
   #evictions = 0;
   #evictedLive = 0;
@@ -86,9 +108,7 @@ export class MemoryStore implements Store {
   readonly #dedupTtlMs: number;
   readonly #maxRequestIds: number;
   readonly #requests = new Map<string, { results: readonly StoreResult[]; expiresAtMs: number }>();
-  /** Per in-place algorithm, the object its next step writes into (see `#one`). */
-  readonly #spares = new Map<InPlaceStep<unknown, unknown>, unknown>();
-  /** The decision of the last `decideOne`, reused. */
+  /** The decision of the last `decideOne` / `decideIn`, reused. */
   readonly #out = decisionCell();
 
   constructor(options: MemoryStoreOptions = {}) {
@@ -132,25 +152,30 @@ export class MemoryStore implements Store {
     if (batch.length === 1) {
       // One request: decideBatch's all-or-nothing reduces to "write it when admitted".
       const r = batch[0]!;
+      const [table, key] = this.#place(r.key);
       const decision = this.#one(
-        r.key,
-        undefined,
+        table,
+        key,
+        table.map.get(key),
         r.algorithm,
         r.params,
         r.cost,
         nowMs,
         decisionCell(),
       );
+      this.#release(table);
       results = [{ ok: true, decision }];
     } else {
-      const states = batch.map((r) => this.#live(r.key, nowMs)?.state);
+      const places = batch.map((r) => this.#place(r.key));
+      const states = places.map(([table, key], i) => this.#live(table, key, batch[i]!, nowMs));
       const outcome = decideBatch(batch, states, nowMs);
       for (let i = 0; i < batch.length; i++) {
         const state = outcome.writes[i];
         if (state === undefined) continue;
-        const r = batch[i]!;
-        this.#write(r.key, state, nowMs + r.algorithm.ttlMs(r.params));
+        const [table, key] = places[i]!;
+        this.#write(table, key, batch[i]!, state, nowMs);
       }
+      for (const [table] of places) this.#release(table);
       results = outcome.decisions.map((decision) => ({ ok: true as const, decision }));
     }
     if (rid !== undefined) {
@@ -163,10 +188,45 @@ export class MemoryStore implements Store {
   }
 
   /**
-   * The limiter's path for a batch of one request with no request id: the decision
-   * `applySync` would return, without the batch and result objects. The decision may be
-   * an object the store reuses: read it before the next call. `undefined` when the store
-   * is closed (then `applySync` reports the error).
+   * The value index of buckets keyed `{<value>}:<policyName>` (the layout of a policy with
+   * one identity key and no scope), for {@link MemoryStore.decideIn}; the same index for
+   * the same policy name, for the store's life. `undefined` for a policy name that layout
+   * cannot hold (with `:`).
+   * @internal
+   */
+  valueIndex(policyName: string): ValueIndex | undefined {
+    if (!indexable(policyName)) return undefined;
+    const table = this.#table(valueIndexId(policyName));
+    table.pinned = true;
+    return table as unknown as ValueIndex;
+  }
+
+  /**
+   * The limiter's path for one request, with no request id, on the bucket of `value` in
+   * `index`: the decision `applySync` would return for that bucket's text key, without the
+   * key, batch and result objects. The decision may be an object the store reuses: read it
+   * before the next call. `undefined` when the store is closed (then `applySync` reports
+   * the error).
+   * @internal
+   */
+  decideIn(
+    index: ValueIndex,
+    value: string,
+    algorithm: Algorithm<unknown, unknown>,
+    params: unknown,
+    cost: number,
+    nowMs: number,
+  ): AlgorithmDecision | undefined {
+    if (this.#closed) return undefined;
+    if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
+    this.#sweep(nowMs);
+    const table = index as unknown as Table;
+    return this.#one(table, value, table.map.get(value), algorithm, params, cost, nowMs, this.#out);
+  }
+
+  /**
+   * {@link MemoryStore.decideIn} for a bucket given by its text key, through a ref that
+   * keeps the store's handle on the bucket between calls.
    * @internal
    */
   decideOne(
@@ -179,42 +239,60 @@ export class MemoryStore implements Store {
     if (this.#closed) return undefined;
     if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
     this.#sweep(nowMs);
-    return this.#one(ref.key, ref, algorithm, params, cost, nowMs, this.#out);
+    const held = ref.handle as Bucket | undefined;
+    let table: Table;
+    let key: string;
+    let d: AlgorithmDecision;
+    if (held !== undefined && held.held && held.table.owner === this) {
+      table = held.table;
+      key = held.key;
+      d = this.#one(table, key, held, algorithm, params, cost, nowMs, this.#out);
+    } else {
+      [table, key] = this.#place(ref.key);
+      d = this.#one(table, key, table.map.get(key), algorithm, params, cost, nowMs, this.#out);
+    }
+    // The bucket may be new, or replaced (another algorithm's state).
+    if (!(held?.held ?? false)) ref.handle = table.map.get(key);
+    this.#release(table);
+    return d;
   }
 
   /**
-   * Decides one request on `key` and writes its state when admitted with a cost; `ref`,
-   * when given, holds the handle on the bucket (a request object never does: the store
-   * writes nothing into a caller's request). Algorithms with an in-place step update the
-   * bucket's state object instead of allocating one: the step writes into a spare object
-   * of the algorithm, which becomes the bucket's state on commit while the old state
-   * becomes the spare. The decision is then written into `out`.
+   * Decides one request on the bucket `e` (`undefined` when absent) held under `key` in
+   * `table`, and writes its state when admitted with a cost. For an algorithm with an
+   * in-place step, nothing is allocated: the step writes the next state into the table's
+   * spare object, which a commit copies into the bucket (a denial leaves it as it was),
+   * and the decision into `out`.
    *
    * An expired bucket reads as absent and is counted as expired, as in `#live`; it is then
-   * removed, unless this request writes: then its entry is reused for the new bucket,
-   * which saves a map delete and insert (the key's position, the count of keys and the
-   * evictions come out as with remove-then-insert).
+   * removed, unless this request writes: then it is reused for the new bucket, which
+   * saves a map delete and insert (its slot, the count of keys and the evictions come out
+   * as with remove-then-insert; it stays unmarked, as a new bucket is). A bucket of
+   * another algorithm (the policy's algorithm was changed) reads as a fresh bucket too,
+   * and a write replaces it.
    */
   #one(
+    table: Table,
     key: string,
-    ref: BucketRef | undefined,
+    e: Bucket | undefined,
     algorithm: Algorithm<unknown, unknown>,
     params: unknown,
     cost: number,
     nowMs: number,
     out: DecisionCell,
   ): AlgorithmDecision {
-    const held = ref?.handle as Entry | undefined;
-    const e =
-      held !== undefined && held.held && held.owner === this ? held : this.#entries.get(key);
     let state: unknown = undefined;
     let expired = false;
+    let endMs = 0;
     if (e !== undefined) {
-      this.#use(e);
-      if (nowMs >= e.expiresAtMs) {
+      endMs = this.#expiry[e.slot]!;
+      if (nowMs >= endMs) {
         expired = true;
         this.#expired += 1;
-      } else state = e.state;
+      } else {
+        this.#used[e.slot] = 1;
+        if (e.algorithm === algorithm) state = e.state;
+      }
     }
     const inPlace = algorithm.inPlace;
     let decision: AlgorithmDecision;
@@ -226,31 +304,38 @@ export class MemoryStore implements Store {
     } else {
       // Only a reused cell can hold one; a new cell stays without the property.
       if (out.delayMs !== undefined) out.delayMs = undefined;
-      const next = this.#spares.get(inPlace) ?? inPlace.blank();
-      inPlace.step(state, nowMs, cost, params, next, out);
+      let next = table.spare;
+      if (table.spareOf !== inPlace) {
+        next = table.spare = inPlace.blank();
+        table.spareOf = inPlace;
+      }
+      inPlace.step(state, nowMs, cost, params, next as never, out);
       decision = out as AlgorithmDecision;
-      if (out.allowed && cost > 0) {
-        write = next;
-        // The state the write replaces is the next spare.
-        this.#spares.set(inPlace, e === undefined ? inPlace.blank() : e.state);
-      } else this.#spares.set(inPlace, next);
+      if (out.allowed && cost > 0) write = next;
     }
     if (write !== undefined) {
       const expiresAtMs = nowMs + algorithm.ttlMs(params);
-      if (e === undefined) {
-        const added = this.#insert(key, write, expiresAtMs);
-        if (ref !== undefined) ref.handle = added;
-      } else if (expired) {
-        e.state = write;
-        e.expiresAtMs = expiresAtMs;
-      } else this.#update(e, write, expiresAtMs);
+      if (e === undefined) this.#insert(table, key, algorithm, write, expiresAtMs);
+      else if (e.algorithm !== algorithm) {
+        this.#remove(e);
+        this.#insert(table, key, algorithm, write, expiresAtMs);
+      } else {
+        if (inPlace === undefined) e.state = write;
+        else inPlace.copy(write, e as never);
+        // A write from a clock that went backwards must not shorten the life of a state
+        // that already reflects a later instant: expiring early would refill it for free.
+        if (expired) {
+          this.#expiry[e.slot] = expiresAtMs;
+          this.#used[e.slot] = 0;
+        } else if (expiresAtMs > endMs) this.#expiry[e.slot] = expiresAtMs;
+      }
     } else if (expired) this.#remove(e!);
     return decision;
   }
 
   stats(): MemoryStoreStats {
     return {
-      keys: this.#entries.size,
+      keys: this.#size,
       evictions: this.#evictions,
       evictedLive: this.#evictedLive,
       expired: this.#expired,
@@ -259,97 +344,149 @@ export class MemoryStore implements Store {
 
   close(): Promise<void> {
     this.#closed = true;
-    this.#entries.clear();
-    this.#lru = this.#mru = undefined;
+    this.#text.map.clear();
+    for (const table of this.#tables.values()) table.map.clear();
+    this.#ring = [];
+    this.#free = [];
+    this.#expiry.fill(Infinity);
+    this.#used.fill(0);
+    this.#size = 0;
     this.#requests.clear();
     return Promise.resolve();
   }
 
+  /** The table and key a text key's bucket is held under (see bucket-place.ts). */
+  #place(key: string): [Table, string] {
+    const place = placeOf(key);
+    return place === undefined ? [this.#text, key] : [this.#table(place.id), place.value];
+  }
+
+  /** The value index `id`, made if missing. */
+  #table(id: string): Table {
+    let table = this.#tables.get(id);
+    if (table === undefined) {
+      table = newTable(id, this, false);
+      this.#tables.set(id, table);
+    }
+    return table;
+  }
+
+  /** Forgets an empty value index no caller holds (keys of many layouts leave none behind). */
+  #release(table: Table): void {
+    if (!table.pinned && table.map.size === 0) this.#tables.delete(table.id!);
+  }
+
   /**
-   * The live entry of `key`, made the most recently used (even when the request is then
-   * denied); an expired one is removed and counted, and reads as absent.
+   * The state of `key` in `table` for request `r`, its bucket marked used (even when the
+   * request is then denied); an expired bucket is removed and counted, and reads as
+   * absent, as does another algorithm's.
    */
-  #live(key: string, nowMs: number): Entry | undefined {
-    const e = this.#entries.get(key);
+  #live(table: Table, key: string, r: StoreRequest, nowMs: number): unknown {
+    const e = table.map.get(key);
     if (e === undefined) return undefined;
-    if (nowMs >= e.expiresAtMs) {
+    if (nowMs >= this.#expiry[e.slot]!) {
       this.#remove(e);
       this.#expired += 1;
       return undefined;
     }
-    this.#use(e);
-    return e;
+    this.#used[e.slot] = 1;
+    return e.algorithm === r.algorithm ? e.state : undefined;
   }
 
-  /** Makes `e` the most recently used. */
-  #use(e: Entry): void {
-    if (e !== this.#mru) {
-      this.#unlink(e);
-      this.#append(e);
+  /** Writes the state a batch decided for request `r` (see `#one` for the rules). */
+  #write(table: Table, key: string, r: StoreRequest, state: unknown, nowMs: number): void {
+    const algorithm = r.algorithm;
+    const expiresAtMs = nowMs + algorithm.ttlMs(r.params);
+    const e = table.map.get(key);
+    if (e === undefined) this.#insert(table, key, algorithm, state, expiresAtMs);
+    else if (e.algorithm !== algorithm) {
+      this.#remove(e);
+      this.#insert(table, key, algorithm, state, expiresAtMs);
+    } else {
+      const inPlace = algorithm.inPlace;
+      if (inPlace === undefined) e.state = state;
+      else inPlace.copy(state, e as never);
+      if (expiresAtMs > this.#expiry[e.slot]!) this.#expiry[e.slot] = expiresAtMs;
     }
   }
 
-  #write(key: string, state: unknown, expiresAtMs: number): void {
-    const e = this.#entries.get(key);
-    if (e !== undefined) this.#update(e, state, expiresAtMs);
-    else this.#insert(key, state, expiresAtMs);
-  }
-
-  #update(e: Entry, state: unknown, expiresAtMs: number): void {
-    e.state = state;
-    // A write from a clock that went backwards must not shorten the life of a state
-    // that already reflects a later instant: expiring early would refill it for free.
-    if (expiresAtMs > e.expiresAtMs) e.expiresAtMs = expiresAtMs;
-  }
-
-  #insert(key: string, state: unknown, expiresAtMs: number): Entry {
-    if (this.#entries.size >= this.#maxKeys) {
-      const old = this.#lru!;
-      this.#remove(old);
-      this.#evictions += 1;
-      if (old.expiresAtMs > this.#lastNowMs) this.#evictedLive += 1;
+  #insert(
+    table: Table,
+    key: string,
+    algorithm: Algorithm<unknown, unknown>,
+    state: unknown,
+    expiresAtMs: number,
+  ): void {
+    if (this.#size >= this.#maxKeys) this.#evict(table);
+    const ring = this.#ring;
+    const slot = this.#free.pop() ?? ring.length;
+    ring[slot] = newBucket(table, key, slot, algorithm, state);
+    if (slot >= this.#expiry.length) {
+      const expiry = new Float64Array(2 * this.#expiry.length).fill(Infinity);
+      expiry.set(this.#expiry);
+      this.#expiry = expiry;
+      const used = new Uint8Array(expiry.length);
+      used.set(this.#used);
+      this.#used = used;
     }
-    const e: Entry = {
-      key,
-      owner: this,
-      held: true,
-      state,
-      expiresAtMs,
-      prev: undefined,
-      next: undefined,
-    };
-    this.#entries.set(key, e);
-    this.#append(e);
-    return e;
+    this.#expiry[slot] = expiresAtMs;
+    this.#used[slot] = 0;
+    table.map.set(key, ring[slot]);
+    this.#size += 1;
+  }
+
+  /**
+   * Drops one bucket for room: the first unmarked one from the hand on, clearing the marks
+   * it passes. With `#size` at the bound every slot is held (slots are only added while
+   * below it), and a turn clears every mark, so this ends within one turn and a slot.
+   * `into` is the table about to take the new bucket: it is not forgotten even if this
+   * empties it.
+   */
+  #evict(into: Table): void {
+    const slots = this.#ring.length;
+    const used = this.#used;
+    let at = this.#hand;
+    for (;;) {
+      if (at >= slots) at = 0;
+      if (used[at] === 0) break;
+      used[at] = 0;
+      at += 1;
+    }
+    const old = this.#ring[at]!;
+    this.#hand = at + 1;
+    if (this.#expiry[at]! > this.#lastNowMs) this.#evictedLive += 1;
+    this.#evictions += 1;
+    this.#remove(old);
+    if (old.table !== into) this.#release(old.table);
   }
 
   #sweep(nowMs: number): void {
+    const expiry = this.#expiry;
+    const slots = this.#ring.length;
+    let at = this.#sweepAt;
     for (let n = 0; n < SWEEP_PER_APPLY; n++) {
-      const e = this.#lru;
-      if (e === undefined || nowMs < e.expiresAtMs) break;
-      this.#remove(e);
-      this.#expired += 1;
+      if (at >= slots) {
+        if (slots === 0) return;
+        at = 0;
+      }
+      if (nowMs >= expiry[at]!) {
+        const e = this.#ring[at]!;
+        this.#remove(e);
+        this.#release(e.table);
+        this.#expired += 1;
+      }
+      at += 1;
     }
+    this.#sweepAt = at;
   }
 
-  #remove(e: Entry): void {
+  #remove(e: Bucket): void {
     e.held = false;
-    this.#entries.delete(e.key);
-    this.#unlink(e);
-  }
-
-  #unlink(e: Entry): void {
-    if (e.prev === undefined) this.#lru = e.next;
-    else e.prev.next = e.next;
-    if (e.next === undefined) this.#mru = e.prev;
-    else e.next.prev = e.prev;
-    e.prev = e.next = undefined;
-  }
-
-  #append(e: Entry): void {
-    e.prev = this.#mru;
-    if (this.#mru === undefined) this.#lru = e;
-    else this.#mru.next = e;
-    this.#mru = e;
+    e.table.map.delete(e.key);
+    this.#ring[e.slot] = undefined;
+    this.#expiry[e.slot] = Infinity;
+    this.#used[e.slot] = 0;
+    this.#free.push(e.slot);
+    this.#size -= 1;
   }
 }

@@ -2,13 +2,16 @@
  * The memory store's in-place path must decide exactly as the pure `transition` (the
  * specification): same decisions, same states, bit for bit. Two levels:
  *
- * - algorithm: each in-place step writes into a spare object that still holds an older
- *   state's fields, and the two objects swap on commit, as MemoryStore does; after every
- *   step the held state and the decision must equal the pure transition's;
- * - store: `MemoryStore.decideOne` (handles kept between calls, expiry, eviction) against a
- *   model that runs the pure transitions over a Map with the documented store semantics
- *   (write when admitted with a cost; expire `ttlMs` after the last write, never earlier;
- *   evict the least recently used past `maxKeys`), and the same `stats()`.
+ * - algorithm: each in-place step writes into a spare object that still holds the fields
+ *   of earlier steps, and a commit copies the spare into the held object (which carries
+ *   other fields too), as MemoryStore does; after every step the held state and the
+ *   decision must equal the pure transition's;
+ * - store: `MemoryStore` through each of its single-request paths (`decideIn` on a value
+ *   index, `decideOne` with kept and fresh refs, `applySync`), on text keys and keys of the
+ *   value-index layout, against a model that runs the pure transitions over plain arrays
+ *   with the documented store semantics (write when admitted with a cost; expire `ttlMs`
+ *   after the last write, never earlier; a sweep of two ring slots per call; CLOCK
+ *   eviction past `maxKeys`), and the same `stats()`.
  *
  * Costs are random (0 and above capacity included); time moves forwards, backwards, by
  * fractions and past the TTL, from an injected instant.
@@ -24,6 +27,7 @@ import { slidingWindowCounter } from '../../../src/algorithms/sliding-window-cou
 import { tokenBucket } from '../../../src/algorithms/token-bucket.js';
 import type { AlgorithmDecision } from '../../../src/core/decision.js';
 import { MemoryStore, type BucketRef } from '../../../src/stores/memory/memory-store.js';
+import type { StoreRequest } from '../../../src/stores/store.js';
 import { deepFreeze, NUM_RUNS } from '../../algorithms/invariants.js';
 
 const rate = fc.oneof(
@@ -72,7 +76,11 @@ const dtArb = (scaleMs: number): fc.Arbitrary<number> =>
     { weight: 1, arbitrary: fc.integer({ min: 0, max: 4 * scaleMs }) },
   );
 
-/** Params, a start instant and ops over up to 3 keys, with costs up to 2x the capacity. */
+/** Keys of the store test (see `KEYS`), more than the store may hold. */
+const KEY_COUNT = 5;
+const MAX_KEYS = 3;
+
+/** Params, a start instant and ops over up to 5 keys, with costs up to 2x the capacity. */
 function scenario(c: Case) {
   return c.params.chain((params) => {
     const capacity = c.alg.capacity(params);
@@ -82,7 +90,7 @@ function scenario(c: Case) {
       { weight: 1, arbitrary: fc.integer({ min: capacity, max: 2 * capacity }) },
     );
     const op = fc.record({
-      key: fc.integer({ min: 0, max: 2 }),
+      key: fc.integer({ min: 0, max: KEY_COUNT - 1 }),
       dtMs: dtArb(c.scaleMs(params as never)),
       cost,
     });
@@ -120,14 +128,15 @@ describe('in-place steps equal the pure transitions', () => {
   });
 
   for (const c of CASES) {
-    it(`${c.alg.kind}: held state and decisions, with spare objects swapped on commit`, () => {
+    it(`${c.alg.kind}: held state and decisions, with a reused spare copied in on commit`, () => {
       const inPlace = c.alg.inPlace as InPlaceStep<unknown, unknown>;
       fc.assert(
         fc.property(scenario(c), ({ params, startMs, ops }) => {
           let pure: unknown = undefined;
-          let held: unknown = undefined;
+          // The held object carries fields of its own, as a store's bucket does.
+          let held: Record<string, unknown> | undefined = undefined;
           // A spare that has held other states: every field must be overwritten.
-          let spare = inPlace.blank();
+          const spare = inPlace.blank();
           inPlace.step(undefined, startMs - 12_345.25, 1, params, spare, staleCell());
           const out = staleCell();
           let nowMs = startMs;
@@ -136,7 +145,7 @@ describe('in-place steps equal the pure transitions', () => {
             const t = c.alg.transition(pure, nowMs, op.cost, params);
             out.delayMs = undefined;
             inPlace.step(
-              held === undefined ? undefined : deepFreeze({ ...(held as object) }),
+              held === undefined ? undefined : deepFreeze({ ...held }),
               nowMs,
               op.cost,
               params,
@@ -145,11 +154,13 @@ describe('in-place steps equal the pure transitions', () => {
             );
             expect(copyDecision(out as AlgorithmDecision)).toStrictEqual(t.decision);
             expect({ ...(spare as object) }).toStrictEqual(t.state);
-            // Commit as the store does: the spare becomes the state, the old state the spare.
+            // Commit as the store does: the spare's fields are copied into the held object.
             if (t.decision.allowed && op.cost > 0) {
-              const old = held;
-              held = spare;
-              spare = (old ?? inPlace.blank()) as typeof spare;
+              held ??= { store: 'own', slot: 7 };
+              inPlace.copy(spare, held as never);
+              const { store, slot, ...state } = held;
+              expect({ store, slot }).toStrictEqual({ store: 'own', slot: 7 });
+              expect(state).toStrictEqual(t.state);
               pure = t.state;
             }
           }
@@ -158,57 +169,131 @@ describe('in-place steps equal the pure transitions', () => {
       );
     });
 
-    it(`${c.alg.kind}: MemoryStore.decideOne decides as the pure transitions over a Map`, () => {
+    it(`${c.alg.kind}: MemoryStore decides as the pure transitions over the documented store model`, () => {
       fc.assert(
-        fc.property(scenario(c), ({ params, startMs, ops }) => {
-          const store = new MemoryStore({ maxKeys: 2 });
-          const refs: BucketRef[] = [0, 1, 2].map((k) => ({ key: `k${k}`, handle: undefined }));
-          // The model: pure transitions, LRU order by Map insertion order.
-          const model = new Map<string, { state: unknown; expiresAtMs: number }>();
-          const ttlMs = c.alg.ttlMs(params);
-          let [evictions, evictedLive, expired, latestMs] = [0, 0, 0, -Infinity];
+        fc.property(scenario(c), fc.array(fc.nat(3)), ({ params, startMs, ops }, vias) => {
+          const store = new MemoryStore({ maxKeys: MAX_KEYS });
+          const index = store.valueIndex('p')!;
+          const refs: BucketRef[] = KEYS.map((k) => ({ key: k.text, handle: undefined }));
+          const model = storeModel(c.alg, params, MAX_KEYS);
           let nowMs = startMs;
-          for (const op of ops) {
+          ops.forEach((op, i) => {
             nowMs += op.dtMs;
-            const key = `k${op.key}`;
-            // The store's lazy expiry: up to two expired buckets from the least recently
-            // used end per call, and the bucket touched; a live touched one becomes the
-            // most recently used.
-            latestMs = Math.max(latestMs, nowMs);
-            for (let n = 0; n < 2; n++) {
-              const [lru] = model;
-              if (lru === undefined || nowMs < lru[1].expiresAtMs) break;
-              model.delete(lru[0]);
-              expired += 1;
+            const key = KEYS[op.key]!;
+            const t = model.apply(key.text, nowMs, op.cost);
+            let d: AlgorithmDecision;
+            const via = vias[i % Math.max(1, vias.length)] ?? 0;
+            if (via === 0 && key.value !== undefined) {
+              d = store.decideIn(index, key.value, c.alg, params, op.cost, nowMs)!;
+            } else if (via === 1) {
+              d = store.decideOne(refs[op.key]!, c.alg, params, op.cost, nowMs)!;
+            } else if (via === 2) {
+              d = store.decideOne(
+                { key: key.text, handle: undefined },
+                c.alg,
+                params,
+                op.cost,
+                nowMs,
+              )!;
+            } else {
+              const r: StoreRequest = {
+                key: key.text,
+                algorithm: c.alg,
+                params,
+                cost: op.cost,
+                enforce: true,
+              };
+              const [result] = store.applySync([r], { nowMs });
+              d = (result as { decision: AlgorithmDecision }).decision;
             }
-            let entry = model.get(key);
-            if (entry !== undefined) {
-              model.delete(key);
-              if (nowMs >= entry.expiresAtMs) {
-                entry = undefined;
-                expired += 1;
-              } else model.set(key, entry);
-            }
-            const t = c.alg.transition(entry?.state, nowMs, op.cost, params);
-            if (t.decision.allowed && op.cost > 0) {
-              const expiresAtMs = Math.max(entry?.expiresAtMs ?? -Infinity, nowMs + ttlMs);
-              if (entry === undefined && model.size >= 2) {
-                const [lruKey, lru] = model.entries().next().value!;
-                model.delete(lruKey);
-                evictions += 1;
-                if (lru.expiresAtMs > latestMs) evictedLive += 1;
-              }
-              model.set(key, { state: t.state, expiresAtMs });
-            }
-            // Half the calls through a fresh ref (no handle), half through a kept one.
-            const ref = op.cost % 2 === 0 ? refs[op.key]! : { key, handle: undefined };
-            const d = store.decideOne(ref, c.alg, params, op.cost, nowMs)!;
-            expect(copyDecision(d)).toStrictEqual(t.decision);
-            expect(store.stats()).toEqual({ keys: model.size, evictions, evictedLive, expired });
-          }
+            expect(copyDecision(d)).toStrictEqual(t);
+            expect(store.stats()).toEqual(model.stats());
+          });
         }),
         { numRuns: NUM_RUNS },
       );
     });
   }
 });
+
+/**
+ * Bucket keys for the store test: text keys (one with a scope) and keys of the value-index
+ * layout (one with a value that needs percent-encoding), over `maxKeys: 3`.
+ */
+const KEYS: readonly { readonly text: string; readonly value?: string }[] = [
+  { text: 'k0' },
+  { text: '{a}:p', value: 'a' },
+  { text: '{a%20%7Bb%7D}:p', value: 'a {b}' },
+  { text: '{b}:p:x' },
+  { text: '{c}:p', value: 'c' },
+];
+
+/**
+ * The store's documented semantics over plain arrays, keyed by text: buckets in ring slots
+ * (freed slots reused last-freed first), an expiry and a use mark per slot; per call a
+ * sweep of the next two slots, then the decision; CLOCK eviction when a new bucket would
+ * pass `maxKeys`.
+ */
+function storeModel(alg: Algorithm<unknown, unknown>, params: unknown, maxKeys: number) {
+  const ttlMs = alg.ttlMs(params);
+  const slots: (string | undefined)[] = [];
+  const expiry: number[] = [];
+  const used: number[] = [];
+  const free: number[] = [];
+  const held = new Map<string, { slot: number; state: unknown }>();
+  let [hand, sweepAt, evictions, evictedLive, expired, latestMs] = [0, 0, 0, 0, 0, -Infinity];
+  const remove = (slot: number): void => {
+    held.delete(slots[slot]!);
+    slots[slot] = undefined;
+    expiry[slot] = Infinity;
+    used[slot] = 0;
+    free.push(slot);
+  };
+  const insert = (key: string, state: unknown, expiresAtMs: number): void => {
+    if (held.size >= maxKeys) {
+      for (;;) {
+        if (hand >= slots.length) hand = 0;
+        if (used[hand] === 0) break;
+        used[hand] = 0;
+        hand += 1;
+      }
+      evictions += 1;
+      if (expiry[hand]! > latestMs) evictedLive += 1;
+      remove(hand);
+      hand += 1;
+    }
+    const slot = free.pop() ?? slots.length;
+    slots[slot] = key;
+    expiry[slot] = expiresAtMs;
+    used[slot] = 0;
+    held.set(key, { slot, state });
+  };
+  return {
+    apply(key: string, nowMs: number, cost: number): AlgorithmDecision {
+      latestMs = Math.max(latestMs, nowMs);
+      for (let n = 0; n < 2 && slots.length > 0; n++) {
+        if (sweepAt >= slots.length) sweepAt = 0;
+        if (slots[sweepAt] !== undefined && nowMs >= expiry[sweepAt]!) {
+          remove(sweepAt);
+          expired += 1;
+        }
+        sweepAt += 1;
+      }
+      const e = held.get(key);
+      const isExpired = e !== undefined && nowMs >= expiry[e.slot]!;
+      if (isExpired) expired += 1;
+      else if (e !== undefined) used[e.slot] = 1;
+      const t = alg.transition(isExpired ? undefined : e?.state, nowMs, cost, params);
+      if (t.decision.allowed && cost > 0) {
+        if (e === undefined) insert(key, t.state, nowMs + ttlMs);
+        else {
+          e.state = t.state;
+          if (isExpired) used[e.slot] = 0;
+          expiry[e.slot] = isExpired ? nowMs + ttlMs : Math.max(expiry[e.slot]!, nowMs + ttlMs);
+        }
+      } else if (isExpired) remove(e.slot);
+      return t.decision;
+    },
+    stats: () => ({ keys: held.size, evictions, evictedLive, expired }),
+  };
+}
