@@ -31,6 +31,8 @@ export interface ValuePlace {
 
 const OPEN = 0x7b; // {
 const COLON = 0x3a; // :
+/** What `encodeURIComponent` leaves as is: such a string is its own encoding. */
+const UNRESERVED = /^[A-Za-z0-9\-_.!~*'()]*$/;
 
 /** The value index and value of a bucket key, or `undefined` when it is held by its text. */
 export function placeOf(key: string): ValuePlace | undefined {
@@ -41,12 +43,14 @@ export function placeOf(key: string): ValuePlace | undefined {
   const policy = key.slice(close + 2);
   if (!indexable(policy)) return undefined;
   const encoded = key.slice(eq + 1, close);
-  let value: string;
-  try {
-    value = decodeURIComponent(encoded);
-    if (encodeURIComponent(value) !== encoded) return undefined;
-  } catch {
-    return undefined; // malformed escapes: not an encoding of anything
+  let value = encoded;
+  if (!UNRESERVED.test(encoded)) {
+    try {
+      value = decodeURIComponent(encoded);
+      if (encodeURIComponent(value) !== encoded) return undefined;
+    } catch {
+      return undefined; // malformed escapes: not an encoding of anything
+    }
   }
   return { id: `${key.slice(1, eq)}=${policy}`, value };
 }
