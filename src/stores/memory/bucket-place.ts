@@ -32,6 +32,8 @@ export interface ValuePlace {
 
 const OPEN = 0x7b; // {
 const COLON = 0x3a; // :
+/** What `encodeURIComponent` leaves as is: such a string is its own encoding. */
+const UNRESERVED = /^[A-Za-z0-9\-_.!~*'()]*$/;
 
 /** The value index and value of a bucket key, or `undefined` when it is held by its text. */
 export function placeOf(key: string): ValuePlace | undefined {
@@ -42,12 +44,14 @@ export function placeOf(key: string): ValuePlace | undefined {
   if (!indexable(policy)) return undefined;
   const encoded = key.slice(1, close);
   if (encoded === '=') return { id: valueIndexId(policy), value: '' };
-  let value: string;
-  try {
-    value = decodeURIComponent(encoded);
-    if (encodeURIComponent(value) !== encoded) return undefined;
-  } catch {
-    return undefined; // malformed escapes: not an encoding of anything
+  let value = encoded;
+  if (!UNRESERVED.test(encoded)) {
+    try {
+      value = decodeURIComponent(encoded);
+      if (encodeURIComponent(value) !== encoded) return undefined;
+    } catch {
+      return undefined; // malformed escapes: not an encoding of anything
+    }
   }
   return { id: valueIndexId(policy), value };
 }
