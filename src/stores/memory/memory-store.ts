@@ -217,11 +217,17 @@ export class MemoryStore implements Store {
     cost: number,
     nowMs: number,
   ): AlgorithmDecision | undefined {
-    if (this.#closed) return undefined;
-    if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
-    this.#sweep(nowMs);
+    if (!this.#begin(nowMs)) return undefined;
     const table = index as unknown as Table;
     return this.#one(table, value, table.map.get(value), algorithm, params, cost, nowMs, this.#out);
+  }
+
+  /** The start of a one-request call: false when closed, else the clock noted and a sweep. */
+  #begin(nowMs: number): boolean {
+    if (this.#closed) return false;
+    if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
+    this.#sweep(nowMs);
+    return true;
   }
 
   /**
@@ -236,9 +242,7 @@ export class MemoryStore implements Store {
     cost: number,
     nowMs: number,
   ): AlgorithmDecision | undefined {
-    if (this.#closed) return undefined;
-    if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
-    this.#sweep(nowMs);
+    if (!this.#begin(nowMs)) return undefined;
     const held = ref.handle as Bucket | undefined;
     let table: Table;
     let key: string;
