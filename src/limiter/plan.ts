@@ -1,7 +1,7 @@
 import { algorithmOf } from '../algorithms/index.js';
 import type { Algorithm } from '../algorithms/algorithm.js';
 import type { Policy } from '../core/policy.js';
-import { keyValue } from '../stores/key.js';
+import { keyValue, scopeKeysOf } from '../stores/key.js';
 import type { MemoryStore, ValueIndex } from '../stores/memory/memory-store.js';
 
 /**
@@ -89,13 +89,6 @@ function keyBuilder(policy: Policy): (d: DescriptorRecord) => string {
   if (scopeKeys.length === 0) return (d) => `{${values(identity, d)}}:${name}`;
   return (d) =>
     `{${identity.length === 0 ? global : values(identity, d)}}:${name}:${values(scopeKeys, d)}`;
-}
-
-/** The match keys without a fixed value that are not identity keys (as in `bucketKey`). */
-function scopeKeysOf(policy: Policy): string[] {
-  return policy.match
-    .filter((m) => m.value === undefined && !policy.identity.includes(m.key))
-    .map((m) => m.key);
 }
 
 /** The value index of a policy's buckets in `memory`, when its key is one identity value. */

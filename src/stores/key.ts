@@ -35,11 +35,16 @@ function values(keys: readonly string[], descriptor: Descriptor): string {
 export function bucketKey(policy: Policy, descriptor: Descriptor): string {
   const identity =
     policy.identity.length === 0 ? `@${policy.name}` : values(policy.identity, descriptor);
-  const scopeKeys = policy.match
-    .filter((m) => m.value === undefined && !policy.identity.includes(m.key))
-    .map((m) => m.key);
+  const scopeKeys = scopeKeysOf(policy);
   const scope = scopeKeys.length === 0 ? '' : `:${values(scopeKeys, descriptor)}`;
   return `{${identity}}:${policy.name}${scope}`;
+}
+
+/** A policy's scope keys: its match keys without a fixed value that are not identity keys. */
+export function scopeKeysOf(policy: Policy): string[] {
+  return policy.match
+    .filter((m) => m.value === undefined && !policy.identity.includes(m.key))
+    .map((m) => m.key);
 }
 
 /** The hash tag of a bucket key (the text between its first `{` and the next `}`). */

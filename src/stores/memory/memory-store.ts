@@ -287,10 +287,8 @@ export class MemoryStore implements Store {
   ): AlgorithmDecision {
     let state: unknown = undefined;
     let expired = false;
-    let endMs = 0;
     if (e !== undefined) {
-      endMs = this.#expiry[e.slot]!;
-      if (nowMs >= endMs) {
+      if (nowMs >= this.#expiry[e.slot]!) {
         expired = true;
         this.#expired += 1;
       } else {
@@ -318,21 +316,7 @@ export class MemoryStore implements Store {
       if (out.allowed && cost > 0) write = next;
     }
     if (write !== undefined) {
-      const expiresAtMs = nowMs + algorithm.ttlMs(params);
-      if (e === undefined) this.#insert(table, key, algorithm, write, expiresAtMs);
-      else if (e.algorithm !== algorithm) {
-        this.#remove(e);
-        this.#insert(table, key, algorithm, write, expiresAtMs);
-      } else {
-        if (inPlace === undefined) e.state = write;
-        else inPlace.copy(write, e as never);
-        // A write from a clock that went backwards must not shorten the life of a state
-        // that already reflects a later instant: expiring early would refill it for free.
-        if (expired) {
-          this.#expiry[e.slot] = expiresAtMs;
-          this.#used[e.slot] = 0;
-        } else if (expiresAtMs > endMs) this.#expiry[e.slot] = expiresAtMs;
-      }
+      this.#commit(table, key, e, algorithm, write, nowMs + algorithm.ttlMs(params), expired);
     } else if (expired) this.#remove(e!);
     return decision;
   }
@@ -397,20 +381,43 @@ export class MemoryStore implements Store {
     return e.algorithm === r.algorithm ? e.state : undefined;
   }
 
-  /** Writes the state a batch decided for request `r` (see `#one` for the rules). */
+  /** Writes the state a batch decided for request `r` (see `#commit`). */
   #write(table: Table, key: string, r: StoreRequest, state: unknown, nowMs: number): void {
     const algorithm = r.algorithm;
     const expiresAtMs = nowMs + algorithm.ttlMs(r.params);
-    const e = table.map.get(key);
-    if (e === undefined) this.#insert(table, key, algorithm, state, expiresAtMs);
-    else if (e.algorithm !== algorithm) {
+    this.#commit(table, key, table.map.get(key), algorithm, state, expiresAtMs, false);
+  }
+
+  /**
+   * Writes `state` of `algorithm` as the bucket of `key` in `table`, whose bucket now is
+   * `e` (`undefined` when absent), to live until `expiresAtMs`. A bucket of another
+   * algorithm is replaced; `expired` says `e` had expired and is reused as a new bucket
+   * (unmarked, with the new expiry).
+   */
+  #commit(
+    table: Table,
+    key: string,
+    e: Bucket | undefined,
+    algorithm: Algorithm<unknown, unknown>,
+    state: unknown,
+    expiresAtMs: number,
+    expired: boolean,
+  ): void {
+    if (e === undefined) return this.#insert(table, key, algorithm, state, expiresAtMs);
+    if (e.algorithm !== algorithm) {
       this.#remove(e);
-      this.#insert(table, key, algorithm, state, expiresAtMs);
-    } else {
-      const inPlace = algorithm.inPlace;
-      if (inPlace === undefined) e.state = state;
-      else inPlace.copy(state, e as never);
-      if (expiresAtMs > this.#expiry[e.slot]!) this.#expiry[e.slot] = expiresAtMs;
+      return this.#insert(table, key, algorithm, state, expiresAtMs);
+    }
+    const inPlace = algorithm.inPlace;
+    if (inPlace === undefined) e.state = state;
+    else inPlace.copy(state, e as never);
+    if (expired) {
+      this.#expiry[e.slot] = expiresAtMs;
+      this.#used[e.slot] = 0;
+    } else if (expiresAtMs > this.#expiry[e.slot]!) {
+      // A write from a clock that went backwards must not shorten the life of a state
+      // that already reflects a later instant: expiring early would refill it for free.
+      this.#expiry[e.slot] = expiresAtMs;
     }
   }
 
