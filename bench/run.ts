@@ -71,6 +71,8 @@ const warmupMs = quick ? 100 : 250;
 const CEILING_REQUESTS = quick ? 20_000 : 60_000;
 const TRIVIAL_REQUESTS = quick ? 100_000 : 400_000;
 const SEED = 20_261_130;
+/** Memory scenarios time one decision in this many (see bench/lib/driver.ts). */
+const MEMORY_SAMPLE_EVERY = 8;
 
 const scenarios = allScenarios().filter(
   (s) => only === undefined || only.some((o) => s.id.includes(o)),
@@ -241,6 +243,8 @@ async function runScenario(
     durationMs: windowMs,
     allowed: side.allowed,
     sync: side.sync === true,
+    // In process, per-decision clock reads would cost as much as a decision: time a sample.
+    sampleEvery: s.store === 'memory' ? MEMORY_SAMPLE_EVERY : 1,
   });
   for (const side of sides) {
     progress.update(`${tag} warm-up ${side.name}`);

@@ -336,8 +336,8 @@ export class MemoryStore implements Store {
     for (const table of this.#tables.values()) table.map.clear();
     this.#ring = [];
     this.#free = [];
-    this.#expiry.fill(Infinity);
-    this.#used.fill(0);
+    this.#expiry = new Float64Array(1024).fill(Infinity);
+    this.#used = new Uint8Array(1024);
     this.#size = 0;
     this.#requests.clear();
     return Promise.resolve();
