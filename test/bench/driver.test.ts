@@ -13,7 +13,7 @@ describe('bench driver', () => {
     const r = await drive(
       (i) => {
         calls++;
-        if (i % 8 !== 0) spin(0.2); // only the untimed decisions are slow
+        if (i % 8 !== 0) spin(2); // only the untimed decisions are slow
         if (i % 5 === 4) throw new Error('boom');
         return i % 2 === 0;
       },
@@ -22,8 +22,9 @@ describe('bench driver', () => {
     expect(r.decisions + r.errors).toBe(calls);
     expect(r.errors).toBeGreaterThan(0);
     expect(r.firstError).toBe('boom');
-    // The timed decisions (every 8th) are instant: the percentiles never saw a slow one.
-    expect(r.latencyUs.p99).toBeLessThan(150);
+    // The timed decisions (every 8th) are instant: the percentiles never saw a slow one
+    // (2 ms each; the bound leaves room for a preempted instant one on a busy machine).
+    expect(r.latencyUs.p99).toBeLessThan(1_000);
     expect(r.seconds).toBeGreaterThanOrEqual(0.06);
   });
 

@@ -50,14 +50,18 @@ export interface BucketRef {
 declare const valueIndexBrand: unique symbol;
 
 /**
- * The buckets of one (identity key, policy) pair, by raw descriptor value: the bucket of
- * value `v` is the bucket of text key `{<encoded v>}:<policy>` (see bucket-place.ts).
+ * The buckets of one policy with one identity key and no scope, by raw descriptor value:
+ * the bucket of value `v` is the bucket of text key `{<encoded v>}:<policy>` (see
+ * bucket-place.ts).
  * Opaque; from {@link MemoryStore.valueIndex}.
  * @internal
  */
 export interface ValueIndex {
   readonly [valueIndexBrand]: true;
 }
+
+/** Slots the per-slot arrays start with (they double as the ring grows). */
+const INITIAL_SLOTS = 1024;
 
 /** Ring slots checked for expired buckets per apply, to reclaim idle keys. */
 const SWEEP_PER_APPLY = 2;
@@ -95,8 +99,8 @@ export class MemoryStore implements Store {
    * them in order without visiting scattered buckets, a number here is not a separate
    * heap object, and the slots of the keys used most (added first) share cache lines.
    */
-  #expiry = new Float64Array(1024).fill(Infinity);
-  #used = new Uint8Array(1024);
+  #expiry = new Float64Array(INITIAL_SLOTS).fill(Infinity);
+  #used = new Uint8Array(INITIAL_SLOTS);
   #size = 0;
   #hand = 0;
   #sweepAt = 0;
@@ -336,8 +340,8 @@ export class MemoryStore implements Store {
     for (const table of this.#tables.values()) table.map.clear();
     this.#ring = [];
     this.#free = [];
-    this.#expiry = new Float64Array(1024).fill(Infinity);
-    this.#used = new Uint8Array(1024);
+    this.#expiry = new Float64Array(INITIAL_SLOTS).fill(Infinity);
+    this.#used = new Uint8Array(INITIAL_SLOTS);
     this.#size = 0;
     this.#requests.clear();
     return Promise.resolve();
