@@ -66,6 +66,9 @@ describe('fixed-window: known answers', () => {
     // count 3 in window 5: full again at 6000, 600 ms after 5400
     const t = fixedWindow.transition(undefined, 5_400, 3, params);
     expect(t.decision.resetAfterMs).toBe(600);
+    // a denial (3 + 8 > 10) keeps the count: still full again at 6000, 500 ms after 5500
+    const denied = fixedWindow.transition(t.state, 5_500, 8, params).decision;
+    expect(denied).toMatchObject({ allowed: false, retryAfterMs: 500, resetAfterMs: 500 });
     expect(fixedWindow.ttlMs(params)).toBe(1_000);
     expect(fixedWindow.capacity(params)).toBe(10);
   });

@@ -95,6 +95,39 @@ describe('sliding-window-counter: known answers', () => {
     expect(swc.transition(a.state, 11_250, 0, params).decision.resetAfterMs).toBe(750);
     expect(swc.ttlMs(params)).toBe(2_000);
   });
+
+  it('reports a cost above the limit as INVALID_POLICY with the remaining capacity', () => {
+    const params = swc.paramsSchema.parse({ limit: 10, window: 1_000 });
+    // w10 0/4: estimate 4; a cost of 11 can never fit; 10 - 4 = 6 left, unchanged
+    const { state } = swc.transition(undefined, 10_000, 4, params);
+    const t = swc.transition(state, 10_000, 11, params);
+    expect(t.decision).toEqual({
+      status: 'INVALID_POLICY',
+      allowed: false,
+      limit: 10,
+      remaining: 6,
+      retryAfterMs: 0,
+      resetAfterMs: 0,
+    });
+    expect(t.state).toEqual(state);
+  });
+
+  it('gives whole-ms retry-afters exactly at epoch-ms instants', () => {
+    // The same requests as the first table, 1.7e12 ms later (window-aligned): waits are
+    // whole ms there too, so they must come out exact, not a few ulps of the instant over.
+    const params = swc.paramsSchema.parse({ limit: 10, window: 1_000 });
+    const at = 1_700_000_000_000;
+    const step = (s: unknown, nowMs: number, cost: number) =>
+      swc.transition(s as never, at + nowMs, cost, params);
+    const a = step(undefined, 10_000, 5);
+    const b = step(a.state, 10_500, 5);
+    // w10 0/10: cur + cost = 15 > 10, fits at 11500: 1000 ms after 10500
+    expect(step(b.state, 10_500, 5).decision.retryAfterMs).toBe(1_000);
+    // w11 10/0, f 0.25: fits at f 0.5: 250 ms
+    expect(step(b.state, 11_250, 5).decision.retryAfterMs).toBe(250);
+    // and asking again then admits
+    expect(step(b.state, 11_500, 5).decision.allowed).toBe(true);
+  });
 });
 
 describe('sliding-window-counter: params', () => {
