@@ -81,6 +81,43 @@ describe('Deadlines (fake timers)', () => {
     expect(fired).toEqual([]);
   });
 
+  it('arms its timer for the due instant of the oldest deadline, not sooner', () => {
+    const deadlines = new Deadlines();
+    deadlines.add(30, () => undefined);
+    vi.advanceTimersToNextTimer();
+    expect(performance.now()).toBe(30);
+  });
+
+  it('gives a deadline added by an expiring one of the same length one timer', () => {
+    const deadlines = new Deadlines();
+    const fired: string[] = [];
+    deadlines.add(30, () => {
+      fired.push('first');
+      deadlines.add(30, () => fired.push('second'));
+    });
+    vi.advanceTimersByTime(30);
+    expect(fired).toEqual(['first']);
+    expect(vi.getTimerCount()).toBe(1);
+    vi.advanceTimersByTime(30);
+    expect(fired).toEqual(['first', 'second']);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('shares one timer per timeout length, and starts over past 64 lengths', () => {
+    const deadlines = new Deadlines();
+    deadlines.add(10_000, () => undefined);
+    deadlines.add(20_000, () => undefined);
+    deadlines.add(10_000, () => undefined);
+    expect(vi.getTimerCount()).toBe(2);
+    for (let ms = 1; ms <= 62; ms++) deadlines.add(ms, () => undefined);
+    expect(vi.getTimerCount()).toBe(64); // 64 lengths, one timer each
+    deadlines.add(10_000, () => undefined); // a known length: its queue's timer serves it
+    expect(vi.getTimerCount()).toBe(64);
+    deadlines.add(63, () => undefined); // a 65th length: the map starts over
+    deadlines.add(10_000, () => undefined); // so a known length gets a new queue and timer
+    expect(vi.getTimerCount()).toBe(66);
+  });
+
   it('keeps separate orders for separate timeout lengths', () => {
     const deadlines = new Deadlines();
     const fired: string[] = [];
