@@ -1,0 +1,117 @@
+/**
+ * The limiter's smaller promises: what a decision carries, `synchronous` and `checkSync`,
+ * the default clock, `decideAt`, and the message for an unknown policy.
+ */
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/core/clock.js';
+import { toDescriptor } from '../../src/core/descriptor.js';
+import { parsePolicies } from '../../src/config/policies.js';
+import { createLimiter } from '../../src/limiter/limiter.js';
+import { MemoryStore } from '../../src/stores/memory/memory-store.js';
+import type { Store } from '../../src/stores/store.js';
+import { sleep } from '../support/wait.js';
+
+const t0 = 1_700_000_000_000;
+
+function asyncStore(): Store {
+  const inner = new MemoryStore();
+  return { apply: (batch, o) => inner.apply(batch, o), close: () => inner.close() };
+}
+
+describe('Limiter surface', () => {
+  it("carries a leaky bucket's delayMs in delay mode, and no delayMs field otherwise", async () => {
+    const limiter = createLimiter({
+      store: new MemoryStore(),
+      clock: new ManualClock(t0),
+      policies: [
+        // 100 per 1s: a unit leaves every 10 ms
+        { name: 'shaped', match: ['s'], algorithm: 'leaky-bucket', rate: 100, mode: 'delay' },
+        { name: 'policed', match: ['p'], algorithm: 'leaky-bucket', rate: 100 },
+      ],
+    });
+    for (const d of [{ s: 'a' }, [{ key: 's', value: 'a' }]]) {
+      await limiter.check(d, { cost: 3 });
+    }
+    // 6 units queued ahead: this one waits 60 ms
+    expect((await limiter.check({ s: 'a' })).decision).toStrictEqual({
+      status: 'OK',
+      allowed: true,
+      limit: 100,
+      remaining: 93,
+      retryAfterMs: 0,
+      resetAfterMs: 70,
+      delayMs: 60,
+      policy: 'shaped',
+      path: 'store',
+    });
+    const policed = (await limiter.check({ p: 'a' })).decision!;
+    expect('delayMs' in policed).toBe(false);
+  });
+
+  it('says whether the store decides synchronously, and checkSync refuses one that does not', () => {
+    const policies = [{ name: 'p', match: ['t'], rate: 1 }];
+    expect(createLimiter({ store: new MemoryStore(), policies }).synchronous).toBe(true);
+    const remote = createLimiter({ store: asyncStore(), policies });
+    expect(remote.synchronous).toBe(false);
+    expect(() => remote.checkSync({ t: 'a' })).toThrow(
+      'Limiter.checkSync needs a store that decides synchronously (such as MemoryStore); use check()',
+    );
+  });
+
+  it('reads the system clock by default, which moves forward', async () => {
+    // 1 unit per ms, burst 1: after a wait of several ms the bucket is full again
+    const limiter = createLimiter({
+      store: new MemoryStore(),
+      policies: [{ name: 'p', match: ['t'], rate: 1_000, burst: 1 }],
+    });
+    expect((await limiter.check({ t: 'a' })).allowed).toBe(true);
+    await sleep(20);
+    expect((await limiter.check({ t: 'a' })).allowed).toBe(true);
+  });
+
+  it('decideAt decides given (policy, descriptor, cost) items as one batch', async () => {
+    const limiter = createLimiter({
+      store: new MemoryStore(),
+      clock: new ManualClock(t0),
+      policies: [],
+    });
+    const [a, b] = parsePolicies([
+      { name: 'a', match: ['t'], rate: 1, burst: 5 },
+      { name: 'b', match: ['t'], rate: 1, burst: 2 },
+    ]).policies;
+    const d = toDescriptor({ t: 'x' });
+    const first = await limiter.decideAt(t0, [
+      { policy: a!, descriptor: d, cost: 2 },
+      { policy: b!, descriptor: d, cost: 2 },
+    ]);
+    expect(first.decisions.map((x) => [x.policy, x.remaining])).toEqual([
+      ['a', 3],
+      ['b', 0],
+    ]);
+    // b denies, so a is not charged either
+    const second = await limiter.decideAt(t0, [
+      { policy: a!, descriptor: d, cost: 1 },
+      { policy: b!, descriptor: d, cost: 1 },
+    ]);
+    expect(second).toMatchObject({ allowed: false, decision: { policy: 'b' } });
+    expect(
+      (await limiter.decideAt(t0, [{ policy: a!, descriptor: d, cost: 0 }])).decision?.remaining,
+    ).toBe(3);
+    await expect(
+      limiter.decideAt(t0, [{ policy: a!, descriptor: d, cost: 1.5 }]),
+    ).rejects.toMatchObject({ code: 'SLUICE_ERR_COST_INVALID' });
+    await expect(
+      limiter.decideAt(t0, [{ policy: b!, descriptor: d, cost: 3 }]),
+    ).rejects.toMatchObject({
+      code: 'SLUICE_ERR_COST_EXCEEDS_CAPACITY',
+      message: 'cost 3 exceeds the capacity 2 of policy "b": it could never be admitted',
+    });
+  });
+
+  it('names the loaded policies, or says there are none, for an unknown policy', async () => {
+    const none = createLimiter({ store: new MemoryStore(), policies: [] });
+    await expect(none.check({ t: 'a' }, { policies: ['p'] })).rejects.toThrow(
+      'unknown policy "p"; loaded: (none)',
+    );
+  });
+});
