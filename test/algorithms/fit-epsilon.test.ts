@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { FIT_EPSILON } from '../../src/algorithms/algorithm.js';
+import { gcra } from '../../src/algorithms/gcra.js';
 import { leakyBucket } from '../../src/algorithms/leaky-bucket.js';
 import { slidingWindowCounter } from '../../src/algorithms/sliding-window-counter.js';
 import { tokenBucket } from '../../src/algorithms/token-bucket.js';
@@ -24,6 +25,14 @@ describe('FIT_EPSILON', () => {
       leakyBucket.transition({ level, tsMs: 0 }, 0, 1, p).decision.allowed;
     expect(fits(FIT_EPSILON)).toBe(true);
     expect(fits(2 * FIT_EPSILON)).toBe(false);
+  });
+
+  it('GCRA: a TAT ε/2 × T past the tolerance admits a cost of 1; 2ε × T past it does not', () => {
+    // T = 1000ms / 100 = 10ms; burst 1: the tolerance is one T
+    const p = gcra.paramsSchema.parse({ rate: 100, burst: 1 });
+    const fits = (tatMs: number) => gcra.transition({ tatMs }, 0, 1, p).decision.allowed;
+    expect(fits((FIT_EPSILON / 2) * 10)).toBe(true);
+    expect(fits(2 * FIT_EPSILON * 10)).toBe(false);
   });
 
   it('sliding window counter: an estimate of ε leaves room for a cost of 1 under limit 1; 2ε does not', () => {

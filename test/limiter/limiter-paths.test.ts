@@ -189,6 +189,29 @@ describe.each(paths)('Limiter path: $name', (path) => {
   });
 });
 
+describe.each(paths)('Limiter path, store closed: $name', (path) => {
+  it.each(['open', 'closed'] as const)(
+    'answers a shadow policy (failure mode %s) on the shadow path, allowed',
+    async (failureMode) => {
+      const store = path.store();
+      const limiter = createLimiter({
+        store,
+        policies: path.policies.map((x) => ({ ...x, shadow: true, failureMode })),
+        clock: new ManualClock(t0),
+      });
+      await store.close();
+      const r = await limiter.check(path.descriptor(), path.options);
+      expect(r).toMatchObject({ allowed: true, status: 'OK', decision: undefined });
+      expect(r.decisions.find((x) => x.policy === 'p')).toMatchObject({
+        status: 'OK',
+        allowed: true,
+        remaining: 0,
+        path: 'shadow',
+      });
+    },
+  );
+});
+
 describe('Limiter paths: cost rules', () => {
   const policies: PolicyInput[] = [
     {
