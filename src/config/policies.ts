@@ -3,7 +3,13 @@ import { ALGORITHMS } from '../algorithms/index.js';
 import { durationMs } from '../algorithms/params.js';
 import type { DescriptorEntry } from '../core/descriptor.js';
 import { PolicyError, formatIssue, type PolicyIssue } from '../core/errors.js';
-import { ALGORITHM_KINDS, type MatchEntry, type Policy } from '../core/policy.js';
+import {
+  ALGORITHM_KINDS,
+  type AlgorithmKind,
+  type MatchEntry,
+  type Policy,
+} from '../core/policy.js';
+import { issueText } from './issue-text.js';
 
 /** A policy name: stable, public, safe inside storage keys and metric labels. */
 export const POLICY_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
@@ -92,6 +98,13 @@ function issuesOf(error: z.ZodError, prefix: readonly PropertyKey[], file?: stri
   });
 }
 
+/** The policy's algorithm when its `algorithm` field is absent (the default) or known. */
+function knownAlgorithm(raw: object): AlgorithmKind | undefined {
+  const a = (raw as { algorithm?: unknown }).algorithm;
+  if (a === undefined) return 'token-bucket';
+  return (ALGORITHM_KINDS as readonly unknown[]).includes(a) ? (a as AlgorithmKind) : undefined;
+}
+
 function parseOne(
   raw: unknown,
   at: readonly PropertyKey[],
@@ -109,26 +122,29 @@ function parseOne(
     add([], 'expected a policy object');
     return undefined;
   }
-  const base = baseSchema.safeParse(raw);
-  if (!base.success) {
-    issues.push(...issuesOf(base.error, at, file));
-    return undefined;
-  }
-  const b = base.data;
+  const before = issues.length;
+  const base = baseSchema.safeParse(raw, { error: issueText });
+  if (!base.success) issues.push(...issuesOf(base.error, at, file));
+  // The algorithm's own fields are checked even when a base field is wrong, so that a
+  // file's every problem is reported at once; only an unknown algorithm skips them.
+  const kind = base.success ? base.data.algorithm : knownAlgorithm(raw);
   const rest = Object.fromEntries(Object.entries(raw).filter(([k]) => !BASE_KEYS.has(k)));
-  const algorithm = ALGORITHMS[b.algorithm];
-  const params = algorithm.paramsSchema.safeParse(rest);
-  if (!params.success) {
+  const params =
+    kind === undefined
+      ? undefined
+      : ALGORITHMS[kind].paramsSchema.safeParse(rest, { error: issueText });
+  if (params !== undefined && !params.success) {
     for (const i of params.error.issues) {
       const message =
         i.code === 'unrecognized_keys'
-          ? `${i.message} (not a policy field, nor a field of algorithm "${b.algorithm}")`
+          ? `${i.message} (not a policy field, nor a field of algorithm "${kind}")`
           : i.message;
       add(i.path, message);
     }
-    return undefined;
   }
-  const before = issues.length;
+  if (!base.success) return undefined;
+  const b = base.data;
+  const algorithm = ALGORITHMS[b.algorithm];
   const keys = b.match.map((m) => m.key);
   keys.forEach((k, i) => {
     if (keys.indexOf(k) !== i) add(['match', i], `key "${k}" appears more than once`);
@@ -140,15 +156,16 @@ function parseOne(
   identity.forEach((k, i) => {
     if (!free.includes(k)) add(['identity', i], `"${k}" must be a match key without a fixed value`);
   });
+  if (b.stale !== undefined && b.failureMode !== 'stale') {
+    add(['stale'], 'only applies with failureMode: stale');
+  }
+  if (params === undefined || !params.success) return undefined;
   const capacity = algorithm.capacity(params.data);
   const tooBig = (c: number, path: PropertyKey[]): void => {
     if (c > capacity) {
       add(path, `cost ${c} exceeds the policy's capacity ${capacity}: it could never be admitted`);
     }
   };
-  if (b.stale !== undefined && b.failureMode !== 'stale') {
-    add(['stale'], 'only applies with failureMode: stale');
-  }
   tooBig(b.cost.default, ['cost', 'default']);
   b.cost.rules.forEach((r, i) => tooBig(r.cost, ['cost', 'rules', i, 'cost']));
   if (issues.length > before) return undefined;
@@ -233,9 +250,40 @@ export function parsePolicies(
   );
 }
 
-/** Validates a parsed policy document: `{ policies: [...] }`. */
+/** What a policy file that holds envoyproxy/ratelimit config is told. */
+export const ENVOY_CONFIG_GIVEN =
+  'this is envoyproxy/ratelimit config (it has a top-level "domain"), not a Sluice policy file; ' +
+  'give it to "sluice serve --config" (or check it with "sluice validate")';
+
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Validates a parsed policy document: `{ policies: [...] }`. Every issue is reported:
+ * a wrong top level does not hide the problems of the policies under it. A document
+ * with a top-level `domain` and no `policies` is envoyproxy/ratelimit config and is
+ * refused as such ({@link ENVOY_CONFIG_GIVEN}).
+ */
 export function parsePolicyDocument(doc: unknown, file?: string): PolicySet {
-  const top = fileSchema.safeParse(doc);
-  if (!top.success) fail(issuesOf(top.error, [], file));
-  return parsePolicies(top.data.policies, file, ['policies']);
+  if (isRecord(doc) && 'domain' in doc && !('policies' in doc)) {
+    fail([
+      file === undefined
+        ? { path: '', message: ENVOY_CONFIG_GIVEN }
+        : { file, path: '', message: ENVOY_CONFIG_GIVEN },
+    ]);
+  }
+  const top = fileSchema.safeParse(doc, { error: issueText });
+  const issues = top.success ? [] : issuesOf(top.error, [], file);
+  const list =
+    isRecord(doc) && Array.isArray(doc['policies']) ? (doc['policies'] as unknown[]) : undefined;
+  if (list === undefined) fail(issues);
+  let set: PolicySet | undefined;
+  try {
+    set = parsePolicies(list, file, ['policies']);
+  } catch (e) {
+    if (!(e instanceof PolicyError)) throw e;
+    issues.push(...e.issues);
+  }
+  if (issues.length > 0 || set === undefined) fail(issues);
+  return set;
 }
