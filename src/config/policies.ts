@@ -3,12 +3,7 @@ import { ALGORITHMS } from '../algorithms/index.js';
 import { durationMs } from '../algorithms/params.js';
 import type { DescriptorEntry } from '../core/descriptor.js';
 import { PolicyError, formatIssue, type PolicyIssue } from '../core/errors.js';
-import {
-  ALGORITHM_KINDS,
-  type AlgorithmKind,
-  type MatchEntry,
-  type Policy,
-} from '../core/policy.js';
+import { ALGORITHM_KINDS, type MatchEntry, type Policy } from '../core/policy.js';
 import { issueText } from './issue-text.js';
 
 /** A policy name: stable, public, safe inside storage keys and metric labels. */
@@ -98,11 +93,19 @@ function issuesOf(error: z.ZodError, prefix: readonly PropertyKey[], file?: stri
   });
 }
 
-/** The policy's algorithm when its `algorithm` field is absent (the default) or known. */
-function knownAlgorithm(raw: object): AlgorithmKind | undefined {
-  const a = (raw as { algorithm?: unknown }).algorithm;
-  if (a === undefined) return 'token-bucket';
-  return (ALGORITHM_KINDS as readonly unknown[]).includes(a) ? (a as AlgorithmKind) : undefined;
+type BaseFields = z.output<typeof baseSchema>;
+
+/**
+ * The base fields that are valid on their own (defaults applied), for the checks that
+ * relate fields while another field is wrong.
+ */
+function validBaseFields(raw: object): Partial<BaseFields> {
+  const out: Record<string, unknown> = {};
+  for (const [key, schema] of Object.entries(baseFields)) {
+    const r = schema.safeParse((raw as Record<string, unknown>)[key]);
+    if (r.success) out[key] = r.data;
+  }
+  return out as Partial<BaseFields>;
 }
 
 function parseOne(
@@ -125,9 +128,10 @@ function parseOne(
   const before = issues.length;
   const base = baseSchema.safeParse(raw, { error: issueText });
   if (!base.success) issues.push(...issuesOf(base.error, at, file));
-  // The algorithm's own fields are checked even when a base field is wrong, so that a
-  // file's every problem is reported at once; only an unknown algorithm skips them.
-  const kind = base.success ? base.data.algorithm : knownAlgorithm(raw);
+  // Every check runs on the fields that are valid, so that a policy's every problem is
+  // reported at once: a bad name does not hide a bad rate.
+  const valid = base.success ? base.data : validBaseFields(raw);
+  const kind = valid.algorithm;
   const rest = Object.fromEntries(Object.entries(raw).filter(([k]) => !BASE_KEYS.has(k)));
   const params =
     kind === undefined
@@ -142,33 +146,44 @@ function parseOne(
       add(i.path, message);
     }
   }
-  if (!base.success) return undefined;
-  const b = base.data;
-  const algorithm = ALGORITHMS[b.algorithm];
-  const keys = b.match.map((m) => m.key);
-  keys.forEach((k, i) => {
-    if (keys.indexOf(k) !== i) add(['match', i], `key "${k}" appears more than once`);
-  });
-  const free = b.match.filter((m) => m.value === undefined).map((m) => m.key);
-  // Default identity: the first match key without a fixed value (usually the tenant),
-  // so one identity's policies share a Redis Cluster slot. None: a global policy.
-  const identity = b.identity ?? free.slice(0, 1);
-  identity.forEach((k, i) => {
-    if (!free.includes(k)) add(['identity', i], `"${k}" must be a match key without a fixed value`);
-  });
-  if (b.stale !== undefined && b.failureMode !== 'stale') {
+  let identity: string[] = [];
+  if (valid.match !== undefined) {
+    const keys = valid.match.map((m) => m.key);
+    keys.forEach((k, i) => {
+      if (keys.indexOf(k) !== i) add(['match', i], `key "${k}" appears more than once`);
+    });
+    const free = valid.match.filter((m) => m.value === undefined).map((m) => m.key);
+    // Default identity: the first match key without a fixed value (usually the tenant),
+    // so one identity's policies share a Redis Cluster slot. None: a global policy.
+    identity = valid.identity ?? free.slice(0, 1);
+    identity.forEach((k, i) => {
+      if (!free.includes(k)) {
+        add(['identity', i], `"${k}" must be a match key without a fixed value`);
+      }
+    });
+  }
+  if (
+    valid.stale !== undefined &&
+    valid.failureMode !== undefined &&
+    valid.failureMode !== 'stale'
+  ) {
     add(['stale'], 'only applies with failureMode: stale');
   }
-  if (params === undefined || !params.success) return undefined;
-  const capacity = algorithm.capacity(params.data);
-  const tooBig = (c: number, path: PropertyKey[]): void => {
-    if (c > capacity) {
-      add(path, `cost ${c} exceeds the policy's capacity ${capacity}: it could never be admitted`);
-    }
-  };
-  tooBig(b.cost.default, ['cost', 'default']);
-  b.cost.rules.forEach((r, i) => tooBig(r.cost, ['cost', 'rules', i, 'cost']));
-  if (issues.length > before) return undefined;
+  if (kind !== undefined && params?.success === true && valid.cost !== undefined) {
+    const capacity = ALGORITHMS[kind].capacity(params.data);
+    const tooBig = (c: number, path: PropertyKey[]): void => {
+      if (c > capacity) {
+        add(
+          path,
+          `cost ${c} exceeds the policy's capacity ${capacity}: it could never be admitted`,
+        );
+      }
+    };
+    tooBig(valid.cost.default, ['cost', 'default']);
+    valid.cost.rules.forEach((r, i) => tooBig(r.cost, ['cost', 'rules', i, 'cost']));
+  }
+  if (!base.success || params?.success !== true || issues.length > before) return undefined;
+  const b = base.data;
 
   const policy: Policy = {
     name: b.name,

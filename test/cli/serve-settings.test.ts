@@ -4,58 +4,12 @@
  * must exit 1 on its own, print the expected line naming the variable or flag, and log
  * nothing (the first log line is written once both ports listen). Needs `npm run build`.
  */
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { runSluice, SERVE_ENV, type Outcome } from './run-sluice.js';
 
-const root = join(import.meta.dirname, '../..');
-const bin = join(root, 'dist/cli/main.js');
-
-interface Outcome {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-  /** The service started serving (it was then stopped by the test). */
-  readonly served: boolean;
-}
-
-/**
- * Runs `sluice serve --config examples/envoy ...args` with only PATH and `env` set
- * (ports 0 and loopback unless a row overrides them), until it exits or says it serves.
- */
-function serve(env: Record<string, string>, args: readonly string[]): Promise<Outcome> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, 'serve', '--config', 'examples/envoy', ...args], {
-      cwd: root,
-      env: {
-        PATH: process.env['PATH'] ?? '',
-        PORT: '0',
-        GRPC_PORT: '0',
-        HOST: '127.0.0.1',
-        GRPC_HOST: '127.0.0.1',
-        ...env,
-      },
-    });
-    let stdout = '';
-    let stderr = '';
-    let served = false;
-    child.stdout.setEncoding('utf8').on('data', (d: string) => {
-      stdout += d;
-      if (!served && stdout.includes('sluice serving')) {
-        served = true;
-        child.kill('SIGKILL');
-      }
-    });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    // A start that neither fails nor serves (say, waiting for a store) must not outlive the test.
-    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr, served });
-    });
-  });
-}
+/** `sluice serve --config examples/envoy ...args` with only `env` (over loopback, ports 0). */
+const serve = (env: Record<string, string>, args: readonly string[]): Promise<Outcome> =>
+  runSluice(['serve', '--config', 'examples/envoy', ...args], { env: { ...SERVE_ENV, ...env } });
 
 const BOOL = 'expected a boolean (1, t, T, TRUE, true, True, 0, f, F, FALSE, false, False), got';
 const PORT = 'expected a whole number from 0 to 65535, got';
