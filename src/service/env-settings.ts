@@ -31,7 +31,7 @@ export interface SettingSpec {
   readonly upstream: boolean;
 }
 
-function setting<T>(
+function setting<T extends NonNullable<unknown>>(
   env: string,
   value: SettingValue<T>,
   fallback: T,
@@ -41,7 +41,7 @@ function setting<T>(
     env,
     flags: more.flags ?? [],
     upstream: more.upstream ?? true,
-    value: value.default(fallback as never) as z.ZodType<T, string | undefined>,
+    value: value.default(fallback),
   } satisfies SettingSpec;
 }
 
