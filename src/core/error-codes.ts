@@ -27,7 +27,8 @@ export const ERROR_CODES = Object.freeze({
     family: 'policy',
     httpStatus: 500,
     grpcStatus: GRPC_FAILED_PRECONDITION,
-    summary: 'A policy file or directory could not be read.',
+    summary:
+      'A config file or directory could not be read; the message names the path and the problem.',
   },
   SLUICE_ERR_CONFIG_PARSE: {
     family: 'policy',
@@ -39,7 +40,8 @@ export const ERROR_CODES = Object.freeze({
     family: 'policy',
     httpStatus: 500,
     grpcStatus: GRPC_FAILED_PRECONDITION,
-    summary: 'Policies are well-formed YAML/JSON but break the schema; every issue is listed.',
+    summary:
+      'A config file, or a service setting (environment variable or flag), is well-formed but not allowed; every issue is listed.',
   },
   SLUICE_ERR_POLICY_UNKNOWN: {
     family: 'policy',

@@ -1,7 +1,6 @@
-import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { EnvoyConfig } from '../config/envoy/envoy-config.js';
-import { loadEnvoyConfigDir, loadEnvoyConfigFiles } from '../config/envoy/load.js';
+import { loadEnvoyConfigDir, loadEnvoyConfigPath } from '../config/envoy/load.js';
 import { envoyRuntimeSettingsFromEnv } from '../config/envoy/runtime-dir.js';
 import { loadPolicyFile } from '../config/load.js';
 import type { PolicySet } from '../config/policies.js';
@@ -35,16 +34,7 @@ export async function loadServiceConfig(sources: ConfigSources): Promise<LoadedC
   const watch: string[] = [];
   if (sources.envoyConfig !== undefined) {
     const path = sources.envoyConfig;
-    const files = (await stat(path)).isDirectory()
-      ? (await readdir(path))
-          .filter((f) => /\.ya?ml$/.test(f))
-          .sort()
-          .map((f) => join(path, f))
-      : [path];
-    const texts = await Promise.all(
-      files.map(async (name) => ({ name, text: await readFile(name, 'utf8') })),
-    );
-    envoy = loadEnvoyConfigFiles(texts, { mergeDomainConfig: merge });
+    envoy = await loadEnvoyConfigPath(path, { mergeDomainConfig: merge });
     watch.push(path);
   } else {
     const settings = envoyRuntimeSettingsFromEnv(sources.env ?? process.env);

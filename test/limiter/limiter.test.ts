@@ -285,7 +285,7 @@ describe('Limiter', () => {
           store: new MemoryStore(),
           policies: [{ name: 'a', match: ['t'], rate: 'fast' }],
         }),
-      ).toThrow(/policies|\[0\]\.rate: Invalid input: expected number, received string/);
+      ).toThrow(/\[0\]\.rate: expected a number, got "fast"/);
     });
 
     it('charges nothing when a check is rejected as invalid', async () => {

@@ -22,10 +22,12 @@ export {
   formatEnvoyConfigError,
   loadEnvoyConfigDir,
   loadEnvoyConfigFiles,
+  loadEnvoyConfigPath,
   parseEnvoyConfigYaml,
   type EnvoyConfigSource,
   type EnvoyDirOptions,
   type EnvoyLoadOptions,
+  type EnvoyPathOptions,
 } from './load.js';
 export { buildEnvoyConfig, type EnvoyConfigDocument } from './build.js';
 export type { EnvoyYamlDescriptor, EnvoyYamlRateLimit, EnvoyYamlRoot } from './decode.js';

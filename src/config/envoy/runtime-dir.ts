@@ -1,6 +1,7 @@
 import { readdir, stat } from 'node:fs/promises';
 import { basename, join, relative, sep } from 'node:path';
 import { PolicyError, type PolicyIssue } from '../../core/errors.js';
+import { goBool } from '../env-values.js';
 
 /**
  * Where envoyproxy/ratelimit finds its config files, from the same environment
@@ -35,13 +36,10 @@ export const ENVOY_RUNTIME_DEFAULTS: EnvoyRuntimeSettings = Object.freeze({
   mergeDomainConfig: false,
 });
 
-const TRUE = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
-const FALSE = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False']);
-
 /**
  * Reads {@link EnvoyRuntimeSettings} from environment variables. An unset variable
  * takes the default; a set one is used as is (an empty `RUNTIME_APPDIRECTORY` is
- * empty, as upstream). Booleans take Go's spellings (`1`, `t`, `true`, `TRUE`, ...);
+ * empty, as upstream). Booleans are read as upstream reads them ({@link goBool});
  * anything else throws `PolicyError` (`SLUICE_ERR_CONFIG_INVALID`) naming the variable,
  * where upstream refuses to start.
  */
@@ -53,9 +51,9 @@ export function envoyRuntimeSettingsFromEnv(
   const bool = (name: string, fallback: boolean): boolean => {
     const v = env[name];
     if (v === undefined) return fallback;
-    if (TRUE.has(v)) return true;
-    if (FALSE.has(v)) return false;
-    issues.push({ path: name, message: `expected true or false (or 1/0, t/f); got "${v}"` });
+    const read = goBool.safeParse(v);
+    if (read.success) return read.data;
+    issues.push(...read.error.issues.map((i) => ({ path: name, message: i.message })));
     return fallback;
   };
   const d = ENVOY_RUNTIME_DEFAULTS;

@@ -263,12 +263,12 @@ describe('what upstream accepts', () => {
   it('accepts keys at levels where they do nothing, with a warning for each', () => {
     const c = loadFixtures(['ignored-keys.yaml']);
     expect(c.warnings.map((w) => [w.path, w.message])).toEqual([
+      ['descriptors[0].descriptors[0]', "'key' is given more than once; the last one is used"],
       ['', "'unit' has no effect here and is ignored; it belongs in rate_limit"],
       [
         'descriptors[0]',
         "'requests_per_unit' has no effect here and is ignored; it belongs in rate_limit",
       ],
-      ['descriptors[0].descriptors[0]', "'key' is given more than once; the last one is used"],
       ['', 'only the first YAML document is read; 1 more ignored'],
       ['descriptors[0]', 'shadow_mode has no effect without a rate_limit on the same descriptor'],
     ]);
@@ -277,6 +277,24 @@ describe('what upstream accepts', () => {
     // The later "key" wins, as in yaml.v2.
     expect(Object.keys(tenant.children.nodes)).toEqual(['method']);
     expect(c.domains.ignored).toBeUndefined();
+  });
+
+  it('keeps the last of a repeated key anywhere, as yaml.v2 does, with a warning for each', () => {
+    const c = loadFixtures(['repeated-keys.yaml']);
+    expect(c.warnings.map((w) => [w.path, w.message])).toEqual([
+      ['', "'domain' is given more than once; the last one is used"],
+      ['descriptors[0].rate_limit', "'unit' is given more than once; the last one is used"],
+      ['descriptors[0].metadata', "'team' is given more than once; the last one is used"],
+      ['descriptors[0].metadata.owner', "'name' is given more than once; the last one is used"],
+      ['descriptors[0].sluice', "'algorithm' is given more than once; the last one is used"],
+    ]);
+    expect(Object.keys(c.domains)).toEqual(['payments']);
+    const rule = c.domains.payments!.descriptors.nodes.tenant!.rule!;
+    expect(rule).toMatchObject({
+      unit: 'minute',
+      metadata: { team: 'payments', owner: { name: 'b' } },
+      sluice: { algorithm: 'token-bucket', burst: 20 },
+    });
   });
 
   it('returns a deep-frozen config', () => {
@@ -303,7 +321,18 @@ describe('parseEnvoyConfigYaml', () => {
   });
 
   it('leaves whole-config rules (empty domain, units) to loading', () => {
-    expect(parseEnvoyConfigYaml('', 'empty.yaml').root).toEqual({ domain: '', descriptors: [] });
+    expect(parseEnvoyConfigYaml('descriptors: []\n', 'no-domain.yaml').root).toEqual({
+      domain: '',
+      descriptors: [],
+    });
+  });
+
+  it('says an empty file (or one with only comments) is empty, as for a policy file', () => {
+    for (const text of ['', '\n# nothing yet\n']) {
+      const e = errorOf(() => parseEnvoyConfigYaml(text, 'empty.yaml'));
+      expect(e.code).toBe('SLUICE_ERR_CONFIG_INVALID');
+      expect(issuesOf(e)).toEqual([['empty.yaml', '', 'the file is empty']]);
+    }
   });
 });
 
