@@ -275,34 +275,34 @@ describe('hostile input: descriptor limits on every entry point', () => {
     expect([native.code, native.details]).toEqual([3, expect.stringMatching(keyMessage)]);
   });
 
-  it('refuses 100,000 descriptors in one gRPC request at once, without stalling the server', async () => {
-    const { svc, grpcClient } = main;
+  it('refuses 100,000 descriptors in one 4 MB gRPC request at once, without stalling the server', async () => {
+    const { grpcClient } = main;
+    // As reported: 100,000 descriptors, 3.7 MB (gRPC's default limit is 4 MiB).
     const bytes = rlsBytes(
-      rls(...Array.from({ length: 100_000 }, (_, i) => ({ entries: [entry('tenant', `t${i}`)] }))),
+      rls(
+        ...Array.from({ length: 100_000 }, (_, i) => ({
+          entries: [entry('tenant', `tenant-${String(i).padStart(16, '0')}`)],
+        })),
+      ),
     );
+    // The service runs in this process: the longest event-loop block is how long every
+    // other call (a /healthcheck, another tenant's check) would have waited.
     const delay = monitorEventLoopDelay({ resolution: 5 });
     delay.enable();
     const t0 = performance.now();
-    const [answer, health] = await Promise.all([
-      rawCall(grpcClient, RLS_PATH, bytes),
-      (async () => {
-        await new Promise((r) => setTimeout(r, 1));
-        const h0 = performance.now();
-        await fetch(`http://127.0.0.1:${svc.httpPort}/healthcheck`);
-        return performance.now() - h0;
-      })(),
-    ]);
+    const answer = await rawCall(grpcClient, RLS_PATH, bytes);
     const elapsedMs = performance.now() - t0;
     delay.disable();
     const maxBlockMs = delay.max / 1e6;
     console.log(
-      `100,000 descriptors (${(bytes.length / 1e6).toFixed(1)} MB): answered in ${elapsedMs.toFixed(0)} ms, ` +
-        `concurrent /healthcheck ${health.toFixed(0)} ms, longest event-loop block ${maxBlockMs.toFixed(0)} ms`,
+      `100,000 descriptors (${(bytes.length / 2 ** 20).toFixed(1)} MiB): answered in ${elapsedMs.toFixed(0)} ms, ` +
+        `longest event-loop block ${maxBlockMs.toFixed(0)} ms`,
     );
     expect(answer.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(answer.details).toMatch(/the request has 100000 descriptors; the limit is 64/);
-    // Decoding and deciding them took 1.6 s before; the count is read off the bytes now.
-    expect(maxBlockMs).toBeLessThan(400);
+    // Decoding and deciding them blocked for 1.6 s, and decoding alone for 0.3-0.8 s on
+    // this machine; the count is read off the bytes before decoding now.
+    expect(maxBlockMs).toBeLessThan(250);
   });
 
   it('caps descriptors per request and entries per descriptor on every entry point', async () => {
