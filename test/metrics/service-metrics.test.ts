@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { register as globalRegistry } from 'prom-client';
 import { ServiceMetrics } from '../../src/metrics/service-metrics.js';
@@ -224,5 +226,16 @@ describe('ServiceMetrics', () => {
       value(samples((await b.metrics()).body), 'sluice_config_load_total', { result: 'error' }),
     ).toBeUndefined();
     expect(await globalRegistry.metrics()).not.toContain('sluice_');
+  });
+});
+
+describe('docs/metrics.md', () => {
+  it('lists exactly the metrics ServiceMetrics exposes', async () => {
+    const doc = readFileSync(join(import.meta.dirname, '../../docs/metrics.md'), 'utf8');
+    const documented = [...doc.matchAll(/^\| `(sluice_[a-z_]+)`/gm)].map((m) => m[1]).sort();
+    const exposed = (await new ServiceMetrics().registry.getMetricsAsJSON())
+      .map((m) => m.name)
+      .sort();
+    expect(documented).toEqual(exposed);
   });
 });
