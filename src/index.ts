@@ -6,6 +6,8 @@ export type { Clock } from './core/clock.js';
 export { ManualClock, SystemClock, systemClock } from './core/clock.js';
 export type { Descriptor, DescriptorEntry, DescriptorInput } from './core/descriptor.js';
 export { toDescriptor, DEFAULT_MAX_DESCRIPTOR_VALUE_LENGTH } from './core/descriptor.js';
+export type { DescriptorLimits } from './core/descriptor-limits.js';
+export { DEFAULT_DESCRIPTOR_LIMITS, descriptorLimits } from './core/descriptor-limits.js';
 export type {
   AlgorithmKind,
   CostRule,

@@ -2,6 +2,7 @@ import { algorithmOf } from '../algorithms/index.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { AlgorithmDecision, Decision } from '../core/decision.js';
 import { toDescriptor, type Descriptor, type DescriptorInput } from '../core/descriptor.js';
+import { descriptorLimits, type DescriptorLimits } from '../core/descriptor-limits.js';
 import { PolicyError, StoreError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
 import { parsePolicies, type PolicyInput, type PolicySet } from '../config/policies.js';
@@ -20,14 +21,17 @@ import {
 import { StaleBudgets } from './stale-budgets.js';
 import { Deadlines, type Deadline } from './deadlines.js';
 
-export interface LimiterOptions {
+/**
+ * Options of {@link createLimiter}. The descriptor limits (`maxDescriptorEntries`,
+ * `maxDescriptorKeyLength`, `maxDescriptorValueLength`; see `DescriptorLimits`) bound
+ * what `check` accepts; their defaults are 32 entries, 256 and 1024 UTF-16 code units.
+ */
+export interface LimiterOptions extends Partial<Omit<DescriptorLimits, 'maxDescriptors'>> {
   readonly store: Store;
   /** Validated policies (`loadPolicyFile`, `parsePolicies`) or plain inputs, validated here. */
   readonly policies: PolicySet | readonly PolicyInput[];
   /** @default the system clock (monotonic, wall-aligned) */
   readonly clock?: Clock;
-  /** Longest descriptor value accepted, in UTF-16 code units. @default 1024 */
-  readonly maxDescriptorValueLength?: number;
 }
 
 /** One bucket decision of a {@link Limiter.decideAt} batch. */
@@ -89,7 +93,7 @@ function costOf(policy: Policy, d: Descriptor): number {
 export class Limiter {
   readonly #store: Store;
   readonly #clock: Clock;
-  readonly #maxValueLength: number;
+  readonly #limits: DescriptorLimits;
   /** The policies in force and their compiled resolution, swapped together. */
   #current: PolicyPlans;
   readonly #stale = new StaleBudgets();
@@ -101,7 +105,7 @@ export class Limiter {
     this.#store = options.store;
     this.#memory = options.store instanceof MemoryStore ? options.store : undefined;
     this.#clock = options.clock ?? systemClock;
-    this.#maxValueLength = options.maxDescriptorValueLength ?? 1024;
+    this.#limits = descriptorLimits(options);
     this.#current = this.#accept(options.policies);
   }
 
@@ -208,7 +212,7 @@ export class Limiter {
       // Anything unusual takes the general path, which reports it exactly.
       if (result !== undefined) return result;
     }
-    const d = toDescriptor(descriptor, this.#maxValueLength);
+    const d = toDescriptor(descriptor, this.#limits);
     const selected = this.#select(plans.policies, d, options.policies);
     if (options.cost !== undefined) validateCost(options.cost);
     const items = selected.map((policy) => ({
@@ -280,13 +284,16 @@ export class Limiter {
 
   /** Whether `toDescriptor` would accept the record as is (so the fast path may skip it). */
   #plainRecord(record: DescriptorRecord, keys: readonly string[]): boolean {
-    if (keys.length === 0) return false;
-    const max = this.#maxValueLength;
+    const limits = this.#limits;
+    if (keys.length === 0 || keys.length > limits.maxDescriptorEntries) return false;
+    const maxKey = limits.maxDescriptorKeyLength;
+    const max = limits.maxDescriptorValueLength;
     for (let i = 0; i < keys.length; i++) {
       const k = keys[i]!;
       const v = record[k];
       if (
         k.length === 0 ||
+        k.length > maxKey ||
         typeof v !== 'string' ||
         v.length > max ||
         !k.isWellFormed() ||

@@ -1,6 +1,7 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { pino, type Logger } from 'pino';
 import type { Clock } from '../core/clock.js';
+import { descriptorLimits, type DescriptorLimits } from '../core/descriptor-limits.js';
 import { formatIssue, PolicyError } from '../core/errors.js';
 import { ServiceMetrics } from '../metrics/service-metrics.js';
 import { MemoryStore } from '../stores/memory/memory-store.js';
@@ -12,7 +13,12 @@ import { RateLimitService } from './rate-limit-service.js';
 import type { ResponseHeaderNames } from './response-headers.js';
 import { loadServiceConfig, type ConfigSources } from './service-config.js';
 
-export interface ServeOptions extends ConfigSources {
+/**
+ * Options of {@link startService}. The descriptor limits (`maxDescriptors` 64,
+ * `maxDescriptorEntries` 32, `maxDescriptorKeyLength` 256, `maxDescriptorValueLength`
+ * 1024; see `DescriptorLimits`) apply to every request, over gRPC and HTTP alike.
+ */
+export interface ServeOptions extends ConfigSources, Partial<DescriptorLimits> {
   /** HTTP bind address (`HOST`). @default "0.0.0.0" */
   readonly host?: string;
   /** HTTP port (`PORT`). @default 8080 */
@@ -56,6 +62,17 @@ export interface ServeOptions extends ConfigSources {
   readonly storeTimeoutMs?: number;
   /** @default the system clock; tests pass a ManualClock */
   readonly clock?: Clock;
+  /**
+   * Most series (label sets) one metric family holds; beyond it updates are dropped and
+   * counted in `sluice_metric_series_dropped_total`. @default 2000
+   */
+  readonly maxSeriesPerMetric?: number;
+  /** How long an HTTP client may take to send a request's headers, in ms (then 408). @default 10_000 */
+  readonly httpHeadersTimeoutMs?: number;
+  /** How long an HTTP client may take to send a whole request, in ms (then 408). @default 30_000 */
+  readonly httpRequestTimeoutMs?: number;
+  /** How long an idle HTTP keep-alive connection stays open, in ms. @default 5_000 */
+  readonly httpKeepAliveTimeoutMs?: number;
 }
 
 export interface RunningService {
@@ -72,9 +89,13 @@ export interface RunningService {
 /** The composition root: the only place the real clock, store and servers are wired. */
 export async function startService(options: ServeOptions): Promise<RunningService> {
   const log = options.logger ?? pino({ name: 'sluice' });
-  const metrics = new ServiceMetrics(
-    options.nearLimitRatio === undefined ? {} : { nearLimitRatio: options.nearLimitRatio },
-  );
+  const limits = descriptorLimits(options);
+  const metrics = new ServiceMetrics({
+    ...(options.nearLimitRatio === undefined ? {} : { nearLimitRatio: options.nearLimitRatio }),
+    ...(options.maxSeriesPerMetric === undefined
+      ? {}
+      : { maxSeriesPerMetric: options.maxSeriesPerMetric }),
+  });
   const config = await loadServiceConfig(options);
   metrics.recordConfigLoad('success');
   const prefix = options.keyPrefix ?? 'sl';
@@ -102,6 +123,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     responseDynamicMetadata: options.responseDynamicMetadata ?? false,
     defaultFailureMode: 'closed',
     timeoutMs: options.storeTimeoutMs ?? 100,
+    descriptorLimits: limits,
   });
   const handlers = {
     shouldRateLimit: (r: Parameters<RateLimitService['shouldRateLimit']>[0]) =>
@@ -127,9 +149,22 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       shouldRateLimit: timed('ShouldRateLimit', handlers.shouldRateLimit),
       check: timed('Check', handlers.check),
     },
-    { onError, shutdownTimeoutMs: timeout },
+    { onError, shutdownTimeoutMs: timeout, descriptorLimits: limits },
   );
-  const http = new HttpServer(handlers, { metrics, onError });
+  const http = new HttpServer(handlers, {
+    metrics,
+    onError,
+    descriptorLimits: limits,
+    ...(options.httpHeadersTimeoutMs === undefined
+      ? {}
+      : { headersTimeoutMs: options.httpHeadersTimeoutMs }),
+    ...(options.httpRequestTimeoutMs === undefined
+      ? {}
+      : { requestTimeoutMs: options.httpRequestTimeoutMs }),
+    ...(options.httpKeepAliveTimeoutMs === undefined
+      ? {}
+      : { keepAliveTimeoutMs: options.httpKeepAliveTimeoutMs }),
+  });
   const grpcPort = await grpc.listen(options.grpcHost ?? '0.0.0.0', options.grpcPort ?? 8081);
   const httpPort = await http.listen(options.host ?? '0.0.0.0', options.port ?? 8080);
   log.info(

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import type { Descriptor } from '../core/descriptor.js';
+import type { DescriptorLimits } from '../core/descriptor-limits.js';
 import { StoreError } from '../core/errors.js';
 import type { FailureMode, Policy } from '../core/policy.js';
 import type { EnvoyConfig, EnvoyDescriptorLevel, EnvoyRule } from '../config/envoy/envoy-config.js';
@@ -56,6 +57,8 @@ export interface RateLimitServiceOptions {
   readonly responseHeaders?: ResponseHeaderNames;
   /** Upstream's `RESPONSE_DYNAMIC_METADATA`. @default false */
   readonly responseDynamicMetadata?: boolean;
+  /** Bounds on native Check descriptors (the transports check them first too). @default DEFAULT_DESCRIPTOR_LIMITS */
+  readonly descriptorLimits?: DescriptorLimits;
 }
 
 const MAX_OVERRIDE_POLICIES = 10_000;
@@ -85,6 +88,7 @@ export class RateLimitService {
       store: options.store,
       policies: options.policies ?? [],
       clock: this.#clock,
+      ...options.descriptorLimits,
     });
   }
 

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { register as globalRegistry } from 'prom-client';
 import { ServiceMetrics } from '../../src/metrics/service-metrics.js';
@@ -125,6 +127,52 @@ describe('ServiceMetrics', () => {
     ).toBe(1);
   });
 
+  it('caps the series of each family, admitting a rule with its five outcomes, and counts drops', async () => {
+    const m = new ServiceMetrics({ maxSeriesPerMetric: 12 });
+    // Rules take five series each: two fit under 12, the third is dropped whole.
+    for (const rule of ['a', 'b', 'c', 'a']) {
+      m.recordRuleCheck('d', rule, { limit: 10, usedBefore: 0, hits: 1 });
+    }
+    m.recordRule('d', 'c', 'total_hits', 1); // still no room for rule c
+    for (let i = 0; i < 20; i++) m.recordDecision({ policy: `p${i}`, status: 'OK', path: 'store' });
+    m.recordDecision({ policy: 'p0', status: 'OK', path: 'store' }); // a known series still counts
+    const all = samples((await m.metrics()).body);
+    const rules = all.filter((x) => x.name === 'sluice_rule_hits_total');
+    expect(new Set(rules.map((x) => x.labels.rule))).toEqual(new Set(['a', 'b']));
+    expect(
+      value(all, 'sluice_rule_hits_total', { domain: 'd', rule: 'a', outcome: 'total_hits' }),
+    ).toBe(2);
+    expect(all.filter((x) => x.name === 'sluice_decisions_total')).toHaveLength(12);
+    expect(
+      value(all, 'sluice_decisions_total', { policy: 'p0', status: 'OK', path: 'store' }),
+    ).toBe(2);
+    expect(
+      value(all, 'sluice_metric_series_dropped_total', { metric: 'sluice_rule_hits_total' }),
+    ).toBe(2);
+    expect(
+      value(all, 'sluice_metric_series_dropped_total', { metric: 'sluice_decisions_total' }),
+    ).toBe(8);
+    expect(() => new ServiceMetrics({ maxSeriesPerMetric: 0 })).toThrow(
+      'maxSeriesPerMetric must be a positive whole number, got 0',
+    );
+  });
+
+  it('shortens a label value over 512 characters to its start and a hash, keeping values apart', async () => {
+    const m = new ServiceMetrics();
+    const long = (tail: string) => `tenant_${'x'.repeat(600)}${tail}`;
+    m.recordRuleCheck('d', long('1'), { limit: 10, usedBefore: 0, hits: 1 });
+    m.recordRuleCheck('d', long('2'), { limit: 10, usedBefore: 0, hits: 1 });
+    const rules = samples((await m.metrics()).body)
+      .filter((x) => x.name === 'sluice_rule_hits_total' && x.labels.outcome === 'total_hits')
+      .map((x) => x.labels.rule!);
+    expect(rules).toHaveLength(2);
+    for (const rule of rules) {
+      expect(rule).toHaveLength(512);
+      expect(rule).toMatch(/^tenant_x{488}…[0-9a-f]{16}$/);
+    }
+    expect(rules[0]).not.toBe(rules[1]);
+  });
+
   it('rejects unknown outcomes and bad hit counts', () => {
     const m = new ServiceMetrics();
     expect(() => m.recordRule('d', 'r', 'denied' as never, 1)).toThrow(/unknown rule outcome/);
@@ -178,5 +226,16 @@ describe('ServiceMetrics', () => {
       value(samples((await b.metrics()).body), 'sluice_config_load_total', { result: 'error' }),
     ).toBeUndefined();
     expect(await globalRegistry.metrics()).not.toContain('sluice_');
+  });
+});
+
+describe('docs/metrics.md', () => {
+  it('lists exactly the metrics ServiceMetrics exposes', async () => {
+    const doc = readFileSync(join(import.meta.dirname, '../../docs/metrics.md'), 'utf8');
+    const documented = [...doc.matchAll(/^\| `(sluice_[a-z_]+)`/gm)].map((m) => m[1]).sort();
+    const exposed = (await new ServiceMetrics().registry.getMetricsAsJSON())
+      .map((m) => m.name)
+      .sort();
+    expect(documented).toEqual(exposed);
   });
 });
