@@ -335,6 +335,19 @@ export class RedisStore implements Store {
     if (this.#cluster) {
       const groups = groupBySlot(keys);
       if (groups.length > 1) {
+        // The cross-slot strategy's dry runs and refunds assume a denied request was never
+        // charged: a request that charges denials belongs in an independent call.
+        if (batch.some((r) => r.algorithm.chargesDenied?.(r.params) === true)) {
+          return Promise.resolve(
+            failAll(
+              batch,
+              new StoreError(
+                'SLUICE_ERR_STORE_CROSS_SLOT',
+                `the batch's buckets live in ${groups.length} Redis Cluster slots and it holds a request that charges denials, which an all-or-nothing batch across slots cannot run; decide such requests independently`,
+              ),
+            ),
+          );
+        }
         if (this.#crossSlot === 'reject') {
           return Promise.resolve(
             failAll(
