@@ -1,3 +1,4 @@
+import { DECISION_MODES, type DecisionMode } from '../config/envoy/envoy-config.js';
 import { PolicyError } from '../core/errors.js';
 import { DEFAULT_NEAR_LIMIT_RATIO } from '../metrics/rule-hits.js';
 import { DEFAULT_RESPONSE_HEADER_NAMES, type ResponseHeaderNames } from './response-headers.js';
@@ -30,6 +31,8 @@ export interface EnvSettings {
   readonly logLevel: string;
   /** `LOG_FORMAT=text` was asked for; Sluice logs JSON only and says so at start. */
   readonly logFormatText: boolean;
+  /** `SLUICE_DECISION_MODE`: how envoy requests are charged where a domain does not say. */
+  readonly decisionMode: DecisionMode;
 }
 
 function invalid(name: string, value: string, expected: string): PolicyError {
@@ -83,6 +86,9 @@ export function settingsFromEnv(env: Env): EnvSettings {
   const format = env['LOG_FORMAT'];
   if (format !== undefined && format !== '' && !['json', 'text'].includes(format.toLowerCase()))
     throw invalid('LOG_FORMAT', format, 'json or text');
+  const mode = env['SLUICE_DECISION_MODE'];
+  if (mode !== undefined && mode !== '' && !(DECISION_MODES as readonly string[]).includes(mode))
+    throw invalid('SLUICE_DECISION_MODE', mode, DECISION_MODES.join(' or '));
   const headersOn = bool(env, 'LIMIT_RESPONSE_HEADERS_ENABLED');
   return {
     keyPrefix: prefix ?? 'sl',
@@ -106,5 +112,6 @@ export function settingsFromEnv(env: Env): EnvSettings {
     responseDynamicMetadata: bool(env, 'RESPONSE_DYNAMIC_METADATA'),
     logLevel,
     logFormatText: format?.toLowerCase() === 'text',
+    decisionMode: mode === undefined || mode === '' ? 'per-descriptor' : (mode as DecisionMode),
   };
 }

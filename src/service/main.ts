@@ -1,5 +1,6 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { pino, type Logger } from 'pino';
+import type { DecisionMode } from '../config/envoy/envoy-config.js';
 import type { Clock } from '../core/clock.js';
 import { formatIssue, PolicyError } from '../core/errors.js';
 import { ServiceMetrics } from '../metrics/service-metrics.js';
@@ -44,6 +45,11 @@ export interface ServeOptions extends ConfigSources {
   readonly responseHeaders?: ResponseHeaderNames;
   /** Upstream's `RESPONSE_DYNAMIC_METADATA`. @default false */
   readonly responseDynamicMetadata?: boolean;
+  /**
+   * How envoy requests are charged where a domain's `sluice.decision` does not say
+   * (`SLUICE_DECISION_MODE`). @default "per-descriptor" (as envoyproxy/ratelimit counts)
+   */
+  readonly decisionMode?: DecisionMode;
   /** How long shutdown lets in-flight calls finish, in ms. @default 10_000 */
   readonly shutdownTimeoutMs?: number;
   readonly logger?: Logger;
@@ -100,6 +106,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     globalQuotaMode: options.quotaMode ?? false,
     ...(options.responseHeaders === undefined ? {} : { responseHeaders: options.responseHeaders }),
     responseDynamicMetadata: options.responseDynamicMetadata ?? false,
+    ...(options.decisionMode === undefined ? {} : { decisionMode: options.decisionMode }),
     defaultFailureMode: 'closed',
     timeoutMs: options.storeTimeoutMs ?? 100,
   });

@@ -12,6 +12,7 @@ describe('settingsFromEnv: upstream environment variables', () => {
       responseDynamicMetadata: false,
       logLevel: 'info',
       logFormatText: false,
+      decisionMode: 'per-descriptor',
     });
   });
 
@@ -28,6 +29,7 @@ describe('settingsFromEnv: upstream environment variables', () => {
         RESPONSE_DYNAMIC_METADATA: 'true',
         LOG_LEVEL: 'WARNING',
         LOG_FORMAT: 'json',
+        SLUICE_DECISION_MODE: 'all-or-nothing',
       }),
     ).toEqual({
       keyPrefix: 'rl',
@@ -43,6 +45,7 @@ describe('settingsFromEnv: upstream environment variables', () => {
       responseDynamicMetadata: true,
       logLevel: 'warn',
       logFormatText: false,
+      decisionMode: 'all-or-nothing',
     });
   });
 
@@ -70,6 +73,10 @@ describe('settingsFromEnv: upstream environment variables', () => {
     ],
     [{ LOG_FORMAT: 'xml' }, 'LOG_FORMAT="xml": expected json or text'],
     [{ CACHE_KEY_PREFIX: '' }, 'CACHE_KEY_PREFIX="": expected a non-empty key prefix'],
+    [
+      { SLUICE_DECISION_MODE: 'all_or_nothing' },
+      'SLUICE_DECISION_MODE="all_or_nothing": expected per-descriptor or all-or-nothing',
+    ],
   ])('%o is refused: %s', (env, message) => {
     expect(() => settingsFromEnv(env)).toThrow(message);
   });

@@ -84,11 +84,18 @@ function rlsDescriptor(d: Partial<WireRlsDescriptor> | null, i: number): RlsDesc
  * (`is_negative_hits`, not supported). Entry values may be empty, as envoy allows.
  */
 export function decodeRlsRequest(wire: Partial<WireRlsRequest>): RlsRequest {
+  // upstream's own words for these two (service/ratelimit.go, shouldRateLimitWorker)
   if (typeof wire.domain !== 'string' || wire.domain.length === 0) {
-    throw bad('domain is required', RLS);
+    throw new ProtocolError(
+      'SLUICE_ERR_PROTOCOL_BAD_REQUEST',
+      'rate limit domain must not be empty',
+    );
   }
   if (!Array.isArray(wire.descriptors) || wire.descriptors.length === 0) {
-    throw bad('descriptors must have at least one descriptor', RLS);
+    throw new ProtocolError(
+      'SLUICE_ERR_PROTOCOL_BAD_REQUEST',
+      'rate limit descriptor list must not be empty',
+    );
   }
   const hits = wire.hitsAddend ?? 0;
   if (!wholeNumber(hits)) throw bad('hits_addend must be a whole number', RLS);
