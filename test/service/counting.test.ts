@@ -293,6 +293,33 @@ describe.each(setups)('counting on the $store store', ({ redis }) => {
     return state![1]!;
   }
 
+  it('names a rule by its sluice.name, else rate_limit.name, in metrics; clients get rate_limit.name', async () => {
+    const { svc, clients } = services.default!;
+    const request = {
+      domain: 'counting',
+      descriptors: [
+        { entries: [{ key: 'loose', value: 'names' }] },
+        { entries: [{ key: 'tight', value: 'names' }], hitsAddend: { value: 3 } },
+      ],
+    };
+    const r = await call<{ statuses: { currentLimit: { name: string } }[] }>(
+      clients.rls,
+      'ShouldRateLimit',
+      request,
+    );
+    // upstream's field: rate_limit.name, whatever sluice.name says
+    expect(r.statuses.map((s) => s.currentLimit.name)).toEqual(['loose', 'tight']);
+    const text = await (await fetch(`http://127.0.0.1:${svc.httpPort}/metrics`)).text();
+    expect(text).toContain(
+      'sluice_decisions_total{policy="loose-public",status="OK",path="store"}',
+    );
+    expect(text).toContain(
+      'sluice_decisions_total{policy="tight",status="OVER_LIMIT",path="store"}',
+    );
+    // never the internal name of a rule's policy (its storage name)
+    expect(text).not.toMatch(/envoy\.[0-9a-f]{24}/);
+  });
+
   describe.each(modes)('decided as $counting by $how', (mode) => {
     describe.each(['gRPC', '/json'] as const)('over %s', (transport) => {
       it.each(rows)('$shape', async (row) => {
