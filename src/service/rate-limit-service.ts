@@ -369,14 +369,15 @@ export class RateLimitService {
   #buildPolicy(rule: EnvoyRule, depth: number, counting: boolean): Policy {
     // As envoyproxy/ratelimit counts, a denial is charged too, where the algorithm can
     // (the fixed window: its count passes the limit until the window ends).
-    const algorithm = algorithmOf(rule.sluice.algorithm);
-    const params = counting
-      ? (algorithm.chargingDenied?.(rule.sluice.params!) as typeof rule.sluice.params)
-      : rule.sluice.params;
+    const configured = rule.sluice.params!;
+    const params: typeof configured =
+      (counting
+        ? (algorithmOf(rule.sluice.algorithm).chargingDenied?.(configured) as typeof configured)
+        : undefined) ?? configured;
     // Internal name: safe in storage keys whatever the rule's path holds, and never shown
     // (decisions are reported under `ruleName`). The limit, algorithm and params are part
-    // of it, so a reload that changes them (or the decision mode) starts fresh buckets.
-    const fingerprint = `${rule.fullKey}|${rule.requestsPerUnit}|${rule.unit ?? ''}|${rule.sluice.algorithm}|${JSON.stringify(params ?? rule.sluice.params)}`;
+    // of it, so a reload that changes them (or how the window counts) starts fresh buckets.
+    const fingerprint = `${rule.fullKey}|${rule.requestsPerUnit}|${rule.unit ?? ''}|${rule.sluice.algorithm}|${JSON.stringify(params)}`;
     const name = `envoy.${createHash('sha256').update(fingerprint).digest('hex').slice(0, 24)}`;
     const keys = Array.from({ length: depth }, (_, i) => `e${i}`);
     return Object.freeze({
@@ -384,7 +385,7 @@ export class RateLimitService {
       match: Object.freeze(keys.map((key) => Object.freeze({ key }))),
       identity: Object.freeze(keys.slice(0, 1)),
       algorithm: rule.sluice.algorithm,
-      params: params ?? rule.sluice.params!,
+      params,
       cost: Object.freeze({ defaultCost: 1, rules: Object.freeze([]) }),
       failureMode: rule.sluice.failureMode ?? this.#options.defaultFailureMode ?? 'open',
       timeoutMs: this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS,

@@ -94,6 +94,16 @@ describe.each(stores)('Limiter.decideAt ($name store)', ({ redis }) => {
     expect([await remaining(tight, a), await remaining(loose, a)]).toEqual([0, 4]);
   });
 
+  it('independent with a request id: a retry returns the first decisions and charges once', async () => {
+    const a = v();
+    const items = [item(loose, a, 3), item(loose, a, 3)];
+    const first = await limiter.decideAt(T, items, { independent: true, requestId: `r-${a}` });
+    const again = await limiter.decideAt(T, items, { independent: true, requestId: `r-${a}` });
+    expect(first.decisions.map((d) => d.remaining)).toEqual([7, 4]);
+    expect(again.decisions.map((d) => d.remaining)).toEqual([7, 4]);
+    expect(await remaining(loose, a)).toBe(4);
+  });
+
   it('a cost above capacity is OVER_LIMIT that never fits, not an error, in both modes', async () => {
     for (const independent of [false, true]) {
       const a = v();
