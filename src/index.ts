@@ -72,5 +72,6 @@ export {
   createLimiter,
   type CheckItem,
   type CheckOptions,
+  type DecideOptions,
   type LimiterOptions,
 } from './limiter/limiter.js';
