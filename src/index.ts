@@ -74,5 +74,6 @@ export {
   createLimiter,
   type CheckItem,
   type CheckOptions,
+  type DecideOptions,
   type LimiterOptions,
 } from './limiter/limiter.js';

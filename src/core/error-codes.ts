@@ -126,7 +126,7 @@ export const ERROR_CODES = Object.freeze({
     httpStatus: 503,
     grpcStatus: GRPC_UNAVAILABLE,
     summary:
-      'A batch spans several Redis Cluster slots and the store\'s crossSlot strategy is "reject"; nothing was applied.',
+      'A batch spans several Redis Cluster slots and the store\'s crossSlot strategy is "reject", or it holds a request that charges denials (decide those independently); nothing was applied.',
   },
   SLUICE_ERR_STORE_CLOSED: {
     family: 'store',

@@ -67,6 +67,18 @@ export interface CheckOptions {
   readonly requestId?: string;
 }
 
+/** Options of {@link Limiter.decideAt}. */
+export interface DecideOptions extends Pick<CheckOptions, 'timeoutMs' | 'requestId'> {
+  /**
+   * Decide every item on its own instead of all-or-nothing: each is a batch of one, in
+   * item order, all in one store call, so a denial blocks nothing else and a later item on
+   * the same bucket sees what an earlier one consumed (envoyproxy/ratelimit's counting).
+   * A store failure then applies each item's failure mode on its own.
+   * @default false
+   */
+  readonly independent?: boolean;
+}
+
 function toPolicySet(p: PolicySet | readonly PolicyInput[]): PolicySet {
   return Array.isArray(p) ? parsePolicies(p) : (p as PolicySet);
 }
@@ -220,7 +232,7 @@ export class Limiter {
       descriptor: d,
       cost: options.cost ?? costOf(policy, d),
     }));
-    return this.#decide(nowMs, items, options);
+    return this.#decide(nowMs, items, options, true);
   }
 
   /**
@@ -385,30 +397,43 @@ export class Limiter {
   /**
    * The lower-level form of {@link Limiter.checkAt} for callers that resolve policies
    * themselves (the Envoy-compatible service matches its own rule tree): decides the
-   * given (policy, descriptor, cost) items as one all-or-nothing batch, with the same
-   * deadlines, failure modes and idempotency. Policies need not be in the limiter's
-   * set, but must come from `parsePolicies` (validated). Rejects with a `PolicyError`
-   * for an invalid cost or a cost above a policy's capacity.
+   * given (policy, descriptor, cost) items as one all-or-nothing batch (or each on its
+   * own: `independent`), with the same deadlines, failure modes and idempotency. Policies
+   * need not be in the limiter's set, but must come from `parsePolicies` (validated), or
+   * from an algorithm's `chargingDenied` (then only with `independent`).
+   *
+   * The cost is the request's, so a cost above a policy's capacity is a decision here,
+   * not an error: `OVER_LIMIT` with `retryAfterMs` Infinity (it can never fit). Rejects
+   * with a `PolicyError` for an invalid cost.
    */
   decideAt(
     nowMs: number,
     items: readonly CheckItem[],
-    options: Pick<CheckOptions, 'timeoutMs' | 'requestId'> = {},
+    options: DecideOptions = {},
   ): Promise<CheckResult> {
-    return settled(() => this.#decide(nowMs, items, options));
+    return settled(() => this.#decide(nowMs, items, options, false));
   }
 
+  /** `rejectOversized`: a cost above capacity throws (checkAt) instead of being decided. */
   #decide(
     nowMs: number,
     items: readonly CheckItem[],
-    options: Pick<CheckOptions, 'timeoutMs' | 'requestId'>,
+    options: DecideOptions,
+    rejectOversized: boolean,
   ): CheckResult | Promise<CheckResult> {
     const selected = items.map((i) => i.policy);
+    const independent = options.independent === true;
     const batch: StoreRequest[] = items.map(({ policy, descriptor: d, cost }) => {
       validateCost(cost);
       const algorithm = algorithmOf(policy.algorithm);
+      if (!independent && algorithm.chargesDenied?.(policy.params) === true) {
+        throw new PolicyError(
+          'SLUICE_ERR_POLICY_UNSUPPORTED',
+          `policy "${policy.name}" charges denied requests, which an all-or-nothing decision cannot undo; decide it with independent: true`,
+        );
+      }
       const capacity = algorithm.capacity(policy.params);
-      if (cost > capacity) throw costExceeds(cost, capacity, policy);
+      if (rejectOversized && cost > capacity) throw costExceeds(cost, capacity, policy);
       return {
         key: bucketKey(policy, d),
         algorithm,
@@ -428,29 +453,31 @@ export class Limiter {
     nowMs: number,
     selected: readonly Policy[],
     batch: readonly StoreRequest[],
-    options: Pick<CheckOptions, 'timeoutMs' | 'requestId'>,
+    options: DecideOptions,
   ): CheckResult | Promise<CheckResult> {
     if (batch.length === 0) return combineDecisions([]);
     const requestId =
       options.requestId === undefined ? undefined : validateRequestId(options.requestId);
     validateTimeout(options.timeoutMs);
+    const independent = options.independent === true;
     const store = this.#store;
     if (store.applySync !== undefined) {
       let results: readonly StoreResult[];
       try {
-        results = store.applySync(
-          batch,
-          requestId === undefined ? { nowMs } : { nowMs, requestId },
-        );
+        results = store.applySync(batch, {
+          nowMs,
+          ...(requestId === undefined ? {} : { requestId }),
+          ...(independent ? { independent } : {}),
+        });
       } catch (cause) {
         const error = asStoreError(cause);
         results = batch.map(() => ({ ok: false as const, error }));
       }
-      return this.#finish(selected, batch, results, nowMs);
+      return this.#finish(selected, batch, results, nowMs, independent);
     }
     let timeoutMs = Math.min(MAX_TIMER_MS, options.timeoutMs ?? Infinity);
     for (const p of selected) timeoutMs = Math.min(timeoutMs, p.timeoutMs);
-    return this.#apply(selected, batch, nowMs, timeoutMs, requestId);
+    return this.#apply(selected, batch, nowMs, timeoutMs, requestId, independent);
   }
 
   /** Turns the store's per-item results into the check's result. */
@@ -459,15 +486,30 @@ export class Limiter {
     batch: readonly StoreRequest[],
     results: readonly StoreResult[],
     nowMs: number,
+    independent: boolean,
   ): CheckResult {
-    // A batch is atomic: if any item failed, nothing is known about the others.
-    for (let i = 0; i < results.length; i++) {
-      if (!results[i]!.ok) return this.#failed(selected, batch, nowMs);
+    // A batch is atomic: if any item failed, nothing is known about the others. Items
+    // decided independently fail alone.
+    if (!independent) {
+      for (let i = 0; i < results.length; i++) {
+        if (!results[i]!.ok) return this.#failed(selected, batch, nowMs);
+      }
     }
     const decisions: Decision[] = [];
     for (let i = 0; i < selected.length; i++) {
       const policy = selected[i]!;
-      const decision = (results[i] as { ok: true; decision: AlgorithmDecision }).decision;
+      const result = results[i]!;
+      if (!result.ok) {
+        const d = this.#withoutStore(policy, batch[i]!, nowMs);
+        if (d.path === 'stale' && d.allowed)
+          this.#stale.spend(batch[i]!.key, policy, batch[i]!.cost, nowMs);
+        decisions.push(d);
+        continue;
+      }
+      let decision = result.decision;
+      // INVALID_POLICY from a transition: the cost is above capacity (decideAt lets such
+      // costs through), so it can never fit.
+      if (decision.status === 'INVALID_POLICY') decision = neverFits(decision);
       if (policy.failureMode === 'stale') this.#stale.record(batch[i]!.key, decision, nowMs);
       decisions.push(withPolicy(decision, policy.name, policy.shadow ? 'shadow' : 'store'));
     }
@@ -485,9 +527,10 @@ export class Limiter {
     nowMs: number,
     timeoutMs: number,
     requestId: string | undefined,
+    independent: boolean,
   ): Promise<CheckResult> {
     return new Promise<CheckResult>((resolve, reject) => {
-      const call = new StoreCall(nowMs, requestId);
+      const call = new StoreCall(nowMs, requestId, independent);
       let deadline: Deadline | undefined;
       let done = false;
       const finish = (results: readonly StoreResult[]): void => {
@@ -495,7 +538,7 @@ export class Limiter {
         done = true;
         deadline?.clear();
         try {
-          resolve(this.#finish(selected, batch, results, nowMs));
+          resolve(this.#finish(selected, batch, results, nowMs, independent));
         } catch (error) {
           reject(error as Error);
         }
@@ -528,15 +571,7 @@ export class Limiter {
    * batch (stale budgets are spent only when the request is admitted as a whole).
    */
   #failed(selected: readonly Policy[], batch: readonly StoreRequest[], nowMs: number): CheckResult {
-    const decisions = selected.map((policy, i): Decision => {
-      const r = batch[i]!;
-      if (policy.failureMode === 'stale') {
-        const d = this.#stale.peek(r.key, policy, r.cost, nowMs);
-        if (d !== undefined)
-          return { ...d, policy: policy.name, path: policy.shadow ? 'shadow' : 'stale' };
-      }
-      return failureDecision(policy, r);
-    });
+    const decisions = selected.map((policy, i) => this.#withoutStore(policy, batch[i]!, nowMs));
     const result = combineDecisions(decisions);
     if (result.allowed) {
       selected.forEach((policy, i) => {
@@ -546,6 +581,16 @@ export class Limiter {
       });
     }
     return result;
+  }
+
+  /** One policy's decision without the store: its stale budget, else its failure mode. */
+  #withoutStore(policy: Policy, r: StoreRequest, nowMs: number): Decision {
+    if (policy.failureMode === 'stale') {
+      const d = this.#stale.peek(r.key, policy, r.cost, nowMs);
+      if (d !== undefined)
+        return { ...d, policy: policy.name, path: policy.shadow ? 'shadow' : 'stale' };
+    }
+    return failureDecision(policy, r);
   }
 
   #select(
@@ -584,12 +629,14 @@ export class Limiter {
 class StoreCall implements StoreApplyOptions {
   readonly nowMs: number;
   readonly requestId?: string;
+  readonly independent?: boolean;
   #controller: AbortController | undefined;
   #aborted = false;
 
-  constructor(nowMs: number, requestId: string | undefined) {
+  constructor(nowMs: number, requestId: string | undefined, independent: boolean) {
     this.nowMs = nowMs;
     if (requestId !== undefined) this.requestId = requestId;
+    if (independent) this.independent = true;
   }
 
   get signal(): AbortSignal {
@@ -656,6 +703,11 @@ function costExceeds(cost: number, capacity: number, policy: Policy): PolicyErro
     'SLUICE_ERR_COST_EXCEEDS_CAPACITY',
     `cost ${cost} exceeds the capacity ${capacity} of policy "${policy.name}": it could never be admitted`,
   );
+}
+
+/** A decision for a cost that can never fit: over the limit, and no wait makes it fit. */
+function neverFits(d: AlgorithmDecision): AlgorithmDecision {
+  return { ...d, status: 'OVER_LIMIT', allowed: false, retryAfterMs: Infinity };
 }
 
 /** The cost rules of {@link costOf} over a record descriptor. */

@@ -1,5 +1,6 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { pino, type Logger } from 'pino';
+import type { DecisionMode } from '../config/envoy/envoy-config.js';
 import type { Clock } from '../core/clock.js';
 import { descriptorLimits, type DescriptorLimits } from '../core/descriptor-limits.js';
 import { formatIssue, PolicyError } from '../core/errors.js';
@@ -50,6 +51,11 @@ export interface ServeOptions extends ConfigSources, Partial<DescriptorLimits> {
   readonly responseHeaders?: ResponseHeaderNames;
   /** Upstream's `RESPONSE_DYNAMIC_METADATA`. @default false */
   readonly responseDynamicMetadata?: boolean;
+  /**
+   * How envoy requests are charged where a domain's `sluice.decision` does not say
+   * (`SLUICE_DECISION_MODE`). @default "per-descriptor" (as envoyproxy/ratelimit counts)
+   */
+  readonly decisionMode?: DecisionMode;
   /** How long shutdown lets in-flight calls finish, in ms. @default 10_000 */
   readonly shutdownTimeoutMs?: number;
   readonly logger?: Logger;
@@ -121,6 +127,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     globalQuotaMode: options.quotaMode ?? false,
     ...(options.responseHeaders === undefined ? {} : { responseHeaders: options.responseHeaders }),
     responseDynamicMetadata: options.responseDynamicMetadata ?? false,
+    ...(options.decisionMode === undefined ? {} : { decisionMode: options.decisionMode }),
     defaultFailureMode: 'closed',
     timeoutMs: options.storeTimeoutMs ?? 100,
     descriptorLimits: limits,

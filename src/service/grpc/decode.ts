@@ -110,11 +110,18 @@ export function decodeRlsRequest(
   wire: Partial<WireRlsRequest>,
   limits: DescriptorLimits = DEFAULT_DESCRIPTOR_LIMITS,
 ): RlsRequest {
+  // upstream's own words for these two (service/ratelimit.go, shouldRateLimitWorker)
   if (typeof wire.domain !== 'string' || wire.domain.length === 0) {
-    throw bad('domain is required', RLS);
+    throw new ProtocolError(
+      'SLUICE_ERR_PROTOCOL_BAD_REQUEST',
+      'rate limit domain must not be empty',
+    );
   }
   if (!Array.isArray(wire.descriptors) || wire.descriptors.length === 0) {
-    throw bad('descriptors must have at least one descriptor', RLS);
+    throw new ProtocolError(
+      'SLUICE_ERR_PROTOCOL_BAD_REQUEST',
+      'rate limit descriptor list must not be empty',
+    );
   }
   checkDescriptorCount(wire.descriptors.length, limits);
   const hits = wire.hitsAddend ?? 0;

@@ -328,11 +328,26 @@ export class RedisStore implements Store {
       if (batch.length === 1) this.#hotKeys.record(hashTagOf(batch[0]!.key));
       else for (const tag of new Set(batch.map((r) => hashTagOf(r.key)))) this.#hotKeys.record(tag);
     }
+    if (options.independent === true && batch.length > 1)
+      return this.#applyEach(batch, keys, options);
     // The slot matters only on a Cluster (call routing, coalescing, WAIT): no CRC16 otherwise.
     let slot = 0;
     if (this.#cluster) {
       const groups = groupBySlot(keys);
       if (groups.length > 1) {
+        // The cross-slot strategy's dry runs and refunds assume a denied request was never
+        // charged: a request that charges denials belongs in an independent call.
+        if (batch.some((r) => r.algorithm.chargesDenied?.(r.params) === true)) {
+          return Promise.resolve(
+            failAll(
+              batch,
+              new StoreError(
+                'SLUICE_ERR_STORE_CROSS_SLOT',
+                `the batch's buckets live in ${groups.length} Redis Cluster slots and it holds a request that charges denials, which an all-or-nothing batch across slots cannot run; decide such requests independently`,
+              ),
+            ),
+          );
+        }
         if (this.#crossSlot === 'reject') {
           return Promise.resolve(
             failAll(
@@ -363,6 +378,59 @@ export class RedisStore implements Store {
         ? out.decisions.map((decision) => ({ ok: true as const, decision }))
         : failAll(batch, out.error),
     );
+  }
+
+  /**
+   * An independent call: every request a batch of one, all of a slot's requests in one
+   * script call (applyBatches.lua runs them in order, so a later request on a key sees an
+   * earlier one), the slots' calls side by side. No cross-slot strategy is needed: nothing
+   * spans two requests. With a request id, each request has its own dedup record (the id
+   * and its position).
+   */
+  #applyEach(
+    batch: readonly StoreRequest[],
+    keys: readonly string[],
+    options: StoreApplyOptions,
+  ): Promise<readonly StoreResult[]> {
+    const groups: readonly SlotGroup[] = this.#cluster
+      ? groupBySlot(keys)
+      : [{ slot: 0, indices: batch.map((_, i) => i) }];
+    const rid = options.requestId;
+    const results: StoreResult[] = new Array<StoreResult>(batch.length);
+    return Promise.all(
+      groups.map(async (g) => {
+        const wires = g.indices.map((i): WireBatch => ({
+          items: [batch[i]!],
+          keys:
+            rid === undefined
+              ? [keys[i]!]
+              : [keys[i]!, this.redisKey(dedupKey(batch[i]!.key, `${rid}#${i}`))],
+          nowMs: this.#clientClock ? options.nowMs : undefined,
+          dedup: rid !== undefined,
+          dedupTtlMs: this.#dedupTtlMs,
+        }));
+        const outcomes = await this.#call(
+          () => this.#apply.callAll(g.slot, wires),
+          (error) => wires.map(() => failed(error)),
+          options,
+        );
+        if (
+          this.#replicatedAck !== undefined &&
+          outcomes.some((o, j) => charged(wires[j]!.items, o))
+        ) {
+          await waitForReplicas(
+            this.#client,
+            g.slot,
+            this.#replicatedAck,
+            this.#ackStats,
+            this.#degraded,
+          );
+        }
+        outcomes.forEach((o, j) => {
+          results[g.indices[j]!] = o.ok ? { ok: true, decision: o.decisions[0]! } : o;
+        });
+      }),
+    ).then(() => results);
   }
 
   /** {@link RedisStore.#consume} over the requests of one slot group of a batch. */
@@ -439,12 +507,7 @@ export class RedisStore implements Store {
     slot: number,
     out: GroupOutcome,
   ): Promise<GroupOutcome> {
-    if (
-      out.ok &&
-      this.#replicatedAck !== undefined &&
-      items.every((r, j) => !r.enforce || out.decisions[j]!.allowed) &&
-      items.some((r, j) => r.cost > 0 && out.decisions[j]!.allowed)
-    ) {
+    if (this.#replicatedAck !== undefined && charged(items, out)) {
       await waitForReplicas(
         this.#client,
         slot,
@@ -672,6 +735,17 @@ function aborted(signal: AbortSignal, client: Redis | Cluster): Promise<never> {
     if (signal.aborted) fail();
     else signal.addEventListener('abort', fail, { once: true });
   });
+}
+
+/** Whether a batch's outcome consumed anything (see decideBatch). */
+function charged(items: readonly StoreRequest[], out: GroupOutcome): boolean {
+  if (!out.ok) return false;
+  const chargesDenied = (r: StoreRequest): boolean =>
+    r.algorithm.chargesDenied?.(r.params) === true;
+  const admitted = items.every((r, j) => !r.enforce || out.decisions[j]!.allowed);
+  return items.some(
+    (r, j) => r.cost > 0 && (chargesDenied(r) || (admitted && out.decisions[j]!.allowed)),
+  );
 }
 
 function failAll(batch: readonly StoreRequest[], error: StoreError): StoreResult[] {

@@ -310,19 +310,23 @@ describe('HttpServer', () => {
       [
         'a missing domain',
         '{"descriptors":[{"entries":[{"key":"k","value":"v"}]}]}',
-        /domain is required/,
+        /^rate limit domain must not be empty$/,
       ],
       [
         'an empty domain',
         '{"domain":"","descriptors":[{"entries":[{"key":"k"}]}]}',
-        /domain is required/,
+        /^rate limit domain must not be empty$/,
       ],
       [
         'a non-string domain',
         '{"domain":5,"descriptors":[{"entries":[{"key":"k"}]}]}',
         /domain must be a string/,
       ],
-      ['no descriptors', '{"domain":"edge","descriptors":[]}', /at least one descriptor/],
+      [
+        'no descriptors',
+        '{"domain":"edge","descriptors":[]}',
+        /^rate limit descriptor list must not be empty$/,
+      ],
       [
         'a descriptor without entries',
         '{"domain":"edge","descriptors":[{}]}',

@@ -349,6 +349,42 @@ describe('RedisStore: a key that holds something else', () => {
   });
 });
 
+describe('RedisStore: replicated acknowledgement of independent calls', () => {
+  it('waits for the replica once per call that charged something, charged denials included', async () => {
+    const primary = await RedisServer.start();
+    const replica = await RedisServer.start({ replicaOf: primary });
+    const store = new RedisStore({
+      client: primary.client(),
+      clock: 'client',
+      replicatedAck: { replicas: 1, timeoutMs: 500 },
+    });
+    try {
+      const counting = fixedWindow.chargingDenied!({ limit: 2, windowMs: 60_000 });
+      const t = 1_700_000_010_000;
+      const call = (costs: number[]) =>
+        store.apply(
+          costs.map((c, i) => req(fixedWindow, counting, `{ack${i}}:w`, c)),
+          { nowMs: t, independent: true },
+        );
+      await call([1, 1]);
+      expect(store.replicatedAckStats.waits).toBe(1);
+      await call([0, 0]); // reads only: nothing to acknowledge
+      expect(store.replicatedAckStats.waits).toBe(1);
+      // both denied (1 + 5 > 2), and both charged: acknowledged
+      const denied = await call([5, 5]);
+      expect(denied.map((r) => r.ok && r.decision.allowed)).toEqual([false, false]);
+      expect(store.replicatedAckStats).toMatchObject({ waits: 2, short: 0, failed: 0 });
+      expect(await readState(replica.client(), 'sl:{ack0}:w', STATE_CODE['fixed-window'])).toEqual([
+        28_333_333, 6,
+      ]);
+    } finally {
+      await store.close();
+      await replica.stop();
+      await primary.stop();
+    }
+  });
+});
+
 describe('RedisStore: a new store under a burst', () => {
   it('answers calls made before its connection is ready, without an EventEmitter leak warning', async () => {
     const warnings: string[] = [];

@@ -6,12 +6,15 @@
  * have their own files (one cluster each, since they change the topology).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Algorithm } from '../../../../src/algorithms/algorithm.js';
+import { fixedWindow } from '../../../../src/algorithms/fixed-window.js';
 import type { PolicyInput } from '../../../../src/config/policies.js';
 import { PolicyError } from '../../../../src/core/errors.js';
 import { createLimiter, type Limiter } from '../../../../src/limiter/limiter.js';
 import { bucketKey } from '../../../../src/stores/key.js';
 import { RedisStore } from '../../../../src/stores/redis/redis-store.js';
 import { keySlot } from '../../../../src/stores/redis/slot-groups.js';
+import type { StoreRequest } from '../../../../src/stores/store.js';
 import { RedisCluster } from '../../../support/redis-cluster.js';
 import { describeStore } from '../../conformance.js';
 import { decidedByStore, randomInt, seededRandom } from '../redis-helpers.js';
@@ -299,6 +302,39 @@ describe('RedisStore on Redis Cluster', () => {
         { name: 'route', match: ['tenant', 'route'], identity: ['tenant'], rate: 10 },
       ],
     });
+  });
+
+  it('independent calls need no cross-slot strategy; a charged denial is refused across slots', async () => {
+    // (the default cross-slot strategy, sequential-refund, would run a batch across slots)
+    const s = store({ clock: 'client', prefix: 'ind' });
+    await s.ready();
+    const fw = { limit: 10, windowMs: 60_000 };
+    const counting = fixedWindow.chargingDenied!(fw);
+    const req = (tenant: string, cost: number, params: typeof fw = counting): StoreRequest => ({
+      key: `{${tenant}}:api`,
+      algorithm: fixedWindow as Algorithm<unknown, unknown>,
+      params,
+      cost,
+      enforce: true,
+    });
+    const [a, b] = ['acme', 'globex'];
+    expect(keySlot(`{${a}}`)).not.toBe(keySlot(`{${b}}`));
+    const nowMs = 1_700_000_000_000;
+    const results = await s.apply([req(a, 6), req(b, 11), req(a, 6), req(b, 1)], {
+      nowMs,
+      independent: true,
+    });
+    expect(results.map((r) => r.ok && [r.decision.status, r.decision.remaining])).toEqual([
+      ['OK', 4],
+      ['OVER_LIMIT', 10], // 11 > 10, charged: 11
+      ['OVER_LIMIT', 4], // 6 + 6 > 10, charged: 12
+      ['OVER_LIMIT', 0], // 11 + 1 > 10
+    ]);
+    const across = await s.apply([req(a, 1), req(b, 1, fw)], { nowMs });
+    expect(across).toEqual([
+      { ok: false, error: expect.objectContaining({ code: 'SLUICE_ERR_STORE_CROSS_SLOT' }) },
+      { ok: false, error: expect.objectContaining({ code: 'SLUICE_ERR_STORE_CROSS_SLOT' }) },
+    ]);
   });
 
   it('tracks the busiest identities, hashed, in a bounded top-k', async () => {

@@ -51,7 +51,9 @@ local function applyOne(KEYS, ko, blob, pos, n, now, dedup, dedupTtl)
     if not ok then return corrupt(1, first, n) end
     local state, status, remaining, retry, reset, delay = alg.step(s, now, cost, p1, p2, p3, p4)
     -- a cost-0 request only reads: nothing to write
-    if status == 0 and cost > 0 then alg.save(key, state, now, ttl, p1, p2, p3, p4) end
+    if cost > 0 and (status == 0 or (alg.chargesDenied and alg.chargesDenied(p1, p2, p3, p4))) then
+      alg.save(key, state, now, ttl, p1, p2, p3, p4)
+    end
     if delay == nil then delay = NAN end
     return struct.pack(ONE_REPLY, 0, ONE_BODY_BYTES, status, remaining, retry, reset, delay, now), pos
   end
@@ -73,6 +75,8 @@ local function applyOne(KEYS, ko, blob, pos, n, now, dedup, dedupTtl)
     code, it.ttl, it.p1, it.p2, it.p3, it.p4, it.cost, enforce, pos = struct.unpack(ITEM_IN, blob, pos)
     it.alg = ALG[code]
     it.enforce = enforce == 1
+    -- charged whether admitted or denied, whatever the rest of the batch decides
+    it.charges = it.alg.chargesDenied ~= nil and it.alg.chargesDenied(it.p1, it.p2, it.p3, it.p4)
     if original[it.key] == nil then
       local s, ok = it.alg.load(it.key, now, it.p1, it.p2, it.p3, it.p4)
       if not ok then return corrupt(i, first, n) end
@@ -83,7 +87,7 @@ local function applyOne(KEYS, ko, blob, pos, n, now, dedup, dedupTtl)
     if s == ABSENT then s = nil end
     it.state, it.status, it.remaining, it.retry, it.reset, it.delay =
       it.alg.step(s, now, it.cost, it.p1, it.p2, it.p3, it.p4)
-    if it.status == 0 then current[it.key] = it.state end
+    if it.status == 0 or it.charges then current[it.key] = it.state end
     if it.enforce and it.status ~= 0 then admitted = false end
     items[i] = it
   end
@@ -91,7 +95,9 @@ local function applyOne(KEYS, ko, blob, pos, n, now, dedup, dedupTtl)
   local reply = {}
   for i = 1, n do
     local it = items[i]
-    if admitted then
+    if it.charges then
+      if it.cost > 0 then it.alg.save(it.key, it.state, now, it.ttl, it.p1, it.p2, it.p3, it.p4) end
+    elseif admitted then
       -- a cost-0 request only reads: nothing to write
       if it.status == 0 and it.cost > 0 then it.alg.save(it.key, it.state, now, it.ttl, it.p1, it.p2, it.p3, it.p4) end
     elseif it.status == 0 then

@@ -1,14 +1,15 @@
 -- Fixed window: a line-for-line port of src/algorithms/fixed-window.ts.
--- Params: p1 limit, p2 windowMs. State: packed doubles (window, count), where window is
--- floor(nowMs / windowMs) of the window the count belongs to. One key per bucket: the
--- value carries the window number, so backwards time reads it exactly as the TS does.
+-- Params: p1 limit, p2 windowMs, p3 1 when denied requests are charged too (chargeDenied).
+-- State: packed doubles (window, count), where window is floor(nowMs / windowMs) of the
+-- window the count belongs to. One key per bucket: the value carries the window number, so
+-- backwards time reads it exactly as the TS does.
 local FW_FIELDS = { 'window', 'count' }
 ALG[4] = {
   load = function(key)
     return loadNumbers(key, FW_FIELDS, 4)
   end,
 
-  step = function(s, now, cost, limit, windowMs)
+  step = function(s, now, cost, limit, windowMs, charge)
     local nowWindow = math.floor(now / windowMs)
     -- A later window starts empty; an earlier one (time went backwards) is read as the
     -- state's window, count kept.
@@ -23,14 +24,27 @@ ALG[4] = {
       return 0
     end
 
-    if cost > limit then return { window = window, count = count }, 2, limit - count, 0, 0 end
+    local charged = charge == 1
+    if cost > limit and not charged then return { window = window, count = count }, 2, limit - count, 0, 0 end
     -- Counts are whole units, so the comparison is exact: no FIT_EPSILON.
     if count + cost <= limit then
       local used = count + cost
       return { window = window, count = used }, 0, limit - used, 0, resetAfter(used)
     end
-    -- The next window starts empty and cost <= limit, so it fits then.
-    return { window = window, count = count }, 1, limit - count, untilEnd, resetAfter(count)
+    -- A denial reports the capacity it found (none, once a charged count passed the limit).
+    local found = math.max(0, limit - count)
+    if charged then
+      -- A cost above the limit never fits; any other fits the next window, which starts empty.
+      local retry = untilEnd
+      if cost > limit then retry = math.huge end
+      return { window = window, count = count + cost }, 1, found, retry, untilEnd
+    end
+    return { window = window, count = count }, 1, found, untilEnd, resetAfter(count)
+  end,
+
+  -- Whether a denial is charged too, so its state must be written (chargesDenied in the TS).
+  chargesDenied = function(limit, windowMs, charge)
+    return charge == 1
   end,
 
   save = function(key, s, now, ttl, limit, windowMs)
