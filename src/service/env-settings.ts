@@ -142,6 +142,7 @@ export const SERVICE_SETTINGS = {
     'SLUICE_DECISION_MODE',
     oneOf(
       Object.fromEntries(DECISION_MODES.map((m) => [m, m])) as Record<DecisionMode, DecisionMode>,
+      DECISION_MODES.join(' or '),
     ),
     'per-descriptor' as DecisionMode,
     { upstream: false },

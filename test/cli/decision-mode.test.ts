@@ -35,7 +35,7 @@ describe('SLUICE_DECISION_MODE (sluice serve, spawned)', () => {
     );
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(
-      'SLUICE_DECISION_MODE="all_or_nothing": expected per-descriptor or all-or-nothing',
+      'SLUICE_DECISION_MODE: expected per-descriptor or all-or-nothing, got "all_or_nothing"',
     );
   });
 
