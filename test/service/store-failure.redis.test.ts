@@ -11,6 +11,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type RunningService } from '../../src/service/main.js';
 import { closeAllFaultProxies, FaultProxy } from '../support/fault-proxy.js';
+import { decisionsByPath } from '../support/metrics.js';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
 import { call, connect, type Clients } from './grpc/client.js';
@@ -94,15 +95,9 @@ const FAILING = {
   'json open': '200 OK',
 };
 
-/** `sluice_decisions_total` by path, summed over policies and statuses. */
-async function decisionsByPath(): Promise<Record<string, number>> {
-  const text = await (await fetch(`http://127.0.0.1:${svc.httpPort}/metrics`)).text();
-  const out: Record<string, number> = {};
-  for (const line of text.split('\n')) {
-    const m = /^sluice_decisions_total\{.*path="([^"]+)".*\} (\d+)$/.exec(line);
-    if (m !== null) out[m[1]!] = (out[m[1]!] ?? 0) + Number(m[2]);
-  }
-  return out;
+/** `sluice_decisions_total` by path, now. */
+async function decisions(): Promise<Record<string, number>> {
+  return decisionsByPath(await (await fetch(`http://127.0.0.1:${svc.httpPort}/metrics`)).text());
 }
 
 let n = 0;
@@ -121,21 +116,21 @@ async function untilHealthy(what: string): Promise<void> {
 describe('sluice serve with Redis failing (real service, real Redis, envoy rules)', () => {
   it('answers from the store while Redis is healthy', async () => {
     await untilHealthy('the store to answer');
-    const before = await decisionsByPath();
+    const before = await decisions();
     expect(await answers(n++)).toEqual(HEALTHY);
-    const after = await decisionsByPath();
+    const after = await decisions();
     expect((after['store'] ?? 0) - (before['store'] ?? 0)).toBe(4);
   });
 
   it('a frozen redis-server (SIGSTOP): closed fails the call (UNAVAILABLE / 503), open answers OK', async () => {
-    const before = await decisionsByPath();
+    const before = await decisions();
     process.kill(redis.pid, 'SIGSTOP'); // a process this file started
     try {
       for (let i = 0; i < 3; i++) expect(await answers(n++)).toEqual(FAILING);
     } finally {
       process.kill(redis.pid, 'SIGCONT');
     }
-    const after = await decisionsByPath();
+    const after = await decisions();
     // Each open call decided by its rule's failure mode (6), none by the store. (The
     // closed calls' answers are their errors; counting them is issue 15's.)
     expect((after['fail-open'] ?? 0) - (before['fail-open'] ?? 0)).toBe(6);
