@@ -128,7 +128,8 @@ describe('FaultProxy', () => {
     expect(await get).toBe('first');
     expect(await set).toBe('OK');
 
-    // After heal no chunk is delayed any more (counted by the proxy, not timed).
+    // Heal clears a latency: no chunk is delayed any more (counted by the proxy, not timed).
+    proxy.setLatency(100);
     proxy.heal();
     const delayed = proxy.stats().chunksDelayed;
     expect(await client.ping()).toBe('PONG');
