@@ -11,12 +11,13 @@ import { ManualClock } from '../../src/core/clock.js';
 import { PolicyError, ProtocolError } from '../../src/core/errors.js';
 import { startService, type RunningService } from '../../src/service/main.js';
 import { call, connect, type Clients } from '../service/grpc/client.js';
+import { listen, type Listening } from '../support/listen.js';
 
 const root = join(import.meta.dirname, '../..');
 let svc: RunningService;
 let raw: Clients;
 const opened: SluiceClient[] = [];
-const servers: Server[] = [];
+const servers: Listening[] = [];
 
 function client(address: string, failureMode?: ClientFailureMode, timeoutMs = 2_000) {
   const c = new SluiceClient({ address, timeoutMs, ...(failureMode ? { failureMode } : {}) });
@@ -24,15 +25,11 @@ function client(address: string, failureMode?: ClientFailureMode, timeoutMs = 2_
   return c;
 }
 
-function listen(server: Server): Promise<number> {
-  servers.push(server);
-  return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)),
-  );
-}
-
-function closeServer(server: Server): Promise<void> {
-  return new Promise((resolve) => server.close(() => resolve()));
+/** Listens on a free port, closed after the suite. */
+async function listenPort(server: Server): Promise<number> {
+  const s = await listen(server);
+  servers.push(s);
+  return s.port;
 }
 
 beforeAll(async () => {
@@ -53,9 +50,7 @@ afterAll(async () => {
   opened.forEach((c) => c.close());
   raw?.close();
   await svc?.shutdown();
-  for (const s of servers) {
-    if (s.listening) await closeServer(s);
-  }
+  for (const s of servers) await s.close();
 });
 
 const transfer = (tenant: string) => ({ tenant, route: 'POST /transfers' });
@@ -120,7 +115,7 @@ describe('SluiceClient against the service', () => {
       downstream.on('error', () => upstream.destroy());
       upstream.on('error', () => downstream.destroy());
     });
-    const port = await listen(proxy);
+    const port = await listenPort(proxy);
     const c = client(`127.0.0.1:${port}`);
     const channel = c.channel;
     for (let i = 0; i < 50; i++) await c.check({ tenant: 'reuse' }, { cost: 0 });
@@ -197,10 +192,9 @@ describe('SluiceClient against the service', () => {
 
 // A port nothing listens on: bound once, then released.
 async function closedPort(): Promise<number> {
-  const s = createServer();
-  const port = await listen(s);
-  await closeServer(s);
-  return port;
+  const s = await listen(createServer());
+  await s.close();
+  return s.port;
 }
 
 const SLACK_MS = 1_000;
@@ -228,7 +222,7 @@ describe.each<[ClientFailureMode, object]>([
       sockets.push(s); // accept, never answer
       s.on('error', () => undefined);
     });
-    const port = await listen(silent);
+    const port = await listenPort(silent);
     const timeoutMs = 150;
     const c = client(`127.0.0.1:${port}`, mode, timeoutMs);
     const started = performance.now();

@@ -9,6 +9,7 @@ import type {
   StoreRequest,
   StoreResult,
 } from '../../src/stores/store.js';
+import { beforeTimer } from '../support/before-timer.js';
 
 /** A real MemoryStore behind a switch: `down` fails every call, `hang` never answers. */
 class SwitchableStore implements Store {
@@ -27,20 +28,6 @@ class SwitchableStore implements Store {
   close(): Promise<void> {
     return this.inner.close();
   }
-}
-
-/**
- * Awaits `pending` (a check just started) beside a reference timer of `refMs` started right
- * after it, and says whether the check answered first. A check cut off by its own deadline
- * (shorter than `refMs`) always does, however late the event loop runs: due timers run in
- * order of expiry, and the check answers in the microtasks after its deadline's timer.
- */
-async function beforeTimer<T>(pending: Promise<T>, refMs: number): Promise<{ r: T; ok: boolean }> {
-  let fired = false;
-  const timer = setTimeout(() => (fired = true), refMs);
-  const r = await pending;
-  clearTimeout(timer);
-  return { r, ok: !fired };
 }
 
 describe('deadlines', () => {

@@ -24,6 +24,8 @@ import { bucketKey, dedupKey } from '../../src/stores/key.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
 import { RedisStore, type RedisStoreOptions } from '../../src/stores/redis/redis-store.js';
 import type { Store } from '../../src/stores/store.js';
+import { beforeTimer } from '../support/before-timer.js';
+import { decidedByStore } from '../support/check-results.js';
 import { closeAllFaultProxies, FaultProxy, type ProxyTarget } from '../support/fault-proxy.js';
 import {
   RedisServer,
@@ -31,7 +33,7 @@ import {
   stopAllRedisServers,
 } from '../support/redis-server.js';
 import { sleep, waitFor } from '../support/wait.js';
-import { readState, STATE_CODE } from '../support/redis-state.js';
+import { tokensIn } from '../support/redis-state.js';
 
 /** The seed client's reconnect interval (its `retryStrategy`). */
 const RECONNECT_MS = 25;
@@ -117,15 +119,6 @@ function rawKey(limiter: Limiter, store: RedisStore, policy: string, d: Descript
   return store.redisKey(bucketKey(p, toDescriptor(d)));
 }
 
-/** Tokens in a token-bucket state string ("<tokens> <tsMs>"), or undefined when absent. */
-async function tokensIn(direct: Redis, key: string): Promise<number | undefined> {
-  const v = await readState(direct, key, STATE_CODE['token-bucket']);
-  return v === null ? undefined : v[0];
-}
-
-const byStore = (r: CheckResult): boolean =>
-  r.decisions.length > 0 && r.decisions.every((d) => d.path === 'store');
-
 /** Polls `check` until the store decides again; returns how long that took, in ms. */
 async function untilStore(
   check: () => Promise<CheckResult>,
@@ -133,7 +126,7 @@ async function untilStore(
   timeoutMs = 5_000,
 ): Promise<number> {
   const t0 = performance.now();
-  await waitFor(async () => (byStore(await check()) ? true : undefined), {
+  await waitFor(async () => (decidedByStore(await check()) ? true : undefined), {
     what,
     timeoutMs,
     intervalMs: 20,
@@ -148,25 +141,10 @@ async function storeBackWithin(
 ): Promise<number | undefined> {
   const t0 = performance.now();
   while (performance.now() - t0 < timeoutMs) {
-    if (byStore(await check())) return performance.now() - t0;
+    if (decidedByStore(await check())) return performance.now() - t0;
     await sleep(20);
   }
   return undefined;
-}
-
-/**
- * Awaits `pending` (a check just started) beside a reference timer of `refMs` started right
- * after it, and says whether the check answered first. A check cut off by its own deadline
- * (shorter than `refMs`) always does, however late the event loop runs: due timers run in
- * order of expiry, and the check answers in the microtasks after its deadline's timer.
- * A check that waited for anything else (a reconnect, the store) can lose.
- */
-async function beforeTimer<T>(pending: Promise<T>, refMs: number): Promise<{ r: T; ok: boolean }> {
-  let fired = false;
-  const timer = setTimeout(() => (fired = true), refMs);
-  const r = await pending;
-  clearTimeout(timer);
-  return { r, ok: !fired };
 }
 
 const first = (r: CheckResult): Decision => {
@@ -462,7 +440,7 @@ describe('3. Redis killed under traffic', () => {
     const restartedAt = performance.now();
     // Shadow decisions are on the 'shadow' path either way: recovery is seen on the others.
     const recovered = (x: Rec): boolean =>
-      x.start >= restartedAt && x.mode !== 'shadow' && byStore(x.r);
+      x.start >= restartedAt && x.mode !== 'shadow' && decidedByStore(x.r);
     const back = await waitFor(
       () =>
         new Set(recs.filter(recovered).map((x) => x.mode)).size === 3
@@ -484,7 +462,7 @@ describe('3. Redis killed under traffic', () => {
       `${xs.filter(p).length}/${xs.length}`;
     const lastStaleAnswer = Math.max(
       ...recs
-        .filter((x) => x.mode === 'stale' && x.start < killedAt && byStore(x.r))
+        .filter((x) => x.mode === 'stale' && x.start < killedAt && decidedByStore(x.r))
         .map((x) => x.start),
     );
     const maxLatency = Math.max(...recs.map((x) => x.end - x.start));
@@ -837,7 +815,8 @@ describe('7. failover to a promoted replica', () => {
         await sleep(3);
       }
     });
-    const admittedByStore = (): number => recs.filter((x) => x.r.allowed && byStore(x.r)).length;
+    const admittedByStore = (): number =>
+      recs.filter((x) => x.r.allowed && decidedByStore(x.r)).length;
     await waitFor(() => (admittedByStore() >= 50 ? true : undefined), {
       what: '50 admissions before the failover',
       timeoutMs: 10_000,
@@ -852,14 +831,15 @@ describe('7. failover to a promoted replica', () => {
     proxy.setTarget(replica, { resetExisting: true });
     const promotedAt = performance.now();
     const backAt = await waitFor(
-      () => recs.find((x) => x.start >= promotedAt && byStore(x.r))?.end,
+      () => recs.find((x) => x.start >= promotedAt && decidedByStore(x.r))?.end,
       { what: 'a store decision after the promotion', timeoutMs: 5_000, intervalMs: 5 },
     );
     // Drain the bucket on the new primary.
     await waitFor(
       () =>
-        recs.filter((x) => x.start >= promotedAt && byStore(x.r) && x.r.status === 'OVER_LIMIT')
-          .length >= 20
+        recs.filter(
+          (x) => x.start >= promotedAt && decidedByStore(x.r) && x.r.status === 'OVER_LIMIT',
+        ).length >= 20
           ? true
           : undefined,
       { what: 'the bucket to run dry after the promotion', timeoutMs: 10_000, intervalMs: 5 },
@@ -883,9 +863,9 @@ describe('7. failover to a promoted replica', () => {
     // Back within the reconnect interval (25 ms) and a ready check of the promoted replica,
     // with room for a loaded machine; not after a backoff or the stuck watchdog (2 s).
     expect(backAt - promotedAt).toBeLessThan(1_000);
-    expect(recs.filter((x) => x.start >= backAt && byStore(x.r)).length).toBeGreaterThan(0);
+    expect(recs.filter((x) => x.start >= backAt && decidedByStore(x.r)).length).toBeGreaterThan(0);
     // Meanwhile, the failure mode decided: UNAVAILABLE, never a false OK or OVER_LIMIT.
-    for (const x of recs.filter((y) => !byStore(y.r))) {
+    for (const x of recs.filter((y) => !decidedByStore(y.r))) {
       expect(x.r).toMatchObject({ allowed: false, status: 'UNAVAILABLE' });
       expect(first(x.r).path).toBe('fail-closed');
     }
@@ -927,7 +907,7 @@ describe('8. policy reload under traffic', () => {
             const i = started++;
             try {
               const r = await limiter.check({ tenant: `t${i % 40}` });
-              if (!byStore(r)) failed += 1;
+              if (!decidedByStore(r)) failed += 1;
               const key = r.decisions.map((d) => `${d.policy}:${d.limit}`).join(',');
               limits.set(key, (limits.get(key) ?? 0) + 1);
             } catch {

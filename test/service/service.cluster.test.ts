@@ -4,24 +4,16 @@
  * upstream's `REDIS_TYPE=cluster` + `REDIS_URL` list. Together they enforce one global
  * 100/minute limit per tenant, for tenants spread over every primary.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keySlot } from '../../src/stores/redis/slot-groups.js';
-import { freePort } from '../support/free-port.js';
 import { inOneWindow } from '../support/one-window.js';
 import { RedisCluster } from '../support/redis-cluster.js';
-import { waitFor } from '../support/wait.js';
+import { type Serve, spawnServe, svcRequest as request } from '../support/sluice-serve.js';
 import { call, connect } from './grpc/client.js';
 
-const root = join(import.meta.dirname, '../..');
-const cli = join(root, 'dist/cli/main.js');
 const config = join(import.meta.dirname, 'fixtures', 'redis-svc');
-
-const request = (tenant: string) => ({
-  domain: 'svc',
-  descriptors: [{ entries: [{ key: 'tenant', value: tenant }] }],
-});
 
 const CALLS = 200;
 const children: ChildProcess[] = [];
@@ -40,41 +32,14 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-async function serve(mode: 'flag' | 'env'): Promise<{ grpcPort: number }> {
-  const [httpPort, grpcPort] = [await freePort(), await freePort()];
+async function serve(mode: 'flag' | 'env'): Promise<Serve> {
   const list = cluster.startupNodes.map((n) => `${n.host}:${n.port}`).join(',');
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    PORT: String(httpPort),
-    GRPC_PORT: String(grpcPort),
-    STORE_TIMEOUT_MS: '5000',
-    HOST: '127.0.0.1',
-    GRPC_HOST: '127.0.0.1',
-  };
-  delete env['REDIS_URL'];
-  delete env['REDIS_TYPE'];
-  if (mode === 'env') Object.assign(env, { REDIS_TYPE: 'cluster', REDIS_URL: list });
-  const args = ['serve', '--config', config, ...(mode === 'flag' ? ['--redis-cluster', list] : [])];
-  const child = spawn(process.execPath, [cli, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  const output: string[] = [];
-  child.stdout?.on('data', (b: Buffer) => output.push(b.toString()));
-  child.stderr?.on('data', (b: Buffer) => output.push(b.toString()));
-  await waitFor(
-    async (report) => {
-      if (child.exitCode !== null) throw new Error(`sluice serve exited early: ${output.join('')}`);
-      const r = await fetch(`http://127.0.0.1:${httpPort}/healthcheck`);
-      report(`${r.status}`);
-      return r.status === 200 ? true : undefined;
-    },
-    {
-      what: `sluice serve (${mode}) on :${httpPort}`,
-      timeoutMs: 15_000,
-      intervalMs: 50,
-      fatal: (e) => e instanceof Error && e.message.startsWith('sluice serve exited early'),
-    },
+  const s = await spawnServe(
+    ['--config', config, ...(mode === 'flag' ? ['--redis-cluster', list] : [])],
+    mode === 'env' ? { REDIS_TYPE: 'cluster', REDIS_URL: list } : {},
   );
-  return { grpcPort };
+  children.push(s.child);
+  return s;
 }
 
 describe('sluice serve on one Redis Cluster', () => {

@@ -3,7 +3,6 @@
  * real redis-server, config reloads while traffic flows, and SIGTERM with calls in flight.
  * Figures are printed as `[service] …` lines.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
@@ -12,15 +11,18 @@ import type * as grpc from '@grpc/grpc-js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type RunningService } from '../../src/service/main.js';
-import { freePort } from '../support/free-port.js';
 import { decisionsByPath } from '../support/metrics.js';
 import { inOneWindow } from '../support/one-window.js';
 import { RedisServer } from '../support/redis-server.js';
-import { sleep, waitFor } from '../support/wait.js';
+import {
+  type Serve,
+  spawnServe,
+  stopServe,
+  svcRequest as request,
+} from '../support/sluice-serve.js';
+import { sleep } from '../support/wait.js';
 import { call, connect, type Clients } from './grpc/client.js';
 
-const root = join(import.meta.dirname, '../..');
-const cli = join(root, 'dist/cli/main.js');
 const fixtures = join(import.meta.dirname, 'fixtures');
 
 interface RlsAnswer {
@@ -28,77 +30,12 @@ interface RlsAnswer {
   statuses: { code: string; currentLimit: { requestsPerUnit: number } | null }[];
 }
 
-const request = (tenant: string) => ({
-  domain: 'svc',
-  descriptors: [{ entries: [{ key: 'tenant', value: tenant }] }],
-});
-
-/** One spawned `sluice serve`, its ports and its output (kept for failure messages). */
-interface Serve {
-  readonly child: ChildProcess;
-  readonly httpPort: number;
-  readonly grpcPort: number;
-  readonly output: string[];
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
 const spawned: Serve[] = [];
 
 async function serve(configDir: string, redisUrl: string): Promise<Serve> {
-  const [httpPort, grpcPort] = [await freePort(), await freePort()];
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    PORT: String(httpPort),
-    GRPC_PORT: String(grpcPort),
-    // This file proves exactness across processes, not latency: a generous store deadline
-    // keeps a loaded CI machine from turning slow round trips into UNAVAILABLE answers.
-    STORE_TIMEOUT_MS: '5000',
-    HOST: '127.0.0.1',
-    GRPC_HOST: '127.0.0.1',
-  };
-  delete env['REDIS_URL'];
-  const child = spawn(
-    process.execPath,
-    [cli, 'serve', '--config', configDir, '--redis', redisUrl],
-    { env, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  const output: string[] = [];
-  child.stdout?.on('data', (b: Buffer) => output.push(b.toString()));
-  child.stderr?.on('data', (b: Buffer) => output.push(b.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
-  const s: Serve = { child, httpPort, grpcPort, output, exited };
+  const s = await spawnServe(['--config', configDir, '--redis', redisUrl]);
   spawned.push(s);
-  await waitFor(
-    async (report) => {
-      if (child.exitCode !== null || child.signalCode !== null) {
-        throw new Error(`sluice serve exited early: ${output.join('')}`);
-      }
-      const r = await fetch(`http://127.0.0.1:${httpPort}/healthcheck`);
-      const text = await r.text();
-      report(`${r.status} ${text}`);
-      return r.status === 200 && text === 'OK' ? true : undefined;
-    },
-    {
-      what: `sluice serve on :${httpPort} to be healthy`,
-      timeoutMs: 15_000,
-      intervalMs: 50,
-      fatal: (e) => e instanceof Error && e.message.startsWith('sluice serve exited early'),
-    },
-  );
   return s;
-}
-
-/** SIGTERM by PID, then SIGKILL when it has not exited after `timeoutMs`. */
-async function stop(s: Serve, timeoutMs = 5_000): Promise<void> {
-  if (s.child.exitCode !== null || s.child.signalCode !== null || s.child.pid === undefined) return;
-  process.kill(s.child.pid, 'SIGTERM');
-  const done = await Promise.race([s.exited.then(() => true), sleep(timeoutMs).then(() => false)]);
-  if (!done && s.child.exitCode === null && s.child.signalCode === null) {
-    process.kill(s.child.pid, 'SIGKILL');
-    await s.exited;
-  }
 }
 
 let redis: RedisServer;
@@ -107,7 +44,7 @@ beforeAll(async () => {
   redis = await RedisServer.start();
 });
 afterAll(async () => {
-  await Promise.all(spawned.map((s) => stop(s)));
+  await Promise.all(spawned.map((s) => stopServe(s)));
   await redis?.stop();
 });
 

@@ -15,7 +15,10 @@ import { RedisStore } from '../../../../src/stores/redis/redis-store.js';
 import { keySlot } from '../../../../src/stores/redis/slot-groups.js';
 import { RedisCluster } from '../../../support/redis-cluster.js';
 import { describeStore } from '../../conformance.js';
-import { decidedByStore, randomInt, seededRandom } from '../redis-helpers.js';
+import { decidedByStore } from '../../../support/check-results.js';
+import { race, tenantRouteRound } from '../../../support/contention.js';
+import { mulberry32 as seededRandom, randomInt } from '../../../support/random.js';
+import { waitFor } from '../../../support/wait.js';
 
 const CONNECTIONS = 64;
 const ATTEMPTS = 5; // 64 × 5 = 320 attempts per repetition
@@ -38,11 +41,6 @@ function store(options: Partial<ConstructorParameters<typeof RedisStore>[0]> = {
   const s = new RedisStore({ client: cluster.client(), ...options });
   stores.push(s);
   return s;
-}
-
-/** Fires `ATTEMPTS` calls per limiter at once. */
-function race<T>(ls: readonly Limiter[], f: (l: Limiter, i: number, j: number) => Promise<T>) {
-  return Promise.all(ls.flatMap((l, i) => Array.from({ length: ATTEMPTS }, (_, j) => f(l, i, j))));
 }
 
 describeStore('RedisStore on Redis Cluster (client clock)', async () => {
@@ -123,7 +121,17 @@ describe('RedisStore on Redis Cluster', () => {
         }),
       );
     await s.ready();
-    await waitUntilLoaded(libraries, nodes.length);
+    // Each node lists exactly one Sluice library of this build.
+    await waitFor(
+      async (report) => {
+        const seen = await libraries();
+        report(JSON.stringify(seen));
+        return seen.length === nodes.length && seen.every((names) => names.length === 1)
+          ? true
+          : undefined;
+      },
+      { what: 'the function library on every node', timeoutMs: 10_000, intervalMs: 20 },
+    );
     const before = await fcalls();
     const tenants = Array.from({ length: 300 }, (_, i) => `fcall-${i}`);
     await Promise.all(tenants.map((tenant) => l.check({ tenant })));
@@ -150,7 +158,7 @@ describe('RedisStore on Redis Cluster', () => {
       const admitted: number[] = [];
       for (let rep = 0; rep < REPETITIONS; rep++) {
         const tenant = `exact-${rep}`;
-        const results = await race(ls, (l) => l.check({ tenant }));
+        const results = await race(ls, ATTEMPTS, (l) => l.check({ tenant }));
         expect(results.every(decidedByStore)).toBe(true);
         admitted.push(results.filter((r) => r.allowed).length);
       }
@@ -165,40 +173,10 @@ describe('RedisStore on Redis Cluster', () => {
         { name: 'tenant', match: ['tenant'], burst: 50, ...slow },
         { name: 'route', match: ['tenant', 'route'], identity: ['tenant'], burst: 20, ...slow },
       ]);
-      const routes = ['A', 'B', 'C'];
       const random = seededRandom(7);
       const summary: string[] = [];
       for (let rep = 0; rep < REPETITIONS; rep++) {
-        const tenant = `both-${rep}`;
-        const reqs = Array.from({ length: CONNECTIONS * ATTEMPTS }, () => ({
-          route: routes[randomInt(random, 0, 2)]!,
-          cost: randomInt(random, 1, 3),
-        }));
-        const results = await race(ls, (l, i, j) => {
-          const q = reqs[i * ATTEMPTS + j]!;
-          return l.check({ tenant, route: q.route }, { cost: q.cost });
-        });
-        expect(results.every(decidedByStore)).toBe(true);
-        const byRoute = new Map(routes.map((r) => [r, 0]));
-        let total = 0;
-        results.forEach((r, k) => {
-          if (!r.allowed) return;
-          byRoute.set(reqs[k]!.route, byRoute.get(reqs[k]!.route)! + reqs[k]!.cost);
-          total += reqs[k]!.cost;
-        });
-        const peek = (route: string) =>
-          ls[0]!.check({ tenant, route }, { cost: 0 }).then((r) => r.decisions);
-        const tenantUsed = 50 - (await peek('A'))[0]!.remaining;
-        expect(total).toBeLessThanOrEqual(50);
-        expect(tenantUsed).toBeGreaterThan(total - 0.01);
-        expect(tenantUsed).toBeLessThanOrEqual(total);
-        for (const route of routes) {
-          const used = 20 - (await peek(route))[1]!.remaining;
-          expect(byRoute.get(route)!).toBeLessThanOrEqual(20);
-          expect(used).toBeGreaterThan(byRoute.get(route)! - 0.01);
-          expect(used).toBeLessThanOrEqual(byRoute.get(route)!);
-        }
-        summary.push(`${total}=${routes.map((r) => byRoute.get(r)).join('+')}`);
+        summary.push(await tenantRouteRound(ls, ATTEMPTS, random, `both-${rep}`));
       }
       console.log(`[cluster] tenant 50 + route 20, admitted tenant=A+B+C: ${summary.join(' ')}`);
     });
@@ -222,7 +200,7 @@ describe('RedisStore on Redis Cluster', () => {
       );
       const latencyMs: number[] = [];
       const started = performance.now();
-      const results = await race(ls, async (l, i, j) => {
+      const results = await race(ls, ATTEMPTS, async (l, i, j) => {
         const t0 = performance.now();
         const r = await l.check({ env: 'prod', tenant: reqs[i * ATTEMPTS + j]! });
         latencyMs[i * ATTEMPTS + j] = performance.now() - t0;
@@ -410,16 +388,3 @@ describe('RedisStore on Redis Cluster', () => {
     expect(JSON.stringify(top)).not.toContain('whale');
   });
 });
-
-/** Waits until each of `count` nodes lists exactly one Sluice library of this build. */
-async function waitUntilLoaded(libraries: () => Promise<string[][]>, count: number): Promise<void> {
-  const deadline = performance.now() + 10_000;
-  for (;;) {
-    const seen = await libraries();
-    if (seen.length === count && seen.every((names) => names.length === 1)) return;
-    if (performance.now() > deadline) {
-      throw new Error(`function library not on every node: ${JSON.stringify(seen)}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
