@@ -1,9 +1,10 @@
 /**
  * The real service (startService: the RedisStore it builds itself, the gRPC and HTTP
  * servers) against a Redis that fails for real: the redis-server frozen (SIGSTOP), a
- * FaultProxy in front of it resetting and refusing connections, then the server killed. Each envoy rule's `sluice.failure_mode` decides the answer: `closed` fails the
- * call (gRPC UNAVAILABLE, HTTP 503 on `/json`) so envoy's failure_mode_deny applies,
- * `open` answers OK (200). Never OVER_LIMIT, and the store decides again once Redis is back.
+ * FaultProxy in front of it resetting and refusing connections, then the server killed.
+ * Each envoy rule's `sluice.failure_mode` decides the answer: `closed` fails the call
+ * (gRPC UNAVAILABLE, HTTP 503 on `/json`) so envoy's failure_mode_deny applies, `open`
+ * answers OK (200). Never OVER_LIMIT, and the store decides again once Redis is back.
  */
 import * as grpc from '@grpc/grpc-js';
 import { join } from 'node:path';
