@@ -9,6 +9,7 @@ import type {
   StoreRequest,
   StoreResult,
 } from '../../src/stores/store.js';
+import { beforeTimer } from '../support/before-timer.js';
 
 /** A real MemoryStore behind a switch: `down` fails every call, `hang` never answers. */
 class SwitchableStore implements Store {
@@ -41,7 +42,7 @@ describe('deadlines', () => {
       ],
     });
     const t0 = performance.now();
-    const r = await limiter.check({ t: 'a' });
+    const { r, ok } = await beforeTimer(limiter.check({ t: 'a' }), 60);
     const waited = performance.now() - t0;
     expect(r).toMatchObject({
       allowed: false,
@@ -49,7 +50,7 @@ describe('deadlines', () => {
       decision: { path: 'fail-closed' },
     });
     expect(waited).toBeGreaterThanOrEqual(29);
-    expect(waited).toBeLessThan(30 + 200); // generous slack for a loaded CI machine
+    expect(ok).toBe(true); // cut off by its 30 ms deadline, not later
     expect(await limiter.check({ u: 'a' })).toMatchObject({
       allowed: true,
       decision: { path: 'fail-open' },
@@ -63,9 +64,9 @@ describe('deadlines', () => {
       store,
       policies: [{ name: 'p', match: ['t'], rate: 10, timeout: '5s' }],
     });
-    const t0 = performance.now();
-    await limiter.check({ t: 'a' }, { timeoutMs: 20 });
-    expect(performance.now() - t0).toBeLessThan(1_000);
+    const { r, ok } = await beforeTimer(limiter.check({ t: 'a' }, { timeoutMs: 20 }), 40);
+    expect(r).toMatchObject({ allowed: true, decision: { path: 'fail-open' } }); // the default mode
+    expect(ok).toBe(true); // cut off by the 20 ms budget, not the 5 s policy timeout
   });
 
   it('the default timeout is 10ms', () => {

@@ -86,8 +86,13 @@ describe('sluice serve (memory store, example configs)', () => {
     const answers = [];
     for (let i = 0; i < 5; i++) answers.push(await check());
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 429]);
-    expect(Number(answers[4]!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    expect(((await answers[4]!.json()) as { policy: string }).policy).toBe('payments-tenant');
+    // payments-tenant: burst 20, 100/s, a transfer costs 5. Four took the burst and the
+    // clock stands still, so the fifth waits exactly 5 units / 100 per s = 50 ms: one
+    // whole second in the header (rounded up).
+    expect(answers[4]!.headers.get('retry-after')).toBe('1');
+    const body = (await answers[4]!.json()) as { policy: string; retryAfterMs: number };
+    expect(body.policy).toBe('payments-tenant');
+    expect(body.retryAfterMs).toBe(50);
   });
 
   it('serves /rlconfig, /healthcheck and /metrics', async () => {

@@ -13,7 +13,7 @@ import { decideBatch } from '../../../src/stores/batch.js';
 import { RedisStore } from '../../../src/stores/redis/redis-store.js';
 import type { StoreRequest, StoreResult } from '../../../src/stores/store.js';
 import { RedisServer } from '../../support/redis-server.js';
-import { dtArb } from '../../algorithms/invariants.js';
+import { dtArb } from '../../support/time-steps.js';
 import type { DiffContext } from './diff-helpers.js';
 
 export const DIFF_RUNS = 1_000;
