@@ -1,4 +1,3 @@
-import { watch, type FSWatcher } from 'node:fs';
 import { pino, type Logger } from 'pino';
 import type { Clock } from '../core/clock.js';
 import { formatIssue, PolicyError } from '../core/errors.js';
@@ -10,7 +9,8 @@ import { createGrpcServer } from './grpc/server.js';
 import { HttpServer } from './http/http-server.js';
 import { RateLimitService } from './rate-limit-service.js';
 import type { ResponseHeaderNames } from './response-headers.js';
-import { loadServiceConfig, type ConfigSources } from './service-config.js';
+import { ConfigWatcher } from './config-watcher.js';
+import { loadServiceConfig, type ConfigSources, type LoadedConfig } from './service-config.js';
 
 export interface ServeOptions extends ConfigSources {
   /** HTTP bind address (`HOST`). @default "0.0.0.0" */
@@ -142,38 +142,37 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     'sluice serving',
   );
 
-  let reloading = Promise.resolve(true);
-  const reload = (): Promise<boolean> => {
-    reloading = reloading.then(async () => {
+  // One load at a time: a reload never overlaps another, whoever asked for it.
+  let loading: Promise<LoadedConfig | undefined> = Promise.resolve(undefined);
+  const load = (): Promise<LoadedConfig | undefined> => {
+    loading = loading.then(async () => {
       try {
         const next = await loadServiceConfig(options);
         service.reload(next.envoy, next.policies);
         metrics.recordConfigLoad('success');
         log.info({ domains: Object.keys(next.envoy.domains) }, 'config reloaded');
-        return true;
+        return next;
       } catch (error) {
         metrics.recordConfigLoad('error');
         const detail =
           error instanceof PolicyError ? error.issues.map(formatIssue) : [String(error)];
         log.error({ issues: detail }, 'config reload rejected; the previous config keeps serving');
-        return false;
+        return undefined;
       }
     });
-    return reloading;
+    return loading;
   };
-  let timer: NodeJS.Timeout | undefined;
-  const watchers: FSWatcher[] = config.watch.map((path) =>
-    watch(path, { recursive: false }, () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => void reload(), 100);
-    }),
-  );
+  const reload = async (): Promise<boolean> => (await load()) !== undefined;
+  const watcher = new ConfigWatcher(config.watch, async () => (await load())?.watch, {
+    onWatchError: (error, dir) =>
+      log.warn({ err: error, dir }, 'cannot watch a config directory; its changes need a reload'),
+  });
+  await watcher.start();
 
   let stopping: Promise<void> | undefined;
   const shutdown = (): Promise<void> =>
     (stopping ??= (async () => {
-      for (const w of watchers) w.close();
-      clearTimeout(timer);
+      watcher.close();
       http.setHealthy(false);
       await Promise.all([grpc.shutdown(), http.shutdown(timeout)]);
       await store.close();

@@ -5,6 +5,7 @@ import { loadEnvoyConfigDir, loadEnvoyConfigFiles } from '../config/envoy/load.j
 import { envoyRuntimeSettingsFromEnv } from '../config/envoy/runtime-dir.js';
 import { loadPolicyFile } from '../config/load.js';
 import type { PolicySet } from '../config/policies.js';
+import type { WatchedPath } from './config-watcher.js';
 
 /** Where the service's rules come from. */
 export interface ConfigSources {
@@ -24,18 +25,22 @@ export interface ConfigSources {
 export interface LoadedConfig {
   readonly envoy: EnvoyConfig;
   readonly policies: PolicySet | undefined;
-  /** Files to watch for reloads. */
-  readonly watch: readonly string[];
+  /**
+   * What to watch for reloads: every file read, the directories listed, and (runtime
+   * layout) `RUNTIME_ROOT`, whose swap upstream watches for.
+   */
+  readonly watch: readonly WatchedPath[];
 }
 
 /** Loads and validates everything; throws `PolicyError` naming the file and problem. */
 export async function loadServiceConfig(sources: ConfigSources): Promise<LoadedConfig> {
   const merge = sources.mergeDomainConfig ?? false;
   let envoy: EnvoyConfig;
-  const watch: string[] = [];
+  const watch: WatchedPath[] = [];
   if (sources.envoyConfig !== undefined) {
     const path = sources.envoyConfig;
-    const files = (await stat(path)).isDirectory()
+    const isDir = (await stat(path)).isDirectory();
+    const files = isDir
       ? (await readdir(path))
           .filter((f) => /\.ya?ml$/.test(f))
           .sort()
@@ -45,15 +50,22 @@ export async function loadServiceConfig(sources: ConfigSources): Promise<LoadedC
       files.map(async (name) => ({ name, text: await readFile(name, 'utf8') })),
     );
     envoy = loadEnvoyConfigFiles(texts, { mergeDomainConfig: merge });
-    watch.push(path);
+    if (isDir) watch.push({ path, entries: true });
+    for (const file of files) watch.push({ path: file, entries: false });
   } else {
     const settings = envoyRuntimeSettingsFromEnv(sources.env ?? process.env);
-    envoy = (await loadEnvoyConfigDir(settings)).config;
-    if (settings.runtimeSubdirectory !== '')
-      watch.push(join(settings.runtimeRoot, settings.runtimeSubdirectory));
+    const loaded = await loadEnvoyConfigDir(settings);
+    envoy = loaded.config;
+    if (loaded.base !== undefined) {
+      watch.push({ path: settings.runtimeRoot, entries: false });
+      watch.push({ path: loaded.base, entries: true });
+      for (const dir of loaded.dirs) watch.push({ path: dir, entries: true });
+      for (const file of loaded.files) watch.push({ path: file.path, entries: false });
+    }
   }
   const policies =
     sources.policiesFile === undefined ? undefined : await loadPolicyFile(sources.policiesFile);
-  if (sources.policiesFile !== undefined) watch.push(sources.policiesFile);
+  if (sources.policiesFile !== undefined)
+    watch.push({ path: sources.policiesFile, entries: false });
   return { envoy, policies, watch };
 }

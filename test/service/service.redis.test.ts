@@ -1,21 +1,17 @@
 /**
  * The service under load, end to end: `sluice serve` processes (the built CLI, dist/) on one
- * real redis-server, config reloads while traffic flows, and SIGTERM with calls in flight.
- * Figures are printed as `[service] …` lines.
+ * real redis-server, and SIGTERM with calls in flight. Figures are printed as
+ * `[service] …` lines. Config reload under traffic is in config-reload.test.ts.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type RunningService } from '../../src/service/main.js';
 import { freePort } from '../support/free-port.js';
 import { RedisServer } from '../support/redis-server.js';
 import { sleep, waitFor } from '../support/wait.js';
-import { call, connect, type Clients } from './grpc/client.js';
+import { call, connect } from './grpc/client.js';
 
 const root = join(import.meta.dirname, '../..');
 const cli = join(root, 'dist/cli/main.js');
@@ -155,118 +151,6 @@ describe('sluice serve on one Redis', () => {
     }
   });
 });
-
-describe('config reload under load (in-process, memory store)', () => {
-  let dir: string;
-  let running: RunningService;
-  let clients: Clients;
-
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'sluice-reload-'));
-    cpSync(join(fixtures, 'reload'), dir, { recursive: true });
-    running = await startService({
-      envoyConfig: dir,
-      host: '127.0.0.1',
-      grpcHost: '127.0.0.1',
-      port: 0,
-      grpcPort: 0,
-      logger: pino({ level: 'silent' }),
-    });
-    clients = connect(running.grpcPort);
-  });
-  afterAll(async () => {
-    clients?.close();
-    await running?.shutdown();
-    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
-  });
-
-  it('20 rewrites during sustained traffic fail no call; an invalid file keeps the old rules', async () => {
-    const file = join(dir, 'config.yaml');
-    const template = readFileSync(file, 'utf8');
-    const withLimit = (n: number | string) =>
-      template.replace(/requests_per_unit: \d+/, `requests_per_unit: ${n}`);
-    // Atomic replace: the loader never reads a half-written file.
-    const write = (text: string) => {
-      writeFileSync(`${file}.tmp`, text);
-      renameSync(`${file}.tmp`, file);
-    };
-    const base = `http://127.0.0.1:${running.httpPort}`;
-    const counts = { ok: 0, over: 0 };
-    const failures: string[] = [];
-    let writing = true;
-    const grpcLoop = async (n: number) => {
-      for (let i = 0; writing; i++) {
-        try {
-          const r = await call<RlsAnswer>(
-            clients.rls,
-            'ShouldRateLimit',
-            request(`g${n}-${i % 50}`),
-          );
-          if (r.overallCode === 'OK') counts.ok++;
-          else if (r.overallCode === 'OVER_LIMIT') counts.over++;
-          else failures.push(`grpc ${r.overallCode}`);
-        } catch (e) {
-          failures.push(`grpc ${(e as grpc.ServiceError).code} ${(e as Error).message}`);
-        }
-      }
-    };
-    const jsonLoop = async (n: number) => {
-      for (let i = 0; writing; i++) {
-        try {
-          const r = await fetch(`${base}/json`, {
-            method: 'POST',
-            body: JSON.stringify(request(`j${n}-${i % 50}`)),
-          });
-          await r.text();
-          if (r.status === 200) counts.ok++;
-          else if (r.status === 429) counts.over++;
-          else failures.push(`json ${r.status}`);
-        } catch (e) {
-          failures.push(`json ${(e as Error).message}`);
-        }
-      }
-    };
-    const loops = [grpcLoop(0), grpcLoop(1), jsonLoop(0), jsonLoop(1)];
-    for (let i = 0; i < 20; i++) {
-      await sleep(150);
-      write(withLimit(i % 2 === 0 ? 2000 : 1000));
-    }
-    await sleep(300); // past the 100 ms debounce of the last write
-    writing = false;
-    await Promise.all(loops);
-    expect(await running.reload()).toBe(true);
-    const errorsBefore = configLoads(await (await fetch(`${base}/metrics`)).text());
-    console.log(
-      `[service] reload under load: ${counts.ok + counts.over} calls (OK=${counts.ok} OVER_LIMIT=${counts.over}), failed=${failures.length}, config loads success=${errorsBefore.success} error=${errorsBefore.error}`,
-    );
-    expect(failures).toEqual([]);
-    expect(counts.ok).toBeGreaterThan(0);
-    expect(await (await fetch(`${base}/rlconfig`)).text()).toContain(
-      'svc.tenant: unit=MINUTE requests_per_unit=1000',
-    );
-
-    write(withLimit(1000).replace('unit: minute', 'unit: fortnight'));
-    expect(await running.reload()).toBe(false);
-    const r = await call<RlsAnswer>(clients.rls, 'ShouldRateLimit', request('after-invalid'));
-    expect(r.overallCode).toBe('OK');
-    expect(r.statuses[0]?.currentLimit?.requestsPerUnit).toBe(1000);
-    expect(await (await fetch(`${base}/rlconfig`)).text()).toContain(
-      'svc.tenant: unit=MINUTE requests_per_unit=1000',
-    );
-    const after = configLoads(await (await fetch(`${base}/metrics`)).text());
-    expect(after.error).toBeGreaterThanOrEqual(1);
-  });
-});
-
-function configLoads(metrics: string): { success: number; error: number } {
-  const value = (result: string) =>
-    Number(
-      new RegExp(`^sluice_config_load_total\\{result="${result}"\\} (\\d+)`, 'm').exec(
-        metrics,
-      )?.[1] ?? 0,
-    );
-  return { success: value('success'), error: value('error') };
-}
 
 /** How one call of the SIGTERM test ended: answered OK/OVER_LIMIT, or not (and how). */
 interface Result {
