@@ -141,6 +141,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     },
     'sluice serving',
   );
+  warnIfEmpty(config, log);
 
   // One load at a time: a reload never overlaps another, whoever asked for it.
   let loading: Promise<LoadedConfig | undefined> = Promise.resolve(undefined);
@@ -151,6 +152,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
         service.reload(next.envoy, next.policies);
         metrics.recordConfigLoad('success');
         log.info({ domains: Object.keys(next.envoy.domains) }, 'config reloaded');
+        warnIfEmpty(next, log);
         return next;
       } catch (error) {
         metrics.recordConfigLoad('error');
@@ -179,4 +181,18 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       log.info('sluice stopped');
     })());
   return { httpPort, grpcPort, service, metrics, reload, shutdown };
+}
+
+/**
+ * Says so when no rule is loaded: every request is then allowed. Upstream starts the
+ * same way with its file loader (it waits for a first config only from an xDS server,
+ * without FORCE_START_WITHOUT_INITIAL_CONFIG) and logs a warning; so does Sluice, naming
+ * why nothing was read.
+ */
+function warnIfEmpty(config: LoadedConfig, log: Logger): void {
+  if (Object.keys(config.envoy.domains).length > 0 || config.policies !== undefined) return;
+  log.warn(
+    { reasons: config.envoy.warnings.map(formatIssue) },
+    'no rate limit config loaded: every request is allowed',
+  );
 }
