@@ -28,6 +28,31 @@ export interface LimiterOptions {
   readonly clock?: Clock;
   /** Longest descriptor value accepted, in UTF-16 code units. @default 1024 */
   readonly maxDescriptorValueLength?: number;
+  /** Told how each call to an asynchronous store ended. @default none */
+  readonly storeObserver?: StoreCallObserver;
+}
+
+/** What ended a failed store call. */
+export type StoreCallEnd =
+  /** The store failed, or did not answer within the policies' timeout. */
+  | 'store'
+  /** The caller's `timeoutMs`, shorter than the policies' timeout, ran out first. */
+  | 'deadline'
+  /** The caller's `signal` aborted the wait. */
+  | 'cancel';
+
+/**
+ * Told how each store call ended, once per call (not per policy): for health tracking
+ * and failure counters. Calls decided in process (MemoryStore) are not reported.
+ */
+export interface StoreCallObserver {
+  /** The store answered: every request of the batch was decided. */
+  answered(): void;
+  /**
+   * The call gave no decision; the policies' failure modes decided. With `endedBy`
+   * `deadline` or `cancel` nothing is known about the store itself.
+   */
+  failed(error: StoreError, endedBy: StoreCallEnd): void;
 }
 
 /** One bucket decision of a {@link Limiter.decideAt} batch. */
@@ -54,6 +79,11 @@ export interface CheckOptions {
    * than this or than any matched policy's `timeout`.
    */
   readonly timeoutMs?: number;
+  /**
+   * The caller's cancellation: when it aborts, the check stops waiting for the store and
+   * the policies' failure modes decide (the store may still apply the consume).
+   */
+  readonly signal?: AbortSignal;
   /**
    * Makes the consume idempotent: a retry with the same id within the store's dedup TTL
    * returns the first decision without charging again. Ids are scoped to the identity
@@ -94,6 +124,7 @@ export class Limiter {
   #current: PolicyPlans;
   readonly #stale = new StaleBudgets();
   readonly #deadlines = new Deadlines();
+  readonly #observer: StoreCallObserver | undefined;
   /** The store when it is a MemoryStore, which decides a one-bucket check directly. */
   readonly #memory: MemoryStore | undefined;
 
@@ -102,6 +133,7 @@ export class Limiter {
     this.#memory = options.store instanceof MemoryStore ? options.store : undefined;
     this.#clock = options.clock ?? systemClock;
     this.#maxValueLength = options.maxDescriptorValueLength ?? 1024;
+    this.#observer = options.storeObserver;
     this.#current = this.#accept(options.policies);
   }
 
@@ -386,7 +418,7 @@ export class Limiter {
   decideAt(
     nowMs: number,
     items: readonly CheckItem[],
-    options: Pick<CheckOptions, 'timeoutMs' | 'requestId'> = {},
+    options: Pick<CheckOptions, 'timeoutMs' | 'requestId' | 'signal'> = {},
   ): Promise<CheckResult> {
     return settled(() => this.#decide(nowMs, items, options));
   }
@@ -394,7 +426,7 @@ export class Limiter {
   #decide(
     nowMs: number,
     items: readonly CheckItem[],
-    options: Pick<CheckOptions, 'timeoutMs' | 'requestId'>,
+    options: Pick<CheckOptions, 'timeoutMs' | 'requestId' | 'signal'>,
   ): CheckResult | Promise<CheckResult> {
     const selected = items.map((i) => i.policy);
     const batch: StoreRequest[] = items.map(({ policy, descriptor: d, cost }) => {
@@ -421,7 +453,7 @@ export class Limiter {
     nowMs: number,
     selected: readonly Policy[],
     batch: readonly StoreRequest[],
-    options: Pick<CheckOptions, 'timeoutMs' | 'requestId'>,
+    options: Pick<CheckOptions, 'timeoutMs' | 'requestId' | 'signal'>,
   ): CheckResult | Promise<CheckResult> {
     if (batch.length === 0) return combineDecisions([]);
     const requestId =
@@ -441,9 +473,12 @@ export class Limiter {
       }
       return this.#finish(selected, batch, results, nowMs);
     }
-    let timeoutMs = Math.min(MAX_TIMER_MS, options.timeoutMs ?? Infinity);
-    for (const p of selected) timeoutMs = Math.min(timeoutMs, p.timeoutMs);
-    return this.#apply(selected, batch, nowMs, timeoutMs, requestId);
+    let policyMs = MAX_TIMER_MS;
+    for (const p of selected) policyMs = Math.min(policyMs, p.timeoutMs);
+    const callerMs = options.timeoutMs ?? Infinity;
+    const timeoutMs = Math.min(policyMs, callerMs);
+    const endedBy = callerMs < policyMs ? 'deadline' : 'store';
+    return this.#apply(selected, batch, nowMs, timeoutMs, requestId, endedBy, options.signal);
   }
 
   /** Turns the store's per-item results into the check's result. */
@@ -478,38 +513,71 @@ export class Limiter {
     nowMs: number,
     timeoutMs: number,
     requestId: string | undefined,
+    /** What the deadline stands for: the policies' timeout, or the caller's shorter one. */
+    deadlineEnds: 'store' | 'deadline',
+    signal: AbortSignal | undefined,
   ): Promise<CheckResult> {
     return new Promise<CheckResult>((resolve, reject) => {
       const call = new StoreCall(nowMs, requestId);
       let deadline: Deadline | undefined;
       let done = false;
-      const finish = (results: readonly StoreResult[]): void => {
+      const finish = (results: readonly StoreResult[], endedBy: StoreCallEnd = 'store'): void => {
         if (done) return;
         done = true;
         deadline?.clear();
+        signal?.removeEventListener('abort', onAbort);
+        const observer = this.#observer;
+        if (observer !== undefined) {
+          const failed = results.find((r) => !r.ok);
+          if (failed === undefined) observer.answered();
+          else observer.failed(failed.error, endedBy);
+        }
         try {
           resolve(this.#finish(selected, batch, results, nowMs));
         } catch (error) {
           reject(error as Error);
         }
       };
-      const fail = (cause: unknown): void => {
+      const fail = (cause: unknown, endedBy: StoreCallEnd = 'store'): void => {
         const error = asStoreError(cause);
-        finish(batch.map(() => ({ ok: false as const, error })));
+        finish(
+          batch.map(() => ({ ok: false as const, error })),
+          endedBy,
+        );
       };
+      const onAbort = (): void => {
+        call.abort();
+        fail(
+          new StoreError(
+            'SLUICE_ERR_STORE_TIMEOUT',
+            'the caller cancelled the check before the store answered; the request may or may not have been applied',
+          ),
+          'cancel',
+        );
+      };
+      if (signal !== undefined) {
+        if (signal.aborted) {
+          onAbort();
+          return;
+        }
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
       if (Number.isFinite(timeoutMs)) {
         deadline = this.#deadlines.add(timeoutMs, () => {
           call.abort();
           fail(
             new StoreError(
               'SLUICE_ERR_STORE_TIMEOUT',
-              `store did not answer within ${timeoutMs}ms; the request may or may not have been applied`,
+              deadlineEnds === 'deadline'
+                ? `store did not answer within the caller's ${timeoutMs}ms; the request may or may not have been applied`
+                : `store did not answer within ${timeoutMs}ms; the request may or may not have been applied`,
             ),
+            deadlineEnds,
           );
         });
       }
       try {
-        this.#store.apply(batch, call).then(finish, fail);
+        this.#store.apply(batch, call).then((results) => finish(results), fail);
       } catch (cause) {
         fail(cause);
       }

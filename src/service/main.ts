@@ -6,6 +6,7 @@ import { MemoryStore } from '../stores/memory/memory-store.js';
 import { RedisStore } from '../stores/redis/redis-store.js';
 import type { Store } from '../stores/store.js';
 import { createGrpcServer } from './grpc/server.js';
+import type { CallContext } from './grpc/types.js';
 import { HttpServer } from './http/http-server.js';
 import { RateLimitService } from './rate-limit-service.js';
 import type { ResponseHeaderNames } from './response-headers.js';
@@ -104,20 +105,23 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     timeoutMs: options.storeTimeoutMs ?? 100,
   });
   const handlers = {
-    shouldRateLimit: (r: Parameters<RateLimitService['shouldRateLimit']>[0]) =>
-      service.shouldRateLimit(r),
-    check: (r: Parameters<RateLimitService['check']>[0]) => service.check(r),
+    shouldRateLimit: (
+      r: Parameters<RateLimitService['shouldRateLimit']>[0],
+      context: CallContext,
+    ) => service.shouldRateLimit(r, context),
+    check: (r: Parameters<RateLimitService['check']>[0], context: CallContext) =>
+      service.check(r, context),
     rlconfig: () => service.rlconfig(),
   };
   const onError = (error: unknown): void => log.error({ err: error }, 'request failed');
   const timeout = options.shutdownTimeoutMs ?? 10_000;
   // The HTTP server times its own calls; gRPC calls are timed here.
   const timed =
-    <A, R>(method: 'ShouldRateLimit' | 'Check', fn: (a: A) => Promise<R>) =>
-    async (a: A): Promise<R> => {
+    <A, R>(method: 'ShouldRateLimit' | 'Check', fn: (a: A, context: CallContext) => Promise<R>) =>
+    async (a: A, context: CallContext): Promise<R> => {
       const t0 = performance.now();
       try {
-        return await fn(a);
+        return await fn(a, context);
       } finally {
         metrics.observeDecisionDuration('grpc', method, performance.now() - t0);
       }

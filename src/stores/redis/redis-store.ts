@@ -593,10 +593,21 @@ export class RedisStore implements Store {
     return this.#inFlight;
   }
 
+  /**
+   * Closes the connection: a polite `QUIT`, or after `stuckAfterMs` without its reply (a
+   * frozen or partitioned Redis) a disconnect, so closing never hangs.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#ownsClient) await this.#client.quit().catch(() => this.#client.disconnect());
+    if (!this.#ownsClient) return;
+    let timer: NodeJS.Timeout | undefined;
+    const stuck = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.#stuckAfterMs);
+    });
+    await Promise.race([this.#client.quit().then(() => undefined), stuck]).catch(() => undefined);
+    clearTimeout(timer);
+    if (this.#client.status !== 'end') this.#client.disconnect();
   }
 
   /**
