@@ -9,6 +9,7 @@ import { createGrpcServer } from './grpc/server.js';
 import type { CallContext } from './grpc/types.js';
 import { HttpServer } from './http/http-server.js';
 import { RateLimitService } from './rate-limit-service.js';
+import { StoreHealth } from './store-health.js';
 import type { ResponseHeaderNames } from './response-headers.js';
 import { ConfigWatcher } from './config-watcher.js';
 import { loadServiceConfig, type ConfigSources, type LoadedConfig } from './service-config.js';
@@ -91,7 +92,13 @@ export async function startService(options: ServeOptions): Promise<RunningServic
         ? new MemoryStore()
         : RedisStore.connect(options.redisUrl, { prefix });
   if (store instanceof RedisStore) await store.ready();
+  const storeHealth = new StoreHealth({
+    log,
+    metrics,
+    ...(store instanceof RedisStore ? { connected: () => store.connected } : {}),
+  });
   const service = new RateLimitService({
+    storeObserver: storeHealth,
     store,
     envoyConfig: config.envoy,
     ...(config.policies === undefined ? {} : { policies: config.policies }),

@@ -16,7 +16,12 @@ import {
 } from '../config/envoy/overall.js';
 import { durationUntilResetSeconds } from '../config/envoy/window.js';
 import { DEFAULT_TIMEOUT_MS, type PolicySet } from '../config/policies.js';
-import { createLimiter, type CheckItem, type Limiter } from '../limiter/limiter.js';
+import {
+  createLimiter,
+  type CheckItem,
+  type Limiter,
+  type StoreCallObserver,
+} from '../limiter/limiter.js';
 import type { RuleUsage } from '../metrics/rule-hits.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
 import type { Store } from '../stores/store.js';
@@ -57,6 +62,8 @@ export interface RateLimitServiceOptions {
   readonly responseHeaders?: ResponseHeaderNames;
   /** Upstream's `RESPONSE_DYNAMIC_METADATA`. @default false */
   readonly responseDynamicMetadata?: boolean;
+  /** Told how each store call ended (see `StoreHealth`). @default none */
+  readonly storeObserver?: StoreCallObserver;
 }
 
 const MAX_OVERRIDE_POLICIES = 10_000;
@@ -86,6 +93,7 @@ export class RateLimitService {
       store: options.store,
       policies: options.policies ?? [],
       clock: this.#clock,
+      ...(options.storeObserver === undefined ? {} : { storeObserver: options.storeObserver }),
     });
   }
 
@@ -149,6 +157,7 @@ export class RateLimitService {
       });
       const result = await this.#limiter.decideAt(nowMs, items, callOptions());
       if (result.decisions.some((d) => d.status === 'UNAVAILABLE')) {
+        for (const d of result.decisions) this.#metrics?.recordDecision(d);
         // envoy has no "could not decide" code: answer the call with an error, as upstream
         // does when Redis fails, so envoy's own failure_mode_deny applies.
         throw new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', 'rate limit store unavailable');

@@ -1,5 +1,5 @@
 import { Cluster, Redis, ReplyError } from 'ioredis';
-import { PolicyError, StoreError } from '../../core/errors.js';
+import { PolicyError, StoreError, type StoreFailureReason } from '../../core/errors.js';
 import type { Policy } from '../../core/policy.js';
 import { dedupKey, hashTagOf } from '../key.js';
 import type { Store, StoreApplyOptions, StoreRequest, StoreResult } from '../store.js';
@@ -254,7 +254,9 @@ export class RedisStore implements Store {
     if (client.status === 'ready') return Promise.resolve();
     if (client.status === 'end') {
       return Promise.reject(
-        new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', 'Redis connection is closed'),
+        new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', 'Redis connection is closed', {
+          reason: 'connection',
+        }),
       );
     }
     this.#ready ??= new Promise<void>((resolve) => {
@@ -567,6 +569,7 @@ export class RedisStore implements Store {
           new StoreError(
             'SLUICE_ERR_STORE_UNAVAILABLE',
             `Redis: ${this.#inFlight} calls already waiting (maxInFlight)`,
+            { reason: 'overloaded' },
           ),
         ),
       );
@@ -586,6 +589,11 @@ export class RedisStore implements Store {
         return fail(asRedisError(cause));
       },
     );
+  }
+
+  /** Whether the connection is up and ready for commands now. */
+  get connected(): boolean {
+    return this.#client.status === 'ready';
   }
 
   /** Calls waiting for Redis now (bounded by `maxInFlight`). */
@@ -637,7 +645,29 @@ function asRedisError(cause: unknown): StoreError {
     ? cause
     : new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', `Redis: ${(cause as Error).message}`, {
         cause,
+        reason: reasonOf(cause),
       });
+}
+
+/** Error replies by their first word; anything that is not a reply is the connection's. */
+const REPLY_REASONS: Readonly<Record<string, StoreFailureReason>> = {
+  OOM: 'oom',
+  WRONGTYPE: 'wrongtype',
+  NOAUTH: 'auth',
+  WRONGPASS: 'auth',
+  NOPERM: 'auth',
+  READONLY: 'readonly',
+  LOADING: 'busy',
+  BUSY: 'busy',
+  CLUSTERDOWN: 'cluster',
+  MASTERDOWN: 'cluster',
+  TRYAGAIN: 'cluster',
+};
+
+function reasonOf(cause: unknown): StoreFailureReason {
+  if (!(cause instanceof ReplyError)) return 'connection';
+  const first = /^[A-Z]+/.exec((cause as Error).message)?.[0] ?? '';
+  return REPLY_REASONS[first] ?? 'script';
 }
 
 /** ioredis settings under which a command is sent at most once, and only when asked. */
@@ -678,6 +708,7 @@ function aborted(signal: AbortSignal, client: Redis | Cluster): Promise<never> {
         new StoreError(
           'SLUICE_ERR_STORE_UNAVAILABLE',
           `Redis is not connected (status ${client.status})`,
+          { reason: 'connection' },
         ),
       );
     if (signal.aborted) fail();
