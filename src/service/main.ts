@@ -9,6 +9,7 @@ import { createGrpcServer } from './grpc/server.js';
 import type { CallContext } from './grpc/types.js';
 import { HttpServer } from './http/http-server.js';
 import { RateLimitService } from './rate-limit-service.js';
+import { waitForRedis } from './redis-wait.js';
 import { StoreHealth } from './store-health.js';
 import type { ResponseHeaderNames } from './response-headers.js';
 import { ConfigWatcher } from './config-watcher.js';
@@ -71,6 +72,9 @@ export interface RunningService {
   shutdown(): Promise<void>;
 }
 
+/** How long start-up waits for Redis before opening the ports anyway, in ms. */
+const REDIS_CONNECT_GRACE_MS = 1_000;
+
 /** The composition root: the only place the real clock, store and servers are wired. */
 export async function startService(options: ServeOptions): Promise<RunningService> {
   const log = options.logger ?? pino({ name: 'sluice' });
@@ -91,7 +95,6 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       : options.redisUrl === undefined
         ? new MemoryStore()
         : RedisStore.connect(options.redisUrl, { prefix });
-  if (store instanceof RedisStore) await store.ready();
   const storeHealth = new StoreHealth({
     log,
     metrics,
@@ -141,6 +144,30 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     { onError, shutdownTimeoutMs: timeout },
   );
   const http = new HttpServer(handlers, { metrics, onError });
+  // The ports open whether Redis is there or not: until it is, health says NOT_SERVING
+  // (gRPC) and 500 (`/healthcheck`), and calls take their rule's failure mode.
+  const redisWait =
+    store instanceof RedisStore
+      ? waitForRedis(store, {
+          log,
+          onReady: () => {
+            http.setHealthy(true);
+            grpc.setHealthy(true);
+          },
+        })
+      : undefined;
+  if (redisWait !== undefined) {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      redisWait.ready,
+      new Promise((resolve) => (timer = setTimeout(resolve, REDIS_CONNECT_GRACE_MS))),
+    ]);
+    clearTimeout(timer);
+    if (redisWait.waiting) {
+      http.setHealthy(false);
+      grpc.setHealthy(false);
+    }
+  }
   const grpcPort = await grpc.listen(options.grpcHost ?? '0.0.0.0', options.grpcPort ?? 8081);
   const httpPort = await http.listen(options.host ?? '0.0.0.0', options.port ?? 8080);
   log.info(
@@ -186,6 +213,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   const shutdown = (): Promise<void> =>
     (stopping ??= (async () => {
       watcher.close();
+      redisWait?.stop();
       http.setHealthy(false);
       await Promise.all([grpc.shutdown(), http.shutdown(timeout)]);
       await store.close();

@@ -240,9 +240,23 @@ export class RedisStore implements Store {
     return store;
   }
 
-  /** Resolves once the store's connection is ready (calls before that wait for it, within their deadline). */
-  async ready(): Promise<void> {
-    await this.#whenReady(undefined);
+  /**
+   * Resolves once the store's connection is ready (calls before that wait for it, within
+   * their deadline). Meanwhile `onError` hears each failed attempt to connect (a refused
+   * connection, a rejected password); ioredis keeps retrying.
+   */
+  async ready(options: { readonly onError?: (error: Error) => void } = {}): Promise<void> {
+    const onError = options.onError;
+    if (onError === undefined || this.#client.status === 'ready') {
+      await this.#whenReady(undefined);
+      return;
+    }
+    this.#client.on('error', onError);
+    try {
+      await this.#whenReady(undefined);
+    } finally {
+      this.#client.off('error', onError);
+    }
   }
 
   /**
