@@ -91,6 +91,11 @@ async function served(transport: 'grpc' | 'http'): Promise<{ count: number; sumM
   };
 }
 
+/** Failed store calls counted with `reason`. */
+async function storeErrors(reason: string): Promise<number> {
+  return sumOf((await svc.metrics.metrics()).body, 'sluice_store_errors_total', { reason });
+}
+
 /** Waits until the service has finished `n` calls on `transport`, and says how long they took. */
 async function servedCalls(transport: 'grpc' | 'http', n: number, timeoutMs: number) {
   return waitFor(
@@ -105,6 +110,7 @@ async function servedCalls(transport: 'grpc' | 'http', n: number, timeoutMs: num
 
 describe('a frozen store', () => {
   it('a 30 ms gRPC deadline bounds the store call: the service answers UNAVAILABLE before the deadline', async () => {
+    const endedByDeadline = await storeErrors('deadline');
     // Client and service share this process: a stalled event loop delays both, so the
     // service's time is bounded by the deadline plus the stall measured meanwhile.
     const lag = monitorEventLoopDelay({ resolution: 5 });
@@ -137,10 +143,13 @@ describe('a frozen store', () => {
     // the client's own timer came first, which a stalled loop can cause now and then.
     expect(median(rows.map((r) => r.clientMs))).toBeLessThan(30);
     expect(answered.length).toBeGreaterThanOrEqual(10);
+    // Every store wait was ended by the caller's deadline, not by the store timeout.
+    expect((await storeErrors('deadline')) - endedByDeadline).toBe(20);
   });
 
   it('a cancelled gRPC call ends its store wait', async () => {
     const before = await served('grpc');
+    const cancelled = await storeErrors('cancelled');
     const fn = (
       clients.rls as unknown as Record<string, (...a: unknown[]) => grpc.ClientUnaryCall>
     )['ShouldRateLimit']!;
@@ -161,10 +170,12 @@ describe('a frozen store', () => {
       `[deadline] gRPC call cancelled once its store call was waiting: the service finished it after ${(after.sumMs - before.sumMs).toFixed(1)} ms`,
     );
     expect(after.sumMs - before.sumMs).toBeLessThan(1_000);
+    expect((await storeErrors('cancelled')) - cancelled).toBe(1);
   });
 
   it('an HTTP client that drops its connection ends its store wait', async () => {
     const before = await served('http');
+    const cancelled = await storeErrors('cancelled');
     const abort = new AbortController();
     void storeWaiting().then(() => abort.abort());
     const outcome = await fetch(`http://127.0.0.1:${svc.httpPort}/json`, {
@@ -181,5 +192,6 @@ describe('a frozen store', () => {
       `[deadline] /json connection dropped once its store call was waiting: the service finished the call after ${(after.sumMs - before.sumMs).toFixed(1)} ms`,
     );
     expect(after.sumMs - before.sumMs).toBeLessThan(1_000);
+    expect((await storeErrors('cancelled')) - cancelled).toBe(1);
   });
 });
