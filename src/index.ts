@@ -19,7 +19,7 @@ export type {
 export { ALGORITHM_KINDS } from './core/policy.js';
 export type { ErrorCode, ErrorCodeInfo, ErrorFamily } from './core/error-codes.js';
 export { ERROR_CODES } from './core/error-codes.js';
-export type { PolicyIssue, SluiceErrorOptions } from './core/errors.js';
+export type { PolicyIssue, SluiceErrorOptions, StoreFailureReason } from './core/errors.js';
 export { PolicyError, ProtocolError, SluiceError, StoreError, formatIssue } from './core/errors.js';
 export { parseDurationMs } from './core/duration.js';
 

@@ -32,6 +32,31 @@ export interface LimiterOptions extends Partial<Omit<DescriptorLimits, 'maxDescr
   readonly policies: PolicySet | readonly PolicyInput[];
   /** @default the system clock (monotonic, wall-aligned) */
   readonly clock?: Clock;
+  /** Told how each call to an asynchronous store ended. @default none */
+  readonly storeObserver?: StoreCallObserver;
+}
+
+/** What ended a failed store call. */
+export type StoreCallEnd =
+  /** The store failed, or did not answer within the policies' timeout. */
+  | 'store'
+  /** The caller's `timeoutMs`, shorter than the policies' timeout, ran out first. */
+  | 'deadline'
+  /** The caller's `signal` aborted the wait. */
+  | 'cancel';
+
+/**
+ * Told how each store call ended, once per call (not per policy): for health tracking
+ * and failure counters. Calls decided in process (MemoryStore) are not reported.
+ */
+export interface StoreCallObserver {
+  /** The store answered: every request of the batch was decided. */
+  answered(): void;
+  /**
+   * The call gave no decision; the policies' failure modes decided. With `endedBy`
+   * `deadline` or `cancel` nothing is known about the store itself.
+   */
+  failed(error: StoreError, endedBy: StoreCallEnd): void;
 }
 
 /** One bucket decision of a {@link Limiter.decideAt} batch. */
@@ -59,6 +84,11 @@ export interface CheckOptions {
    */
   readonly timeoutMs?: number;
   /**
+   * The caller's cancellation: when it aborts, the check stops waiting for the store and
+   * the policies' failure modes decide (the store may still apply the consume).
+   */
+  readonly signal?: AbortSignal;
+  /**
    * Makes the consume idempotent: a retry with the same id within the store's dedup TTL
    * returns the first decision without charging again. Ids are scoped to the identity
    * (hash tag) of the first matched policy's bucket: use ids unique per request. Up to 128
@@ -68,7 +98,7 @@ export interface CheckOptions {
 }
 
 /** Options of {@link Limiter.decideAt}. */
-export interface DecideOptions extends Pick<CheckOptions, 'timeoutMs' | 'requestId'> {
+export interface DecideOptions extends Pick<CheckOptions, 'timeoutMs' | 'requestId' | 'signal'> {
   /**
    * Decide every item on its own instead of all-or-nothing: each is a batch of one, in
    * item order, all in one store call, so a denial blocks nothing else and a later item on
@@ -110,6 +140,7 @@ export class Limiter {
   #current: PolicyPlans;
   readonly #stale = new StaleBudgets();
   readonly #deadlines = new Deadlines();
+  readonly #observer: StoreCallObserver | undefined;
   /** The store when it is a MemoryStore, which decides a one-bucket check directly. */
   readonly #memory: MemoryStore | undefined;
 
@@ -118,6 +149,7 @@ export class Limiter {
     this.#memory = options.store instanceof MemoryStore ? options.store : undefined;
     this.#clock = options.clock ?? systemClock;
     this.#limits = descriptorLimits(options);
+    this.#observer = options.storeObserver;
     this.#current = this.#accept(options.policies);
   }
 
@@ -475,9 +507,21 @@ export class Limiter {
       }
       return this.#finish(selected, batch, results, nowMs, independent);
     }
-    let timeoutMs = Math.min(MAX_TIMER_MS, options.timeoutMs ?? Infinity);
-    for (const p of selected) timeoutMs = Math.min(timeoutMs, p.timeoutMs);
-    return this.#apply(selected, batch, nowMs, timeoutMs, requestId, independent);
+    let policyMs = MAX_TIMER_MS;
+    for (const p of selected) policyMs = Math.min(policyMs, p.timeoutMs);
+    const callerMs = options.timeoutMs ?? Infinity;
+    const timeoutMs = Math.min(policyMs, callerMs);
+    const endedBy = callerMs < policyMs ? 'deadline' : 'store';
+    return this.#apply(
+      selected,
+      batch,
+      nowMs,
+      timeoutMs,
+      requestId,
+      independent,
+      endedBy,
+      options.signal,
+    );
   }
 
   /** Turns the store's per-item results into the check's result. */
@@ -528,38 +572,71 @@ export class Limiter {
     timeoutMs: number,
     requestId: string | undefined,
     independent: boolean,
+    /** What the deadline stands for: the policies' timeout, or the caller's shorter one. */
+    deadlineEnds: 'store' | 'deadline',
+    signal: AbortSignal | undefined,
   ): Promise<CheckResult> {
     return new Promise<CheckResult>((resolve, reject) => {
       const call = new StoreCall(nowMs, requestId, independent);
       let deadline: Deadline | undefined;
       let done = false;
-      const finish = (results: readonly StoreResult[]): void => {
+      const finish = (results: readonly StoreResult[], endedBy: StoreCallEnd = 'store'): void => {
         if (done) return;
         done = true;
         deadline?.clear();
+        signal?.removeEventListener('abort', onAbort);
+        const observer = this.#observer;
+        if (observer !== undefined) {
+          const failed = results.find((r) => !r.ok);
+          if (failed === undefined) observer.answered();
+          else observer.failed(failed.error, endedBy);
+        }
         try {
           resolve(this.#finish(selected, batch, results, nowMs, independent));
         } catch (error) {
           reject(error as Error);
         }
       };
-      const fail = (cause: unknown): void => {
+      const fail = (cause: unknown, endedBy: StoreCallEnd = 'store'): void => {
         const error = asStoreError(cause);
-        finish(batch.map(() => ({ ok: false as const, error })));
+        finish(
+          batch.map(() => ({ ok: false as const, error })),
+          endedBy,
+        );
       };
+      const onAbort = (): void => {
+        call.abort();
+        fail(
+          new StoreError(
+            'SLUICE_ERR_STORE_TIMEOUT',
+            'the caller cancelled the check before the store answered; the request may or may not have been applied',
+          ),
+          'cancel',
+        );
+      };
+      if (signal !== undefined) {
+        if (signal.aborted) {
+          onAbort();
+          return;
+        }
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
       if (Number.isFinite(timeoutMs)) {
         deadline = this.#deadlines.add(timeoutMs, () => {
           call.abort();
           fail(
             new StoreError(
               'SLUICE_ERR_STORE_TIMEOUT',
-              `store did not answer within ${timeoutMs}ms; the request may or may not have been applied`,
+              deadlineEnds === 'deadline'
+                ? `store did not answer within the caller's ${timeoutMs}ms; the request may or may not have been applied`
+                : `store did not answer within ${timeoutMs}ms; the request may or may not have been applied`,
             ),
+            deadlineEnds,
           );
         });
       }
       try {
-        this.#store.apply(batch, call).then(finish, fail);
+        this.#store.apply(batch, call).then((results) => finish(results), fail);
       } catch (cause) {
         fail(cause);
       }

@@ -68,7 +68,9 @@ const STORE_ERRORS = 'sluice_store_errors_total';
  * - `sluice_config_load_total{result}`: `success` or `error` per configuration load.
  * - `sluice_decisions_total{policy, status, path}`: one per policy decision.
  * - `sluice_decision_duration_seconds{transport, method}`: time to answer a call.
- * - `sluice_store_errors_total{code}`: store failures by `SLUICE_ERR_STORE_*` code.
+ * - `sluice_store_errors_total{code, reason}`: failed store calls by `SLUICE_ERR_STORE_*`
+ *   code and reason (`timeout`, `connection`, `oom`, `wrongtype`, …; `deadline` and
+ *   `cancelled` when the caller's deadline or cancellation ended the wait).
  * - `sluice_metric_series_dropped_total{metric}`: updates dropped by the series cap.
  *
  * Labels never carry raw request values unless the configuration names them (a rule
@@ -86,7 +88,7 @@ export class ServiceMetrics {
   readonly #configLoads: Counter<'result'>;
   readonly #decisions: Counter<'policy' | 'status' | 'path'>;
   readonly #duration: Histogram<'transport' | 'method'>;
-  readonly #storeErrors: Counter<'code'>;
+  readonly #storeErrors: Counter<'code' | 'reason'>;
   readonly #cap: SeriesCap;
 
   /**
@@ -131,8 +133,8 @@ export class ServiceMetrics {
     });
     this.#storeErrors = new Counter({
       name: STORE_ERRORS,
-      help: 'Store failures by error code.',
-      labelNames: ['code'] as const,
+      help: 'Failed store calls by error code and reason.',
+      labelNames: ['code', 'reason'] as const,
       registers,
     });
   }
@@ -194,10 +196,13 @@ export class ServiceMetrics {
     this.#duration.observe({ transport, method }, durationMs / 1000);
   }
 
-  /** Counts one store failure by its error code, e.g. `SLUICE_ERR_STORE_TIMEOUT`. */
-  recordStoreError(code: string): void {
-    if (!this.#cap.admit(STORE_ERRORS, code)) return;
-    this.#storeErrors.inc({ code });
+  /**
+   * Counts one failed store call by its error code (`SLUICE_ERR_STORE_TIMEOUT`) and
+   * reason (a `StoreFailureReason`, `deadline` or `cancelled`).
+   */
+  recordStoreError(code: string, reason: string): void {
+    if (!this.#cap.admit(STORE_ERRORS, `${code}\u0000${reason}`)) return;
+    this.#storeErrors.inc({ code, reason });
   }
 
   /** The Prometheus text exposition of every metric in {@link registry}. */

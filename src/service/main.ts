@@ -1,4 +1,3 @@
-import { watch, type FSWatcher } from 'node:fs';
 import { pino, type Logger } from 'pino';
 import type { DecisionMode } from '../config/envoy/envoy-config.js';
 import type { Clock } from '../core/clock.js';
@@ -9,10 +8,14 @@ import { MemoryStore } from '../stores/memory/memory-store.js';
 import { RedisStore } from '../stores/redis/redis-store.js';
 import type { Store } from '../stores/store.js';
 import { createGrpcServer } from './grpc/server.js';
+import type { CallContext } from './grpc/types.js';
 import { HttpServer } from './http/http-server.js';
 import { RateLimitService } from './rate-limit-service.js';
+import { waitForRedis } from './redis-wait.js';
+import { StoreHealth } from './store-health.js';
 import type { ResponseHeaderNames } from './response-headers.js';
-import { loadServiceConfig, type ConfigSources } from './service-config.js';
+import { ConfigWatcher } from './config-watcher.js';
+import { loadServiceConfig, type ConfigSources, type LoadedConfig } from './service-config.js';
 
 /**
  * Options of {@link startService}. The descriptor limits (`maxDescriptors` 64,
@@ -92,6 +95,9 @@ export interface RunningService {
   shutdown(): Promise<void>;
 }
 
+/** How long start-up waits for Redis before opening the ports anyway, in ms. */
+const REDIS_CONNECT_GRACE_MS = 1_000;
+
 /** The composition root: the only place the real clock, store and servers are wired. */
 export async function startService(options: ServeOptions): Promise<RunningService> {
   const log = options.logger ?? pino({ name: 'sluice' });
@@ -116,8 +122,13 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       : options.redisUrl === undefined
         ? new MemoryStore()
         : RedisStore.connect(options.redisUrl, { prefix });
-  if (store instanceof RedisStore) await store.ready();
+  const storeHealth = new StoreHealth({
+    log,
+    metrics,
+    ...(store instanceof RedisStore ? { connected: () => store.connected } : {}),
+  });
   const service = new RateLimitService({
+    storeObserver: storeHealth,
     store,
     envoyConfig: config.envoy,
     ...(config.policies === undefined ? {} : { policies: config.policies }),
@@ -133,20 +144,23 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     descriptorLimits: limits,
   });
   const handlers = {
-    shouldRateLimit: (r: Parameters<RateLimitService['shouldRateLimit']>[0]) =>
-      service.shouldRateLimit(r),
-    check: (r: Parameters<RateLimitService['check']>[0]) => service.check(r),
+    shouldRateLimit: (
+      r: Parameters<RateLimitService['shouldRateLimit']>[0],
+      context: CallContext,
+    ) => service.shouldRateLimit(r, context),
+    check: (r: Parameters<RateLimitService['check']>[0], context: CallContext) =>
+      service.check(r, context),
     rlconfig: () => service.rlconfig(),
   };
   const onError = (error: unknown): void => log.error({ err: error }, 'request failed');
   const timeout = options.shutdownTimeoutMs ?? 10_000;
   // The HTTP server times its own calls; gRPC calls are timed here.
   const timed =
-    <A, R>(method: 'ShouldRateLimit' | 'Check', fn: (a: A) => Promise<R>) =>
-    async (a: A): Promise<R> => {
+    <A, R>(method: 'ShouldRateLimit' | 'Check', fn: (a: A, context: CallContext) => Promise<R>) =>
+    async (a: A, context: CallContext): Promise<R> => {
       const t0 = performance.now();
       try {
-        return await fn(a);
+        return await fn(a, context);
       } finally {
         metrics.observeDecisionDuration('grpc', method, performance.now() - t0);
       }
@@ -172,6 +186,30 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       ? {}
       : { keepAliveTimeoutMs: options.httpKeepAliveTimeoutMs }),
   });
+  // The ports open whether Redis is there or not: until it is, health says NOT_SERVING
+  // (gRPC) and 500 (`/healthcheck`), and calls take their rule's failure mode.
+  const redisWait =
+    store instanceof RedisStore
+      ? waitForRedis(store, {
+          log,
+          onReady: () => {
+            http.setHealthy(true);
+            grpc.setHealthy(true);
+          },
+        })
+      : undefined;
+  if (redisWait !== undefined) {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      redisWait.ready,
+      new Promise((resolve) => (timer = setTimeout(resolve, REDIS_CONNECT_GRACE_MS))),
+    ]);
+    clearTimeout(timer);
+    if (redisWait.waiting) {
+      http.setHealthy(false);
+      grpc.setHealthy(false);
+    }
+  }
   const grpcPort = await grpc.listen(options.grpcHost ?? '0.0.0.0', options.grpcPort ?? 8081);
   const httpPort = await http.listen(options.host ?? '0.0.0.0', options.port ?? 8080);
   log.info(
@@ -183,43 +221,59 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     },
     'sluice serving',
   );
+  warnIfEmpty(config, log);
 
-  let reloading = Promise.resolve(true);
-  const reload = (): Promise<boolean> => {
-    reloading = reloading.then(async () => {
+  // One load at a time: a reload never overlaps another, whoever asked for it.
+  let loading: Promise<LoadedConfig | undefined> = Promise.resolve(undefined);
+  const load = (): Promise<LoadedConfig | undefined> => {
+    loading = loading.then(async () => {
       try {
         const next = await loadServiceConfig(options);
         service.reload(next.envoy, next.policies);
         metrics.recordConfigLoad('success');
         log.info({ domains: Object.keys(next.envoy.domains) }, 'config reloaded');
-        return true;
+        warnIfEmpty(next, log);
+        return next;
       } catch (error) {
         metrics.recordConfigLoad('error');
         const detail =
           error instanceof PolicyError ? error.issues.map(formatIssue) : [String(error)];
         log.error({ issues: detail }, 'config reload rejected; the previous config keeps serving');
-        return false;
+        return undefined;
       }
     });
-    return reloading;
+    return loading;
   };
-  let timer: NodeJS.Timeout | undefined;
-  const watchers: FSWatcher[] = config.watch.map((path) =>
-    watch(path, { recursive: false }, () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => void reload(), 100);
-    }),
-  );
+  const reload = async (): Promise<boolean> => (await load()) !== undefined;
+  const watcher = new ConfigWatcher(config.watch, async () => (await load())?.watch, {
+    onWatchError: (error, dir) =>
+      log.warn({ err: error, dir }, 'cannot watch a config directory; its changes need a reload'),
+  });
+  await watcher.start();
 
   let stopping: Promise<void> | undefined;
   const shutdown = (): Promise<void> =>
     (stopping ??= (async () => {
-      for (const w of watchers) w.close();
-      clearTimeout(timer);
+      watcher.close();
+      redisWait?.stop();
       http.setHealthy(false);
       await Promise.all([grpc.shutdown(), http.shutdown(timeout)]);
       await store.close();
       log.info('sluice stopped');
     })());
   return { httpPort, grpcPort, service, metrics, reload, shutdown };
+}
+
+/**
+ * Says so when no rule is loaded: every request is then allowed. Upstream starts the
+ * same way with its file loader (it waits for a first config only from an xDS server,
+ * without FORCE_START_WITHOUT_INITIAL_CONFIG) and logs a warning; so does Sluice, naming
+ * why nothing was read.
+ */
+function warnIfEmpty(config: LoadedConfig, log: Logger): void {
+  if (Object.keys(config.envoy.domains).length > 0 || config.policies !== undefined) return;
+  log.warn(
+    { reasons: config.envoy.warnings.map(formatIssue) },
+    'no rate limit config loaded: every request is allowed',
+  );
 }

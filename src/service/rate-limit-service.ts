@@ -24,13 +24,19 @@ import {
 } from '../config/envoy/overall.js';
 import { durationUntilResetSeconds } from '../config/envoy/window.js';
 import { DEFAULT_TIMEOUT_MS, type PolicySet } from '../config/policies.js';
-import { createLimiter, type CheckItem, type Limiter } from '../limiter/limiter.js';
+import {
+  createLimiter,
+  type CheckItem,
+  type Limiter,
+  type StoreCallObserver,
+} from '../limiter/limiter.js';
 import type { RuleUsage } from '../metrics/rule-hits.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
 import type { Store } from '../stores/store.js';
 import { rateLimitDynamicMetadata } from './dynamic-metadata.js';
 import { toNativeCheckResponse } from './grpc/check-response.js';
 import type {
+  CallContext,
   NativeCheckRequest,
   NativeCheckResponse,
   RlsDescriptorStatus,
@@ -71,6 +77,8 @@ export interface RateLimitServiceOptions {
    * say (see `DecisionMode`). @default "per-descriptor" (as envoyproxy/ratelimit counts)
    */
   readonly decisionMode?: DecisionMode;
+  /** Told how each store call ended (see `StoreHealth`). @default none */
+  readonly storeObserver?: StoreCallObserver;
 }
 
 const MAX_OVERRIDE_POLICIES = 10_000;
@@ -103,6 +111,7 @@ export class RateLimitService {
       policies: options.policies ?? [],
       clock: this.#clock,
       ...options.descriptorLimits,
+      ...(options.storeObserver === undefined ? {} : { storeObserver: options.storeObserver }),
     });
   }
 
@@ -117,7 +126,12 @@ export class RateLimitService {
     this.#config = envoyConfig;
   }
 
-  async shouldRateLimit(req: RlsRequest): Promise<RlsResponse> {
+  /**
+   * envoy's ShouldRateLimit. `context` (the transport's) bounds the store call by the
+   * caller's deadline and stops the wait when the caller cancels.
+   */
+  async shouldRateLimit(req: RlsRequest, context?: CallContext): Promise<RlsResponse> {
+    const callOptions = callBudget(context);
     const config = this.#config; // one read: a reload never mixes rule sets
     const nowMs = this.#clock.nowMs();
     const hits = hitsAddends(
@@ -195,8 +209,15 @@ export class RateLimitService {
         });
         return items.length - 1;
       });
-      const result = await this.#limiter.decideAt(nowMs, items, { independent });
+      const result = await this.#limiter.decideAt(nowMs, items, { ...callOptions(), independent });
       if (result.decisions.some((d) => d.status === 'UNAVAILABLE')) {
+        itemOf.forEach((idx, i) => {
+          if (idx !== undefined)
+            this.#metrics?.recordDecision({
+              ...result.decisions[idx]!,
+              policy: ruleName(resolved[i]!),
+            });
+        });
         // envoy has no "could not decide" code: answer the call with an error, as upstream
         // does when Redis fails, so envoy's own failure_mode_deny applies.
         throw new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', 'rate limit store unavailable');
@@ -260,8 +281,10 @@ export class RateLimitService {
     };
   }
 
-  async check(req: NativeCheckRequest): Promise<NativeCheckResponse> {
+  /** Sluice's native Check; `context` as for {@link RateLimitService.shouldRateLimit}. */
+  async check(req: NativeCheckRequest, context?: CallContext): Promise<NativeCheckResponse> {
     const result = await this.#limiter.check(req.entries, {
+      ...callBudget(context)(),
       ...(req.cost === undefined ? {} : { cost: req.cost }),
       ...(req.requestId === undefined ? {} : { requestId: req.requestId }),
       ...(req.policies === undefined ? {} : { policies: req.policies }),
@@ -410,4 +433,25 @@ function ruleName(r: ResolvedLimit): string {
 /** Positional entries (e0, e1, ...): envoy descriptors may repeat a key; paths are unique per policy. */
 function bucketDescriptor(r: ResolvedLimit): Descriptor {
   return r.bucketValues.map((value, i) => ({ key: `e${i}`, value }));
+}
+
+/**
+ * Time kept from the caller's deadline for the answer's way back, in ms: the store is
+ * given up this long before the caller would give up on Sluice.
+ */
+const DEADLINE_MARGIN_MS = 5;
+
+/**
+ * The limiter options that carry a call's deadline (less the margin) and cancellation,
+ * made afresh for each store call from what is left of the caller's time.
+ */
+function callBudget(
+  context: CallContext | undefined,
+): () => { timeoutMs?: number; signal?: AbortSignal } {
+  if (context === undefined) return () => ({});
+  const { signal, timeoutMs } = context;
+  if (timeoutMs === undefined) return () => ({ signal });
+  const endsAt = performance.now() + timeoutMs - DEADLINE_MARGIN_MS;
+  // Whole ms: the limiter keeps one deadline queue per distinct length.
+  return () => ({ signal, timeoutMs: Math.max(1, Math.floor(endsAt - performance.now())) });
 }

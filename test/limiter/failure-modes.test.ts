@@ -183,3 +183,74 @@ describe('idempotent consume (memory store)', () => {
     expect(e).toMatchObject({ code: 'SLUICE_ERR_REQUEST_ID_INVALID' });
   });
 });
+
+describe("the caller's cancellation and the store observer", () => {
+  /** Records what the limiter told its observer. */
+  const observed = () => {
+    const seen: string[] = [];
+    return {
+      seen,
+      observer: {
+        answered: () => seen.push('answered'),
+        failed: (e: StoreError, endedBy: string) => seen.push(`${endedBy} ${e.code}`),
+      },
+    };
+  };
+
+  it('an abort stops the wait at once: the failure mode decides, the observer hears "cancel"', async () => {
+    const store = new SwitchableStore();
+    store.mode = 'hang';
+    const { seen, observer } = observed();
+    const limiter = createLimiter({
+      store,
+      storeObserver: observer,
+      policies: [{ name: 'p', match: ['t'], rate: 10, failureMode: 'closed', timeout: '60s' }],
+    });
+    const abort = new AbortController();
+    const pending = limiter.check({ t: 'a' }, { signal: abort.signal });
+    abort.abort();
+    expect(await pending).toMatchObject({
+      status: 'UNAVAILABLE',
+      decision: { path: 'fail-closed' },
+    });
+    expect(seen).toEqual(['cancel SLUICE_ERR_STORE_TIMEOUT']);
+  });
+
+  it('an already aborted signal never reaches the store', async () => {
+    const store = new SwitchableStore();
+    const { seen, observer } = observed();
+    const limiter = createLimiter({
+      store,
+      storeObserver: observer,
+      policies: [{ name: 'p', match: ['t'], rate: 10, failureMode: 'open' }],
+    });
+    const r = await limiter.check({ t: 'a' }, { signal: AbortSignal.abort() });
+    expect(r).toMatchObject({ allowed: true, decision: { path: 'fail-open' } });
+    expect(store.calls).toBe(0);
+    expect(seen).toEqual(['cancel SLUICE_ERR_STORE_TIMEOUT']);
+  });
+
+  it('tells a store failure, the policy timeout and a shorter caller budget apart', async () => {
+    const store = new SwitchableStore();
+    const { seen, observer } = observed();
+    const limiter = createLimiter({
+      store,
+      storeObserver: observer,
+      policies: [{ name: 'p', match: ['t'], rate: 10, timeout: '20ms' }],
+    });
+    await limiter.check({ t: 'a' });
+    store.mode = 'down';
+    await limiter.check({ t: 'a' });
+    store.mode = 'hang';
+    await limiter.check({ t: 'a' });
+    await limiter.check({ t: 'a' }, { timeoutMs: 5 });
+    await limiter.check({ t: 'a' }, { timeoutMs: 50 }); // the policy's 20 ms comes first
+    expect(seen).toEqual([
+      'answered',
+      'store SLUICE_ERR_STORE_UNAVAILABLE',
+      'store SLUICE_ERR_STORE_TIMEOUT',
+      'deadline SLUICE_ERR_STORE_TIMEOUT',
+      'store SLUICE_ERR_STORE_TIMEOUT',
+    ]);
+  });
+});

@@ -189,7 +189,7 @@ describe('ServiceMetrics', () => {
     m.recordDecision({ policy: 'per-tenant', status: 'OK', path: 'fail-open' });
     m.observeDecisionDuration('http', 'ShouldRateLimit', 5);
     m.observeDecisionDuration('grpc', 'Check', 50);
-    m.recordStoreError('SLUICE_ERR_STORE_TIMEOUT');
+    m.recordStoreError('SLUICE_ERR_STORE_TIMEOUT', 'timeout');
     const { body } = await m.metrics();
     const all = samples(body);
     expect(value(all, 'sluice_config_load_total', { result: 'success' })).toBe(2);
@@ -215,7 +215,12 @@ describe('ServiceMetrics', () => {
     const grpc = { transport: 'grpc', method: 'Check' };
     expect(value(all, 'sluice_decision_duration_seconds_bucket', { le: '0.01', ...grpc })).toBe(0);
     expect(value(all, 'sluice_decision_duration_seconds_bucket', { le: '0.1', ...grpc })).toBe(1);
-    expect(value(all, 'sluice_store_errors_total', { code: 'SLUICE_ERR_STORE_TIMEOUT' })).toBe(1);
+    expect(
+      value(all, 'sluice_store_errors_total', {
+        code: 'SLUICE_ERR_STORE_TIMEOUT',
+        reason: 'timeout',
+      }),
+    ).toBe(1);
   });
 
   it('keeps each instance in its own registry, never the global one', async () => {

@@ -12,7 +12,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type RunningService } from '../../src/service/main.js';
 import { closeAllFaultProxies, FaultProxy } from '../support/fault-proxy.js';
-import { decisionsByPath } from '../support/metrics.js';
+import { decisionsByPath } from '../support/prometheus-text.js';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
 import { call, connect, type Clients } from './grpc/client.js';

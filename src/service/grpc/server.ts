@@ -165,6 +165,14 @@ export class GrpcServer {
   }
 
   /**
+   * Sets what the health service answers for every name: SERVING (true) or NOT_SERVING.
+   * Starts serving; after `shutdown()` it stays NOT_SERVING.
+   */
+  setHealthy(healthy: boolean): void {
+    if (this.#closing === undefined) this.#health.setAll(healthy ? 'SERVING' : 'NOT_SERVING');
+  }
+
+  /**
    * Binds `host:port` (`port` 0 picks a free one) and starts serving; resolves with the
    * bound port. Call once; IPv6 hosts may be given bare (`::1`).
    */

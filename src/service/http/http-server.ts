@@ -1,4 +1,5 @@
 import * as http from 'node:http';
+import * as net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { DEFAULT_DESCRIPTOR_LIMITS, type DescriptorLimits } from '../../core/descriptor-limits.js';
 import { ERROR_CODES, type ErrorCode } from '../../core/error-codes.js';
@@ -65,6 +66,8 @@ const DRAIN_BYTES = 8 * 1024 * 1024;
 const JSON_TYPE = 'application/json';
 const TEXT_TYPE = 'text/plain; charset=utf-8';
 const TRANSPORT: MetricsTransport = 'http';
+/** While draining, how long a keep-alive connection may stay idle before it is closed. */
+const DRAIN_IDLE_MS = 500;
 
 type Method = 'GET' | 'HEAD' | 'POST';
 
@@ -202,6 +205,8 @@ export class HttpServer {
   readonly #routes: ReadonlyMap<string, Route>;
   /** Abort controllers of calls whose answer is not written yet. */
   readonly #inFlight = new Set<AbortController>();
+  /** Open connections between requests, and since when (absent while one is served). */
+  readonly #idleSince = new Map<net.Socket, number>();
   #healthy = true;
   #closing = false;
   #port: number | undefined;
@@ -256,6 +261,10 @@ export class HttpServer {
     if (this.#port !== undefined || this.#shutdown !== undefined || this.#server.listening) {
       return Promise.reject(new Error('HttpServer.listen() may be called once, before shutdown()'));
     }
+    this.#server.on('connection', (socket: net.Socket) => {
+      this.#idleSince.set(socket, performance.now());
+      socket.once('close', () => this.#idleSince.delete(socket));
+    });
     return new Promise((resolve, reject) => {
       const onError = (error: Error): void => reject(error);
       this.#server.once('error', onError);
@@ -269,8 +278,9 @@ export class HttpServer {
 
   /**
    * Shuts down gracefully: `/healthcheck` turns 500 at once, requests keep being served
-   * for `drainDelayMs`, then new connections are refused, idle keep-alive connections
-   * are closed, and in-flight requests finish (their answers carry `Connection: close`).
+   * for `drainDelayMs`, then new connections are refused and in-flight requests finish.
+   * Every answer from then on carries `Connection: close`, so a keep-alive connection
+   * closes after its next answer; one that stays idle for half a second is closed.
    * After `timeoutMs` the rest are cut off: their handlers' `signal` aborts and their
    * connections are destroyed. Idempotent: every call returns the first call's promise.
    */
@@ -286,16 +296,34 @@ export class HttpServer {
     this.#closing = true;
     if (!this.#server.listening) return { forced: false };
     return new Promise((resolve) => {
+      // Idle keep-alive connections are not closed at once, as http.Server.close() does:
+      // a client may be writing its next request on one right now, and would see a reset
+      // for a request it sent. A busy connection gets that request answered (with
+      // `Connection: close`) instead; only a connection idle for a while is closed.
+      const closeIdle = (): void => {
+        const now = performance.now();
+        for (const [socket, since] of this.#idleSince) {
+          if (now - since >= DRAIN_IDLE_MS) socket.destroy();
+        }
+      };
+      const poll = setInterval(closeIdle, DRAIN_IDLE_MS / 5);
+      let finished = false;
+      const done = (result: ShutdownResult): void => {
+        if (finished) return;
+        finished = true;
+        clearTimeout(timer);
+        clearInterval(poll);
+        this.#server.close(); // not listening any more: this only stops http's own timers
+        resolve(result);
+      };
       const timer = setTimeout(() => {
         for (const c of this.#inFlight) c.abort(new Error('server shut down'));
         this.#server.closeAllConnections();
-        resolve({ forced: true });
+        done({ forced: true });
       }, timeoutMs);
-      this.#server.close(() => {
-        clearTimeout(timer);
-        resolve({ forced: false });
-      });
-      this.#server.closeIdleConnections();
+      // net.Server's close: stops accepting, and calls back once every connection is gone.
+      net.Server.prototype.close.call(this.#server, () => done({ forced: false }));
+      closeIdle();
     });
   }
 
@@ -304,8 +332,11 @@ export class HttpServer {
     const route = this.#routes.get(path);
     const controller = new AbortController();
     this.#inFlight.add(controller);
+    const socket = req.socket;
+    this.#idleSince.delete(socket);
     res.once('close', () => {
       this.#inFlight.delete(controller);
+      if (!socket.destroyed) this.#idleSince.set(socket, performance.now());
       if (!res.writableFinished) controller.abort(new Error('client closed the connection'));
     });
     const startedMs = performance.now();

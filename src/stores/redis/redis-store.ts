@@ -1,5 +1,5 @@
 import { Cluster, Redis, ReplyError } from 'ioredis';
-import { PolicyError, StoreError } from '../../core/errors.js';
+import { PolicyError, StoreError, type StoreFailureReason } from '../../core/errors.js';
 import type { Policy } from '../../core/policy.js';
 import { dedupKey, hashTagOf } from '../key.js';
 import type { Store, StoreApplyOptions, StoreRequest, StoreResult } from '../store.js';
@@ -240,9 +240,23 @@ export class RedisStore implements Store {
     return store;
   }
 
-  /** Resolves once the store's connection is ready (calls before that wait for it, within their deadline). */
-  async ready(): Promise<void> {
-    await this.#whenReady(undefined);
+  /**
+   * Resolves once the store's connection is ready (calls before that wait for it, within
+   * their deadline). Meanwhile `onError` hears each failed attempt to connect (a refused
+   * connection, a rejected password); ioredis keeps retrying.
+   */
+  async ready(options: { readonly onError?: (error: Error) => void } = {}): Promise<void> {
+    const onError = options.onError;
+    if (onError === undefined || this.#client.status === 'ready') {
+      await this.#whenReady(undefined);
+      return;
+    }
+    this.#client.on('error', onError);
+    try {
+      await this.#whenReady(undefined);
+    } finally {
+      this.#client.off('error', onError);
+    }
   }
 
   /**
@@ -254,7 +268,9 @@ export class RedisStore implements Store {
     if (client.status === 'ready') return Promise.resolve();
     if (client.status === 'end') {
       return Promise.reject(
-        new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', 'Redis connection is closed'),
+        new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', 'Redis connection is closed', {
+          reason: 'connection',
+        }),
       );
     }
     this.#ready ??= new Promise<void>((resolve) => {
@@ -630,6 +646,7 @@ export class RedisStore implements Store {
           new StoreError(
             'SLUICE_ERR_STORE_UNAVAILABLE',
             `Redis: ${this.#inFlight} calls already waiting (maxInFlight)`,
+            { reason: 'overloaded' },
           ),
         ),
       );
@@ -651,15 +668,31 @@ export class RedisStore implements Store {
     );
   }
 
+  /** Whether the connection is up and ready for commands now. */
+  get connected(): boolean {
+    return this.#client.status === 'ready';
+  }
+
   /** Calls waiting for Redis now (bounded by `maxInFlight`). */
   get inFlight(): number {
     return this.#inFlight;
   }
 
+  /**
+   * Closes the connection: a polite `QUIT`, or after `stuckAfterMs` without its reply (a
+   * frozen or partitioned Redis) a disconnect, so closing never hangs.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#ownsClient) await this.#client.quit().catch(() => this.#client.disconnect());
+    if (!this.#ownsClient) return;
+    let timer: NodeJS.Timeout | undefined;
+    const stuck = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.#stuckAfterMs);
+    });
+    await Promise.race([this.#client.quit().then(() => undefined), stuck]).catch(() => undefined);
+    clearTimeout(timer);
+    if (this.#client.status !== 'end') this.#client.disconnect();
   }
 
   /**
@@ -689,7 +722,29 @@ function asRedisError(cause: unknown): StoreError {
     ? cause
     : new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', `Redis: ${(cause as Error).message}`, {
         cause,
+        reason: reasonOf(cause),
       });
+}
+
+/** Error replies by their first word; anything that is not a reply is the connection's. */
+const REPLY_REASONS: Readonly<Record<string, StoreFailureReason>> = {
+  OOM: 'oom',
+  WRONGTYPE: 'wrongtype',
+  NOAUTH: 'auth',
+  WRONGPASS: 'auth',
+  NOPERM: 'auth',
+  READONLY: 'readonly',
+  LOADING: 'busy',
+  BUSY: 'busy',
+  CLUSTERDOWN: 'cluster',
+  MASTERDOWN: 'cluster',
+  TRYAGAIN: 'cluster',
+};
+
+function reasonOf(cause: unknown): StoreFailureReason {
+  if (!(cause instanceof ReplyError)) return 'connection';
+  const first = /^[A-Z]+/.exec((cause as Error).message)?.[0] ?? '';
+  return REPLY_REASONS[first] ?? 'script';
 }
 
 /** ioredis settings under which a command is sent at most once, and only when asked. */
@@ -730,6 +785,7 @@ function aborted(signal: AbortSignal, client: Redis | Cluster): Promise<never> {
         new StoreError(
           'SLUICE_ERR_STORE_UNAVAILABLE',
           `Redis is not connected (status ${client.status})`,
+          { reason: 'connection' },
         ),
       );
     if (signal.aborted) fail();

@@ -23,6 +23,7 @@ import { hashTagOf } from '../../../src/stores/key.js';
 import { RedisStore } from '../../../src/stores/redis/redis-store.js';
 import type { StoreRequest, StoreResult } from '../../../src/stores/store.js';
 import { decidedByStore } from '../../support/check-results.js';
+import { FaultProxy } from '../../support/fault-proxy.js';
 import { RedisServer } from '../../support/redis-server.js';
 import { packState, readState, STATE_CODE } from '../../support/redis-state.js';
 import { sleep, waitFor } from '../../support/wait.js';
@@ -604,5 +605,28 @@ describe('RedisStore: injective keys with hostile descriptor values', () => {
       `[redis-store] ${stored.size} keys from ${VALUES.length} hostile values (${tuples.length} pairs × 3 policies): ` +
         `${byTag.size} hash tags, each the encoded identity; ${VALUES.length} tenants in ${tenantSlots.size} distinct slots`,
     );
+  });
+});
+
+describe('RedisStore: close() on a frozen Redis', () => {
+  it('gives QUIT up after stuckAfterMs and disconnects, so a shutdown never hangs', async () => {
+    const server = await RedisServer.start();
+    const proxy = await FaultProxy.start(server);
+    try {
+      const store = RedisStore.connect(proxy.url, { stuckAfterMs: 300 });
+      await store.ready();
+      proxy.blackhole('both'); // QUIT is swallowed and never answered
+      const t0 = performance.now();
+      await store.close();
+      const closedMs = performance.now() - t0;
+      console.log(
+        `[redis-store] close() on a frozen Redis returned after ${closedMs.toFixed(0)} ms`,
+      );
+      expect(closedMs).toBeGreaterThanOrEqual(290);
+      expect(closedMs).toBeLessThan(5_000);
+    } finally {
+      await proxy.close();
+      await server.stop();
+    }
   });
 });
