@@ -313,3 +313,32 @@ export function readSetting<K extends SettingKey>(
   if ('issues' in result) refuse(result.issues);
   return result.values[key];
 }
+
+/** The `ServeOptions` fields that are also settings, checked by the same rules. */
+const CHECKED_OPTIONS = [
+  'port',
+  'grpcPort',
+  'host',
+  'grpcHost',
+  'storeTimeoutMs',
+  'keyPrefix',
+  'nearLimitRatio',
+] as const satisfies readonly SettingKey[];
+
+/**
+ * Checks the `ServeOptions` fields that a variable or flag can also set, by the rules
+ * those follow, so that `startService({ storeTimeoutMs: 0 })` is refused as
+ * `STORE_TIMEOUT_MS=0` is. Throws `PolicyError` (`SLUICE_ERR_CONFIG_INVALID`) naming
+ * each option.
+ */
+export function checkServeOptionValues(
+  options: Readonly<Partial<Record<(typeof CHECKED_OPTIONS)[number], string | number>>>,
+): void {
+  const given = CHECKED_OPTIONS.filter((k) => options[k] !== undefined);
+  const result = parse(
+    given,
+    {},
+    given.map((k) => ({ setting: k, flag: k, value: String(options[k]) })),
+  );
+  if ('issues' in result) refuse(result.issues);
+}

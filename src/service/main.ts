@@ -7,6 +7,7 @@ import { ServiceMetrics } from '../metrics/service-metrics.js';
 import { MemoryStore } from '../stores/memory/memory-store.js';
 import { RedisStore } from '../stores/redis/redis-store.js';
 import type { Store } from '../stores/store.js';
+import { checkServeOptionValues } from './env-settings.js';
 import { createGrpcServer } from './grpc/server.js';
 import type { CallContext } from './grpc/types.js';
 import { HttpServer } from './http/http-server.js';
@@ -100,6 +101,7 @@ const REDIS_CONNECT_GRACE_MS = 1_000;
 
 /** The composition root: the only place the real clock, store and servers are wired. */
 export async function startService(options: ServeOptions): Promise<RunningService> {
+  checkServeOptionValues(options);
   const log = options.logger ?? pino({ name: 'sluice' });
   const limits = descriptorLimits(options);
   const metrics = new ServiceMetrics({

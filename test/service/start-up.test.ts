@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { PolicyError } from '../../src/core/errors.js';
 import { startService } from '../../src/service/main.js';
 import { captureLog, LOG_LEVEL } from '../support/captured-log.js';
 
@@ -57,5 +58,29 @@ describe('serve with no config', () => {
     const log = await startedWith({ envoyConfig: file });
     expect(log.matching(NO_CONFIG)).toEqual([]);
     expect(log.matching('sluice serving')).toHaveLength(1);
+  });
+});
+
+describe('startService options', () => {
+  it('are checked by the rules of the variables that set them, every problem at once', async () => {
+    const refused = await startService({
+      envoyConfig: join(dir, 'none.yaml'),
+      storeTimeoutMs: 0,
+      port: 70_000,
+      nearLimitRatio: 1.5,
+    }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(refused).toBeInstanceOf(PolicyError);
+    expect((refused as PolicyError).code).toBe('SLUICE_ERR_CONFIG_INVALID');
+    expect((refused as PolicyError).issues.map((i) => i.path)).toEqual([
+      'port',
+      'storeTimeoutMs',
+      'nearLimitRatio',
+    ]);
+    expect((refused as PolicyError).message).toContain(
+      'storeTimeoutMs: expected a whole number of milliseconds from 1 to 60000, got "0"',
+    );
   });
 });
