@@ -3,17 +3,14 @@
  * a closed port, and a TCP server that accepts and never answers.
  */
 import { createServer, connect as tcpConnect, type Server, type Socket } from 'node:net';
-import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SluiceClient, type ClientFailureMode } from '../../src/client.js';
-import { ManualClock } from '../../src/core/clock.js';
 import { PolicyError, ProtocolError } from '../../src/core/errors.js';
-import { startService, type RunningService } from '../../src/service/main.js';
+import type { RunningService } from '../../src/service/main.js';
 import { call, connect, type Clients } from '../service/grpc/client.js';
 import { listen, type Listening } from '../support/listen.js';
+import { startExampleService } from '../support/loopback-service.js';
 
-const root = join(import.meta.dirname, '../..');
 let svc: RunningService;
 let raw: Clients;
 const opened: SluiceClient[] = [];
@@ -33,17 +30,8 @@ async function listenPort(server: Server): Promise<number> {
 }
 
 beforeAll(async () => {
-  svc = await startService({
-    envoyConfig: join(root, 'examples/envoy'),
-    policiesFile: join(root, 'examples/policies.yaml'),
-    host: '127.0.0.1',
-    grpcHost: '127.0.0.1',
-    port: 0,
-    grpcPort: 0,
-    logger: pino({ level: 'silent' }),
-    // Time stands still in the service: no refill between two checks, however slow.
-    clock: new ManualClock(1_700_000_000_000),
-  });
+  // Time stands still in the service: no refill between two checks, however slow.
+  svc = await startExampleService();
   raw = connect(svc.grpcPort);
 });
 afterAll(async () => {

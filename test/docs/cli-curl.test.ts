@@ -11,10 +11,9 @@ import { execFile, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
-import { startService, type RunningService } from '../../src/service/main.js';
+import type { RunningService } from '../../src/service/main.js';
+import { startExampleService } from '../support/loopback-service.js';
 
 const root = join(import.meta.dirname, '../..');
 const doc = readFileSync(join(root, 'docs/cli.md'), 'utf8');
@@ -107,17 +106,8 @@ async function run(args: string[]): Promise<Answer> {
 let svc: RunningService;
 
 beforeAll(async () => {
-  svc = await startService({
-    envoyConfig: join(root, 'examples/envoy'),
-    policiesFile: join(root, 'examples/policies.yaml'),
-    host: '127.0.0.1',
-    grpcHost: '127.0.0.1',
-    port: 0,
-    grpcPort: 0,
-    logger: pino({ level: 'silent' }),
-    // 20 s into a minute, as the page says; time stands still between the examples
-    clock: new ManualClock(1_700_000_000_000),
-  });
+  // The clock stands 20 s into a minute, as the page says, and still between the examples.
+  svc = await startExampleService();
 });
 afterAll(async () => {
   await svc?.shutdown();

@@ -19,9 +19,9 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
-import { pino } from 'pino';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { startService, type RunningService, type ServeOptions } from '../../src/service/main.js';
+import type { RunningService, ServeOptions } from '../../src/service/main.js';
+import { startLoopbackService } from '../support/loopback-service.js';
 import { sleep, waitFor } from '../support/wait.js';
 import { call, connect } from './grpc/client.js';
 
@@ -43,14 +43,7 @@ function tempDir(): string {
 }
 
 async function start(options: Partial<ServeOptions>): Promise<RunningService> {
-  const r = await startService({
-    host: '127.0.0.1',
-    grpcHost: '127.0.0.1',
-    port: 0,
-    grpcPort: 0,
-    logger: pino({ level: 'silent' }),
-    ...options,
-  });
+  const r = await startLoopbackService(options);
   running.push(r);
   return r;
 }

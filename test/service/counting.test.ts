@@ -7,10 +7,9 @@
  * mode side by side. The clock stands still, so no window rolls over.
  */
 import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
-import { startService, type RunningService } from '../../src/service/main.js';
+import type { RunningService } from '../../src/service/main.js';
+import { startLoopbackService, stillClock } from '../support/loopback-service.js';
 import { RedisServer } from '../support/redis-server.js';
 import { readState, STATE_CODE } from '../support/redis-state.js';
 import { call, connect, type Clients } from './grpc/client.js';
@@ -218,17 +217,12 @@ describe.each(setups)('counting on the $store store', ({ redis }) => {
   beforeAll(async () => {
     if (redis) server = await RedisServer.start();
     for (const which of ['default', 'aon'] as const) {
-      const svc = await startService({
+      const svc = await startLoopbackService({
         envoyConfig: fixtures,
         ...(server === undefined ? {} : { redisUrl: server.url, keyPrefix: `sl-${which}` }),
         ...(which === 'aon' ? { decisionMode: 'all-or-nothing' as const } : {}),
-        host: '127.0.0.1',
-        grpcHost: '127.0.0.1',
-        port: 0,
-        grpcPort: 0,
         storeTimeoutMs: 5_000, // exactness, not latency, is under test here
-        logger: pino({ level: 'silent' }),
-        clock: new ManualClock(1_700_000_000_000), // 20 s into a minute; nothing refills
+        clock: stillClock(),
       });
       services[which] = { svc, clients: connect(svc.grpcPort) };
     }

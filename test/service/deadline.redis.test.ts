@@ -7,12 +7,13 @@
  */
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startService, type RunningService } from '../../src/service/main.js';
-import { FaultProxy } from '../support/fault-proxy.js';
+import type { RunningService } from '../../src/service/main.js';
+import type { FaultProxy } from '../support/fault-proxy.js';
 import { sumOf } from '../support/prometheus-text.js';
-import { RedisServer } from '../support/redis-server.js';
+import type { RedisServer } from '../support/redis-server.js';
+import { startServiceBehindProxy } from '../support/service-behind-proxy.js';
+import { svcRequest } from '../support/sluice-serve.js';
 import { waitFor } from '../support/wait.js';
 import { call, connect, type Clients } from './grpc/client.js';
 
@@ -24,24 +25,11 @@ let proxy: FaultProxy;
 let svc: RunningService;
 let clients: Clients;
 
-const request = (tenant: string) => ({
-  domain: 'svc',
-  descriptors: [{ entries: [{ key: 'tenant', value: tenant }] }],
-});
-
 beforeAll(async () => {
-  redis = await RedisServer.start();
-  proxy = await FaultProxy.start(redis);
-  svc = await startService({
+  ({ redis, proxy, svc } = await startServiceBehindProxy({
     envoyConfig: join(import.meta.dirname, 'fixtures/redis-svc'),
-    redisUrl: proxy.url,
     storeTimeoutMs: STORE_TIMEOUT_MS,
-    host: '127.0.0.1',
-    grpcHost: '127.0.0.1',
-    port: 0,
-    grpcPort: 0,
-    logger: pino({ level: 'silent' }),
-  });
+  }));
   clients = connect(svc.grpcPort);
 });
 
@@ -55,7 +43,7 @@ beforeEach(async () => {
       const r = await call<{ overallCode: string }>(
         clients.rls,
         'ShouldRateLimit',
-        request('warm'),
+        svcRequest('warm'),
       );
       return r.overallCode === 'OK' ? true : undefined;
     },
@@ -110,14 +98,14 @@ async function servedCalls(transport: 'grpc' | 'http', n: number, timeoutMs: num
 describe('a frozen store', () => {
   it('a 30 ms gRPC deadline bounds the store call: the service answers UNAVAILABLE before the deadline', async () => {
     // The first failure compiles the failure path: not measured.
-    await call(clients.rls, 'ShouldRateLimit', request('d-warm'), 30).catch(() => undefined);
+    await call(clients.rls, 'ShouldRateLimit', svcRequest('d-warm'), 30).catch(() => undefined);
     await servedCalls('grpc', (await served('grpc')).count, 2_000);
     const endedByCaller = (await storeErrors('deadline')) + (await storeErrors('cancelled'));
     const rows: { code: string; clientMs: number; serviceMs: number }[] = [];
     for (let i = 0; i < 20; i++) {
       const before = await served('grpc');
       const t0 = performance.now();
-      const code = await call(clients.rls, 'ShouldRateLimit', request(`d${i}`), 30).then(
+      const code = await call(clients.rls, 'ShouldRateLimit', svcRequest(`d${i}`), 30).then(
         () => grpc.status.OK,
         (e: grpc.ServiceError) => e.code,
       );
@@ -156,7 +144,7 @@ describe('a frozen store', () => {
     const ended = new Promise<number>((resolve) => {
       const pending = fn.call(
         clients.rls,
-        request('cancelled'),
+        svcRequest('cancelled'),
         new grpc.Metadata(),
         { deadline: Date.now() + STORE_TIMEOUT_MS * 2 },
         (e: grpc.ServiceError | null) => resolve(e?.code ?? grpc.status.OK),
@@ -180,7 +168,7 @@ describe('a frozen store', () => {
     void storeWaiting().then(() => abort.abort());
     const outcome = await fetch(`http://127.0.0.1:${svc.httpPort}/json`, {
       method: 'POST',
-      body: JSON.stringify(request('dropped')),
+      body: JSON.stringify(svcRequest('dropped')),
       signal: abort.signal,
     }).then(
       (r) => `status ${r.status}`,

@@ -8,7 +8,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
-import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -18,9 +17,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_DESCRIPTOR_LIMITS } from '../../src/core/descriptor-limits.js';
 import { DEFAULT_MAX_SERIES_PER_METRIC } from '../../src/metrics/series-cap.js';
 import { RLS_SERVICE, SLUICE_SERVICE } from '../../src/service/grpc/protos.js';
-import { startService, type RunningService, type ServeOptions } from '../../src/service/main.js';
+import type { RunningService, ServeOptions } from '../../src/service/main.js';
+import { EXAMPLE_CONFIGS, startLoopbackService } from '../support/loopback-service.js';
 
-const root = join(import.meta.dirname, '../..');
 const RLS_PATH = RLS_SERVICE.ShouldRateLimit.path;
 const CHECK_PATH = SLUICE_SERVICE.Check.path;
 
@@ -32,13 +31,8 @@ async function serve(extra: Partial<ServeOptions> = {}): Promise<{
   close(): Promise<void>;
 }> {
   const logs: string[] = [];
-  const svc = await startService({
-    envoyConfig: join(root, 'examples/envoy'),
-    policiesFile: join(root, 'examples/policies.yaml'),
-    host: '127.0.0.1',
-    grpcHost: '127.0.0.1',
-    port: 0,
-    grpcPort: 0,
+  const svc = await startLoopbackService({
+    ...EXAMPLE_CONFIGS,
     logger: pino({ level: 'warn' }, { write: (line: string) => void logs.push(line) }),
     ...extra,
   });

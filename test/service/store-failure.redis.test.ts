@@ -8,12 +8,12 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type RunningService } from '../../src/service/main.js';
-import { closeAllFaultProxies, FaultProxy } from '../support/fault-proxy.js';
+import type { RunningService } from '../../src/service/main.js';
+import { closeAllFaultProxies, type FaultProxy } from '../support/fault-proxy.js';
 import { decisionsByPath } from '../support/prometheus-text.js';
-import { RedisServer, stopAllRedisServers } from '../support/redis-server.js';
+import { stopAllRedisServers, type RedisServer } from '../support/redis-server.js';
+import { startServiceBehindProxy } from '../support/service-behind-proxy.js';
 import { waitFor } from '../support/wait.js';
 import { call, connect, type Clients } from './grpc/client.js';
 
@@ -25,18 +25,10 @@ let svc: RunningService;
 let clients: Clients;
 
 beforeAll(async () => {
-  redis = await RedisServer.start();
-  proxy = await FaultProxy.start(redis);
-  svc = await startService({
+  ({ redis, proxy, svc } = await startServiceBehindProxy({
     envoyConfig: join(import.meta.dirname, 'fixtures/store-failure'),
-    redisUrl: `redis://${proxy.host}:${proxy.port}`,
     storeTimeoutMs: STORE_TIMEOUT_MS,
-    host: '127.0.0.1',
-    grpcHost: '127.0.0.1',
-    port: 0,
-    grpcPort: 0,
-    logger: pino({ level: 'silent' }),
-  });
+  }));
   clients = connect(svc.grpcPort);
 });
 afterAll(async () => {

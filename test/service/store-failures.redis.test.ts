@@ -10,11 +10,13 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type RunningService } from '../../src/service/main.js';
+import type { RunningService } from '../../src/service/main.js';
 import { captureLog, LOG_LEVEL, type CapturedLog } from '../support/captured-log.js';
-import { FaultProxy } from '../support/fault-proxy.js';
+import type { FaultProxy } from '../support/fault-proxy.js';
 import { sumOf } from '../support/prometheus-text.js';
-import { RedisServer } from '../support/redis-server.js';
+import type { RedisServer } from '../support/redis-server.js';
+import { startServiceBehindProxy } from '../support/service-behind-proxy.js';
+import { svcRequest } from '../support/sluice-serve.js';
 import { waitFor } from '../support/wait.js';
 import { call, connect, type Clients } from './grpc/client.js';
 
@@ -25,14 +27,9 @@ let svc: RunningService;
 let clients: Clients;
 let log: CapturedLog;
 
-const request = (tenant: string) => ({
-  domain: 'svc',
-  descriptors: [{ entries: [{ key: 'tenant', value: tenant }] }],
-});
-
 /** One ShouldRateLimit: the overall code, or the gRPC status name of the error. */
 async function ask(tenant: string): Promise<string> {
-  return call<{ overallCode: string }>(clients.rls, 'ShouldRateLimit', request(tenant)).then(
+  return call<{ overallCode: string }>(clients.rls, 'ShouldRateLimit', svcRequest(tenant)).then(
     (r) => r.overallCode,
     (e: grpc.ServiceError) => grpc.status[e.code] ?? String(e.code),
   );
@@ -46,19 +43,12 @@ const failingLines = () => log.matching('store failing: ');
 const healthyLines = () => log.matching('store healthy again');
 
 beforeAll(async () => {
-  redis = await RedisServer.start();
-  admin = redis.client();
-  proxy = await FaultProxy.start(redis);
   log = captureLog('info');
-  svc = await startService({
+  ({ redis, proxy, svc } = await startServiceBehindProxy({
     envoyConfig: join(import.meta.dirname, 'fixtures/redis-svc'),
-    redisUrl: proxy.url,
-    host: '127.0.0.1',
-    grpcHost: '127.0.0.1',
-    port: 0,
-    grpcPort: 0,
     logger: log.logger,
-  });
+  }));
+  admin = redis.client();
   clients = connect(svc.grpcPort);
 });
 afterAll(async () => {
