@@ -30,16 +30,7 @@ export class RefundCall {
     nowMs: string,
     dedupTtlMs: number,
   ): Promise<GroupOutcome> {
-    const args: (string | number)[] = [nowMs, dedupTtlMs];
-    for (const r of items) {
-      args.push(
-        LUA_ALGORITHM_CODE[r.algorithm.kind],
-        r.cost,
-        r.algorithm.ttlMs(r.params),
-        decidedAtMs,
-      );
-      args.push(...luaParams(r.algorithm.kind, r.params as Readonly<Record<string, unknown>>));
-    }
+    const args = refundArgs(items, decidedAtMs, nowMs, dedupTtlMs);
     const scriptKeys = markerKey === undefined ? keys : [...keys, markerKey];
     // Refunds run even after the caller's deadline: the consumption must not stay.
     const reply = await this.#connection.call(
@@ -54,4 +45,27 @@ export class RefundCall {
       return { ok: false, error: error as StoreError };
     }
   }
+}
+
+/**
+ * refundBatch.lua's ARGV: now ('' for the server's clock) and the marker TTL, then per item
+ * its code, cost, ttlMs, consumedAtMs and p1..p4 (see the script's header).
+ */
+export function refundArgs(
+  items: readonly StoreRequest[],
+  decidedAtMs: number,
+  nowMs: string,
+  dedupTtlMs: number,
+): (string | number)[] {
+  const args: (string | number)[] = [nowMs, dedupTtlMs];
+  for (const r of items) {
+    args.push(
+      LUA_ALGORITHM_CODE[r.algorithm.kind],
+      r.cost,
+      r.algorithm.ttlMs(r.params),
+      decidedAtMs,
+    );
+    args.push(...luaParams(r.algorithm.kind, r.params as Readonly<Record<string, unknown>>));
+  }
+  return args;
 }
