@@ -19,9 +19,7 @@ import {
   TAG_DECISIONS,
   TAG_NOT_SLUICE_STATE,
 } from '../../../src/stores/redis/wire.js';
-
-const LUA_DIR = join(import.meta.dirname, '../../../src/stores/redis/lua');
-const CONSTANTS_FILE = join(LUA_DIR, 'includes/constants.lua');
+import { LUA_DIR, luaCodeName, luaConstants } from '../../support/lua-constants.js';
 
 /** Every Lua source of the scripts, by path under lua/, the constants block excluded. */
 function luaSources(): Map<string, string> {
@@ -32,24 +30,6 @@ function luaSources(): Map<string, string> {
       if (path !== 'includes/constants.lua')
         out.set(path, readFileSync(join(LUA_DIR, path), 'utf8'));
     }
-  }
-  return out;
-}
-
-/**
- * The `local NAME = value` lines between the BEGIN and END markers of a constants file:
- * integers and single-quoted strings only, so nothing needs evaluating.
- */
-function parseLuaConstants(text: string): Map<string, number | string> {
-  const block = /-- BEGIN SHARED CONSTANTS\n([\s\S]*?)-- END SHARED CONSTANTS/.exec(text);
-  if (block === null) throw new Error('constants.lua: no BEGIN/END SHARED CONSTANTS block');
-  const out = new Map<string, number | string>();
-  for (const line of block[1]!.split('\n')) {
-    if (line.trim() === '' || line.startsWith('--')) continue;
-    const m = /^local ([A-Z][A-Z0-9_]*) = (-?\d+|'[^']*')$/.exec(line);
-    if (m === null) throw new Error(`constants.lua: not a "local NAME = value" line: ${line}`);
-    if (out.has(m[1]!)) throw new Error(`constants.lua: ${m[1]} defined twice`);
-    out.set(m[1]!, m[2]!.startsWith("'") ? m[2]!.slice(1, -1) : Number(m[2]));
   }
   return out;
 }
@@ -66,13 +46,10 @@ function structSize(format: string): number {
   return size;
 }
 
-/** `'token-bucket'` → `CODE_TOKEN_BUCKET`. */
-const codeName = (kind: string): string => `CODE_${kind.toUpperCase().replace(/-/g, '_')}`;
-
 /** What the TypeScript says each shared constant must be. */
 function expected(): Map<string, number | string> {
   const e = new Map<string, number | string>();
-  for (const [kind, code] of Object.entries(LUA_ALGORITHM_CODE)) e.set(codeName(kind), code);
+  for (const [kind, code] of Object.entries(LUA_ALGORITHM_CODE)) e.set(luaCodeName(kind), code);
   STATUS.forEach((s, code) => e.set(`STATUS_${s}`, code));
   e.set('FLAG_CLIENT_CLOCK', FLAG_CLIENT_CLOCK);
   e.set('FLAG_DEDUP', FLAG_DEDUP);
@@ -103,7 +80,7 @@ function expected(): Map<string, number | string> {
 }
 
 describe('constants shared by the Lua scripts and the TypeScript', () => {
-  const lua = parseLuaConstants(readFileSync(CONSTANTS_FILE, 'utf8'));
+  const lua = luaConstants();
 
   it('has every constant of the TypeScript in constants.lua, with the same value', () => {
     const mismatches: string[] = [];
