@@ -771,17 +771,7 @@ describe('7. failover to a promoted replica', () => {
     const WORKERS = 4;
     const primary = await startServer();
     const replica = await startServer({ replicaOf: primary });
-    // "master_link_status:up" (and the primary's "state=online") come before the primary
-    // streams any write: with diskless sync it waits for the replica's first ACK, sent
-    // once a second. A failover inside that window loses every write. Measure the steady
-    // state instead: wait until a write made now has reached the replica.
-    await primary.client().set('sentinel', '1');
-    const replicaReader = replica.client();
-    await waitFor(async () => ((await replicaReader.exists('sentinel')) === 1 ? true : undefined), {
-      what: 'the replica to receive writes',
-      timeoutMs: 10_000,
-      intervalMs: 20,
-    });
+    // startServer({ replicaOf }) returns once the primary streams writes to the replica.
     const proxy = await startProxy(primary);
     const { store } = connectStore(proxy);
     const limiter = createLimiter({
