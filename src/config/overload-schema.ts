@@ -103,6 +103,36 @@ const breakerSchema = z
   });
 
 /**
+ * A section that is `false` (off), absent (`fallback`) or a mapping checked by `schema`,
+ * reporting the mapping's own issues (a plain union would only say "matches none").
+ */
+function sectionOrFalse<S extends z.ZodType>(
+  schema: S,
+  fallback: z.output<S> | false,
+): z.ZodDefault<z.ZodType<z.output<S> | false, z.input<S> | false>> {
+  const section = z
+    .unknown()
+    .optional()
+    .transform((v, ctx): z.output<S> | false => {
+      if (v === false) return false;
+      if (v === undefined) return fallback;
+      const r = schema.safeParse(v, { error: issueText });
+      if (r.success) return r.data;
+      for (const i of r.error.issues) {
+        ctx.addIssue({
+          code: 'custom',
+          path: i.path as PropertyKey[],
+          message: i.message,
+          input: v,
+        });
+      }
+      return z.NEVER;
+    });
+  // Typed as a defaulted field (optional in, never undefined out), which it behaves as.
+  return section as unknown as z.ZodDefault<z.ZodType<z.output<S> | false, z.input<S> | false>>;
+}
+
+/**
  * The `overload` section of a policy file, and the data part of the boundary's options
  * in code. Durations are ms or strings such as `"200ms"`; see docs/overload.md.
  */
@@ -120,10 +150,8 @@ export const overloadSchema = z
       backoffRatio: 0.9,
     }),
     shares: sharesSchema.default(DEFAULT_SHARES),
-    queue: z
-      .union([z.literal(false), queueSchema])
-      .default({ size: 100, maxWait: 1_000, order: 'lifo' }),
-    breaker: z.union([z.literal(false), breakerSchema]).default(false),
+    queue: sectionOrFalse(queueSchema, { size: 100, maxWait: 1_000, order: 'lifo' }),
+    breaker: sectionOrFalse(breakerSchema, false),
     retryAfter: durationMs.default(1_000),
   })
   .strict();
