@@ -44,6 +44,7 @@ export class ConcurrencyLimiter {
   readonly #shedder: LoadShedder;
   readonly #clock: Clock;
   #inflight = 0;
+  #limited = false;
   #meanRttMs: number | undefined;
   #onRelease: (() => void) | undefined;
 
@@ -80,7 +81,10 @@ export class ConcurrencyLimiter {
 
   /** A permit when fewer than `ceiling(c)` are in flight, else `undefined`. */
   tryAcquire(c: Criticality = DEFAULT_CRITICALITY): ConcurrencyPermit | undefined {
-    if (this.#inflight >= this.ceiling(c)) return undefined;
+    if (this.#inflight >= this.ceiling(c)) {
+      this.#limited = true;
+      return undefined;
+    }
     this.#inflight++;
     const inflight = this.#inflight;
     const startMs = this.#clock.nowMs();
@@ -102,7 +106,9 @@ export class ConcurrencyLimiter {
                 ? rttMs
                 : this.#meanRttMs + 0.1 * (rttMs - this.#meanRttMs);
           }
-          this.#algorithm.onSample({ nowMs, rttMs, inflight, dropped });
+          const limited = this.#limited;
+          this.#limited = false;
+          this.#algorithm.onSample({ nowMs, rttMs, inflight, dropped, limited });
         }
         this.#onRelease?.();
       },

@@ -9,39 +9,47 @@ export interface GradientLimitOptions {
   /** @default 200 */
   readonly max?: number;
   /**
-   * Latency inflation accepted before the limit falls: it falls while the recent RTT is
-   * above `tolerance × minRtt`. Set it above the slowdown you want to ride out without
-   * shedding. @default 1.5
+   * Latency inflation accepted before the limit falls: it falls while a window's mean
+   * RTT is above `tolerance × minRtt`. Set it above the slowdown you want to ride out
+   * without shedding. @default 1.5
    */
   readonly tolerance?: number;
-  /** Share of each step applied per sample, in (0, 1]. @default 0.2 */
+  /** Share of each window's step applied, in (0, 1]. @default 1 */
   readonly smoothing?: number;
-  /** Samples the recent-RTT average spans (EMA with factor 2/(n+1)). @default 10 */
-  readonly recentSamples?: number;
   /**
    * How often the no-load RTT is re-measured, in ms. It is the lowest RTT seen, and at
    * the end of each period it becomes the lowest RTT of that period's *unloaded* samples
    * (half the limit or less in flight); a period with none keeps the old value. @default 10_000
    */
   readonly minRttPeriodMs?: number;
-  /** Factor applied on a drop, in [0.5, 1). @default 0.9 */
+  /** Bounds of one update window, in ms; a window lasts one round trip (the last window's mean RTT) within them. @default [1, 1000] */
+  readonly minWindowMs?: number;
+  /** @default 1000 */
+  readonly maxWindowMs?: number;
+  /** Factor applied for a window with a drop, in [0.5, 1). @default 0.9 */
   readonly backoffRatio?: number;
 }
 
 /**
- * A latency-gradient limit (after Netflix's Gradient2 and Envoy's gradient controller):
- * the limit shrinks by `g = tolerance × minRtt / recentRtt` (clamped to [0.5, 1]) while
- * requests queue, and grows by √limit (smoothed) per sample when they do not.
+ * A latency-gradient limit (after Netflix's Gradient2 and Envoy's gradient controller),
+ * updated once per round trip, as TCP updates its window: each window of about one mean
+ * RTT, the limit is multiplied by `g = tolerance × minRtt / windowRtt` (clamped to
+ * [0.5, 1]) while requests queue, and grows by √limit when they do not and the window
+ * came within √limit of the limit. Updating per window rather than per sample keeps a
+ * burst of slow answers (all admitted before the slowdown showed) from cutting the limit
+ * once per answer down to its minimum.
  *
- * Three fixes over the peers' known flaws:
+ * Fixes over the peers' known flaws:
  * - no headroom is added while latency is inflated, so under modest overload the limit
  *   can only fall (Gradient2 adds a fixed queue of 4 to `limit × g` and grows when
  *   `g ≈ 0.8`: Netflix #134/#189);
  * - the no-load RTT is re-measured from unloaded samples only, so it cannot creep up
  *   while the service is busy (Envoy #11579; Vegas's `rtt_noload` drifting high, Netflix #165);
  * - a drop backs off and its RTT is ignored (Gradient2 ignores drops, and a drop's near-zero
- *   RTT reads as "fast": Netflix #176).
- * It does not grow while less than half of it is in use (an idle limit proves nothing).
+ *   RTT reads as "fast": Netflix #176);
+ * - it grows only when demand reached the limit (in-flight came within √limit of it, or
+ *   a request found no room), so a healthy limit stays close to real demand and the
+ *   burst admitted before a slowdown shows is small.
  */
 export class GradientLimit implements LimitAlgorithm {
   #limit: number;
@@ -49,22 +57,30 @@ export class GradientLimit implements LimitAlgorithm {
   readonly #max: number;
   readonly #tolerance: number;
   readonly #smoothing: number;
-  readonly #alpha: number;
   readonly #periodMs: number;
+  readonly #minWindowMs: number;
+  readonly #maxWindowMs: number;
   readonly #backoff: number;
   #recentRtt: number | undefined;
   #minRtt: number | undefined;
   #periodStartMs: number | undefined;
   #periodMin: number | undefined;
+  #windowStartMs: number | undefined;
+  #windowSum = 0;
+  #windowCount = 0;
+  #windowMaxInflight = 0;
+  #windowDropped = false;
+  #windowLimited = false;
 
   constructor(options: GradientLimitOptions = {}) {
     this.#min = options.min ?? 2;
     this.#max = options.max ?? 200;
     this.#limit = Math.min(this.#max, Math.max(this.#min, options.initial ?? 20));
     this.#tolerance = options.tolerance ?? 1.5;
-    this.#smoothing = options.smoothing ?? 0.2;
-    this.#alpha = 2 / ((options.recentSamples ?? 10) + 1);
+    this.#smoothing = options.smoothing ?? 1;
     this.#periodMs = options.minRttPeriodMs ?? 10_000;
+    this.#minWindowMs = options.minWindowMs ?? 1;
+    this.#maxWindowMs = options.maxWindowMs ?? 1000;
     this.#backoff = options.backoffRatio ?? 0.9;
   }
 
@@ -77,37 +93,54 @@ export class GradientLimit implements LimitAlgorithm {
     return this.#minRtt;
   }
 
-  /** The recent RTT (EMA) in ms, once a sample has been seen. */
+  /** The last window's mean RTT in ms, once a window has closed. */
   get recentRttMs(): number | undefined {
     return this.#recentRtt;
   }
 
   onSample(s: LimitSample): void {
+    this.#windowStartMs ??= s.nowMs;
+    this.#windowMaxInflight = Math.max(this.#windowMaxInflight, s.inflight);
+    if (s.limited) this.#windowLimited = true;
     if (s.dropped) {
-      this.#limit = Math.max(this.#min, this.#limit * this.#backoff);
-      return;
+      this.#windowDropped = true;
+    } else {
+      this.#windowSum += s.rttMs;
+      this.#windowCount++;
+      this.#trackMinRtt(s);
     }
-    const rtt = s.rttMs;
-    this.#recentRtt =
-      this.#recentRtt === undefined ? rtt : this.#recentRtt + this.#alpha * (rtt - this.#recentRtt);
-    this.#trackMinRtt(s);
-    const minRtt = this.#minRtt ?? rtt;
-    // A zero RTT (a clock that did not move) is as fast as it gets: no inflation.
-    const g =
-      this.#recentRtt <= 0
-        ? 1
-        : Math.min(1, Math.max(0.5, (this.#tolerance * minRtt) / this.#recentRtt));
-    if (g < 1) {
-      this.#limit -= this.#smoothing * this.#limit * (1 - g);
-    } else if (s.inflight * 2 >= this.#limit) {
-      this.#limit += this.#smoothing * Math.sqrt(this.#limit);
+    const windowMs = Math.min(this.#maxWindowMs, Math.max(this.#minWindowMs, this.#recentRtt ?? 0));
+    if (s.nowMs - this.#windowStartMs >= windowMs) this.#update(s.nowMs);
+  }
+
+  #update(nowMs: number): void {
+    if (this.#windowDropped) {
+      this.#limit *= this.#backoff;
+    } else if (this.#windowCount > 0) {
+      const rtt = this.#windowSum / this.#windowCount;
+      this.#recentRtt = rtt;
+      const minRtt = this.#minRtt ?? rtt;
+      // A zero RTT (a clock that did not move) is as fast as it gets: no inflation.
+      const g = rtt <= 0 ? 1 : Math.min(1, Math.max(0.5, (this.#tolerance * minRtt) / rtt));
+      const headroom = Math.sqrt(this.#limit);
+      if (g < 1) {
+        this.#limit -= this.#smoothing * this.#limit * (1 - g);
+      } else if (this.#windowLimited || this.#windowMaxInflight >= this.#limit - headroom) {
+        this.#limit += this.#smoothing * headroom;
+      }
     }
     this.#limit = Math.min(this.#max, Math.max(this.#min, this.#limit));
+    this.#windowStartMs = nowMs;
+    this.#windowSum = 0;
+    this.#windowCount = 0;
+    this.#windowMaxInflight = 0;
+    this.#windowDropped = false;
+    this.#windowLimited = false;
   }
 
   #trackMinRtt(s: LimitSample): void {
     if (this.#minRtt === undefined || s.rttMs < this.#minRtt) this.#minRtt = s.rttMs;
-    if (this.#periodStartMs === undefined) this.#periodStartMs = s.nowMs;
+    this.#periodStartMs ??= s.nowMs;
     if (s.inflight * 2 <= this.#limit) {
       this.#periodMin = Math.min(this.#periodMin ?? Infinity, s.rttMs);
     }

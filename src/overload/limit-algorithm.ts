@@ -11,6 +11,12 @@ export interface LimitSample {
    * says nothing about queueing (a drop is often answered at once) and is not used.
    */
   readonly dropped: boolean;
+  /**
+   * Since the previous sample, some request found no room under the limit (it was
+   * queued or refused): demand exceeds the limit, even if in-flight looks low because
+   * criticality ceilings kept it below the limit.
+   */
+  readonly limited: boolean;
 }
 
 /**

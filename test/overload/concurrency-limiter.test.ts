@@ -44,8 +44,7 @@ describe('ConcurrencyLimiter', () => {
       shedder: new LoadShedder(),
     });
     const admittedUpTo = (c: Criticality): number => {
-      let n = 0;
-      while (limiter.tryAcquire(c) !== undefined) n++;
+      while (limiter.tryAcquire(c) !== undefined);
       return limiter.inflight;
     };
     expect(CRITICALITIES.slice().reverse().map(admittedUpTo)).toEqual([5, 8, 9, 10]);

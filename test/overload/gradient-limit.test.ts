@@ -1,9 +1,10 @@
 /**
- * The gradient limit driven sample by sample on a manual clock (one sample per ms,
- * in flight = the limit, i.e. saturated, unless a case says otherwise). Periods are
- * stated in samples: with the defaults (tolerance 1.5, smoothing 0.2, recent RTT over
- * 10 samples) a 10× latency rise halves the limit within 10 samples, and after the
- * latency returns the limit is back within 10 % of where it was within 200 samples.
+ * The gradient limit driven sample by sample on a manual clock: one sample per ms, in
+ * flight = the limit (saturated) unless a case says otherwise. The limit changes once
+ * per window of about one mean RTT. Stated periods, with the defaults (tolerance 1.5, a
+ * full step per window): after a 10x latency rise (10 → 100 ms) the limit halves within
+ * 2 slow RTTs (200 ms) and reaches its minimum within 5 (500 ms); after the latency
+ * returns it is back within 10 % of where it was within 40 healthy RTTs (400 ms).
  */
 import { describe, expect, it } from 'vitest';
 import { AimdLimit, GradientLimit } from '../../src/overload.js';
@@ -16,7 +17,13 @@ function feed(
   inflight: (l: number) => number = (l) => l,
 ): number {
   for (let i = 0; i < n; i++) {
-    limit.onSample({ nowMs: from + i, rttMs, inflight: inflight(limit.limit), dropped: false });
+    limit.onSample({
+      nowMs: from + i,
+      rttMs,
+      inflight: inflight(limit.limit),
+      dropped: false,
+      limited: false,
+    });
   }
   return from + n;
 }
@@ -26,17 +33,18 @@ describe('GradientLimit', () => {
     const g = new GradientLimit({ initial: 20, min: 2, max: 100 });
     let t = feed(g, 0, 300, 10);
     const healthy = g.limit;
-    // Saturated at a steady 10 ms: g = 1 and it grows by 0.2·√L per sample up to max.
+    // Saturated at a steady 10 ms: g = 1, +√L per 10 ms window up to max.
     expect(healthy).toBe(100);
-    t = feed(g, t, 10, 100);
-    // 1st slow sample: recent = 10 + 90·2/11 = 26.4 → g = 15/26.4 = 0.57 → ×0.914; then
-    // g is clamped at 0.5 → ×0.9 per sample: 100 × 0.914 × 0.9^9 ≈ 35.
+    t = feed(g, t, 200, 100);
+    // Each window: g = 1.5 × 10 / (window mean) ≤ 0.5 once the mean passes 30 ms.
     expect(g.limit).toBeLessThanOrEqual(healthy / 2);
-    t = feed(g, t, 100, 100);
+    t = feed(g, t, 300, 100);
     expect(g.limit).toBe(2);
-    // Latency returns: recent falls below 15 ms after about 15 samples, then the limit
-    // grows by 0.2·√L per sample: 2 → 90 in about 10·(√90 − √2) ≈ 81 samples.
-    feed(g, t, 200, 10);
+    t = feed(g, t, 500, 100); // a long slowdown: it stays at the minimum
+    expect(g.limit).toBe(2);
+    // Latency returns: +√L per 10 ms window: 2 → 90 in about 2·(√90 − √2) ≈ 16 windows
+    // once the first healthy window closes (the last slow window lasts up to 100 ms).
+    feed(g, t, 400, 10);
     expect(g.limit).toBeGreaterThanOrEqual(0.9 * healthy);
   });
 
@@ -48,7 +56,7 @@ describe('GradientLimit', () => {
     let previous = Infinity;
     let inflated = 0;
     for (let i = 0; i < 1000; i++) {
-      g.onSample({ nowMs: 20 + i, rttMs: 17, inflight: g.limit, dropped: false });
+      g.onSample({ nowMs: 20 + i, rttMs: 17, inflight: g.limit, dropped: false, limited: false });
       if ((g.recentRttMs ?? 0) <= 15) continue;
       inflated++;
       expect(g.limit).toBeLessThanOrEqual(previous);
@@ -60,34 +68,42 @@ describe('GradientLimit', () => {
 
   it('the no-load RTT does not creep up under load (Envoy #11579), and follows a real change at low load', () => {
     const g = new GradientLimit({ initial: 20, min: 2, max: 200, minRttPeriodMs: 10_000 });
-    g.onSample({ nowMs: 0, rttMs: 10, inflight: 1, dropped: false });
+    g.onSample({ nowMs: 0, rttMs: 10, inflight: 1, dropped: false, limited: false });
     // 60 s of loaded samples at 20 ms (in flight = the limit): six periods end, none
     // had an unloaded sample, so the estimate stays at 10 ms.
     for (let t = 1; t <= 60_000; t += 10) {
-      g.onSample({ nowMs: t, rttMs: 20, inflight: g.limit, dropped: false });
+      g.onSample({ nowMs: t, rttMs: 20, inflight: g.limit, dropped: false, limited: false });
     }
     expect(g.minRttMs).toBe(10);
     // At low load (1 in flight) the baseline really is 20 ms now: after one period the
     // estimate follows it.
     for (let t = 60_001; t <= 80_001; t += 10) {
-      g.onSample({ nowMs: t, rttMs: 20, inflight: 1, dropped: false });
+      g.onSample({ nowMs: t, rttMs: 20, inflight: 1, dropped: false, limited: false });
     }
     expect(g.minRttMs).toBe(20);
   });
 
-  it('a drop backs off and its RTT is not read as fast (Netflix #176)', () => {
+  it("a window with a drop backs off by 0.9, and the drop's RTT is not read as fast (Netflix #176)", () => {
     const g = new GradientLimit({ initial: 50, min: 2, max: 200 });
-    feed(g, 0, 5, 10);
+    let t = feed(g, 0, 30, 10); // windows of 10 ms at 10 ms, saturated: it grows
     const before = g.limit;
-    g.onSample({ nowMs: 10, rttMs: 0, inflight: before, dropped: true });
-    expect(g.limit).toBe(Math.floor(before * 0.9));
+    g.onSample({ nowMs: t++, rttMs: 0, inflight: before, dropped: true, limited: false });
+    feed(g, t, 10, 10); // the window closes: the drop wins over growth
+    // before ≤ L < before + 1, so the backed-off limit is floor(L × 0.9):
+    expect(g.limit).toBeGreaterThanOrEqual(Math.floor(before * 0.9));
+    expect(g.limit).toBeLessThanOrEqual(Math.floor((before + 1) * 0.9));
     expect(g.minRttMs).toBe(10);
   });
 
-  it('does not grow while less than half of it is in use', () => {
+  it('grows only when demand reaches it: in flight within √limit of it, or a request found no room', () => {
     const g = new GradientLimit({ initial: 20, min: 2, max: 200 });
-    feed(g, 0, 500, 10, () => 9);
+    // 15 in flight < 20 − √20 ≈ 15.5: the limit is not what holds traffic back.
+    let t = feed(g, 0, 500, 10, () => 15);
     expect(g.limit).toBe(20);
+    // Requests queued (criticality ceilings can keep in-flight low while they wait).
+    g.onSample({ nowMs: t++, rttMs: 10, inflight: 15, dropped: false, limited: true });
+    feed(g, t, 10, 10, () => 15);
+    expect(g.limit).toBe(24); // 20 + √20
   });
 });
 
@@ -95,7 +111,7 @@ describe('AimdLimit', () => {
   it('+1 per good sample while in use, ×0.9 per drop or per sample over the timeout', () => {
     const a = new AimdLimit({ initial: 10, min: 1, max: 12, timeoutMs: 100 });
     const sample = (rttMs: number, dropped = false, inflight = 10) =>
-      a.onSample({ nowMs: 0, rttMs, inflight, dropped });
+      a.onSample({ nowMs: 0, rttMs, inflight, dropped, limited: false });
     sample(5);
     expect(a.limit).toBe(11);
     sample(5, false, 4); // 4·2 < 11: idle, no growth
