@@ -25,7 +25,7 @@ function orderedBounds(
   }
 }
 
-const limitSchema = z.discriminatedUnion('algorithm', [
+const limitForms = z.discriminatedUnion('algorithm', [
   z.object({ algorithm: z.literal('fixed'), limit: whole(1) }).strict(),
   z
     .object({
@@ -45,14 +45,42 @@ const limitSchema = z.discriminatedUnion('algorithm', [
       min: whole(1).default(2),
       max: whole(1).default(200),
       tolerance: z.number().min(1).default(1.5),
-      smoothing: ratio.default(0.2),
-      recentSamples: whole(1).default(10),
+      smoothing: ratio.default(1),
       minRttPeriod: durationMs.default(10_000),
       backoffRatio: backoffRatio.default(0.9),
     })
     .strict()
     .superRefine(orderedBounds),
 ]);
+
+const ALGORITHMS = ['fixed', 'aimd', 'gradient'] as const;
+
+/**
+ * The limit: the algorithm is checked first, so a wrong one is named as such, and the
+ * fields of a right one report their own issues (a plain union would say "matches none").
+ */
+const limitSchema = z.unknown().transform((v, ctx): z.output<typeof limitForms> => {
+  const algorithm = (v as { algorithm?: unknown } | null)?.algorithm;
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) {
+    ctx.addIssue({ code: 'custom', message: 'expected a mapping with an "algorithm"', input: v });
+    return z.NEVER;
+  }
+  if (!(ALGORITHMS as readonly unknown[]).includes(algorithm)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['algorithm'],
+      message: `must be one of ${ALGORITHMS.map((a) => `"${a}"`).join(', ')}, got ${JSON.stringify(algorithm) ?? 'nothing'}`,
+      input: v,
+    });
+    return z.NEVER;
+  }
+  const r = limitForms.safeParse(v, { error: issueText });
+  if (r.success) return r.data;
+  for (const i of r.error.issues) {
+    ctx.addIssue({ code: 'custom', path: i.path as PropertyKey[], message: i.message, input: v });
+  }
+  return z.NEVER;
+}) as unknown as z.ZodType<z.output<typeof limitForms>, z.input<typeof limitForms>>;
 
 const sharesSchema = z
   .object(Object.fromEntries(CRITICALITIES.map((c) => [c, ratio.optional()])))
@@ -144,8 +172,7 @@ export const overloadSchema = z
       min: 2,
       max: 200,
       tolerance: 1.5,
-      smoothing: 0.2,
-      recentSamples: 10,
+      smoothing: 1,
       minRttPeriod: 10_000,
       backoffRatio: 0.9,
     }),
