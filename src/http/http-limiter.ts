@@ -91,6 +91,12 @@ export interface EdgeOptions<Req> {
    * the authenticated caller); never take it from an untrusted header. @default 'CRITICAL'
    */
   readonly criticality?: (req: Req, ctx: RequestContext) => Criticality | undefined;
+  /**
+   * When the caller stops waiting, in ms on the boundary's clock (ms since the epoch by
+   * default), e.g. from a deadline header your callers send. A request that would have
+   * to queue past it is refused at once (`deadline`). @default none
+   */
+  readonly deadlineMs?: (req: Req, ctx: RequestContext) => number | undefined;
 }
 
 /** What a route adds to the shared options. */
@@ -160,6 +166,7 @@ export class EdgeLimiter<Req> {
   readonly #onError: ((error: unknown, route: string) => void) | undefined;
   readonly #overload: AdmissionBoundary | undefined;
   readonly #criticality: EdgeOptions<Req>['criticality'];
+  readonly #deadlineMs: EdgeOptions<Req>['deadlineMs'];
   readonly #stats: EdgeStats = {
     allowed: 0,
     'fail-open': 0,
@@ -203,6 +210,10 @@ export class EdgeLimiter<Req> {
     }
     this.#overload = options.overload;
     this.#criticality = options.criticality;
+    if (options.deadlineMs !== undefined && typeof options.deadlineMs !== 'function') {
+      throw httpConfigError('deadlineMs must be a function returning ms on the boundary clock');
+    }
+    this.#deadlineMs = options.deadlineMs;
   }
 
   /** Counts of outcomes so far (a copy). */
@@ -337,7 +348,11 @@ export class EdgeLimiter<Req> {
   ): Promise<EdgeVerdict> {
     const boundary = this.#overload as AdmissionBoundary;
     const criticality = this.#criticality?.(req, ctx);
-    const a = await boundary.admit(criticality === undefined ? {} : { criticality });
+    const deadlineMs = this.#deadlineMs?.(req, ctx);
+    const a = await boundary.admit({
+      ...(criticality === undefined ? {} : { criticality }),
+      ...(deadlineMs === undefined ? {} : { deadlineMs }),
+    });
     if (!a.admitted) {
       this.#emit('overloaded', route, result, a.reason);
       return {

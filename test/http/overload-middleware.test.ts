@@ -137,6 +137,47 @@ describe('sluice/http with an overload boundary (Express)', () => {
   });
 });
 
+describe('sluice/http: a deadline the queue cannot meet', () => {
+  it('is refused at once with reason deadline, while a request without one waits its turn', async () => {
+    const boundary = createAdmissionBoundary({
+      limit: { algorithm: 'fixed', limit: 1 },
+      queue: { size: 10, maxWait: '10s' },
+    });
+    const limits = createHttpRateLimit({
+      limiter: limiterOf(),
+      descriptor: () => ({ tenant: 'acme' }),
+      overload: boundary,
+      deadlineMs: (req) => {
+        const v = req.headers['x-deadline-ms'];
+        return typeof v === 'string' ? Number(v) : undefined;
+      },
+    });
+    const hold = gate();
+    const app = express();
+    app.get('/slow', limits.route(), async (_req, res) => {
+      await hold.opened;
+      res.json({ ok: true });
+    });
+    const { url } = await listen(createServer(app)).then((s) => (running.push(s), s));
+    const first = fetch(`${url}/slow`);
+    await until(() => boundary.stats().inflight === 1);
+    const waiting = fetch(`${url}/slow`);
+    await until(() => boundary.stats().queued === 1);
+    // Already past: it could only fail after waiting, so it is answered now.
+    const late = await fetch(`${url}/slow`, {
+      headers: { 'x-deadline-ms': String(Date.now() - 1) },
+    });
+    expect(late.status).toBe(503);
+    expect(JSON.parse(await late.text())).toMatchObject({
+      reason: 'deadline',
+      code: 'SLUICE_ERR_OVERLOAD_DEADLINE',
+    });
+    expect(boundary.stats().queued).toBe(1);
+    hold.open();
+    expect([(await first).status, (await waiting).status]).toEqual([200, 200]);
+  });
+});
+
 describe('sluice/fastify with an overload boundary', () => {
   async function app(boundary: AdmissionBoundary, hold: Promise<void>) {
     const limits = createFastifyRateLimit({
