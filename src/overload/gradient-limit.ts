@@ -48,8 +48,9 @@ export interface GradientLimitOptions {
  * - a drop backs off and its RTT is ignored (Gradient2 ignores drops, and a drop's near-zero
  *   RTT reads as "fast": Netflix #176);
  * - it grows only when demand reached the limit (in-flight came within √limit of it, or
- *   a request found no room), so a healthy limit stays close to real demand and the
- *   burst admitted before a slowdown shows is small.
+ *   a request found no room), and steps back toward demand when a window's in-flight
+ *   peak stays more than 2·√limit below it, so a healthy limit stays close to real
+ *   demand and the burst admitted before a slowdown shows is small.
  */
 export class GradientLimit implements LimitAlgorithm {
   #limit: number;
@@ -127,6 +128,11 @@ export class GradientLimit implements LimitAlgorithm {
         this.#limit -= this.#smoothing * this.#limit * (1 - g);
       } else if (this.#windowLimited || this.#windowMaxInflight >= this.#limit - headroom) {
         this.#limit += this.#smoothing * headroom;
+      } else if (this.#windowMaxInflight + 2 * headroom < this.#limit) {
+        // Demand stayed well below: step back toward it, by at most √limit per window,
+        // so a limit raised by a passing burst does not stay high, ready to admit a burst
+        // the next time a dependency slows.
+        this.#limit = Math.max(this.#windowMaxInflight + 2 * headroom, this.#limit - headroom);
       }
     }
     this.#limit = Math.min(this.#max, Math.max(this.#min, this.#limit));
