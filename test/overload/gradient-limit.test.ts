@@ -95,6 +95,19 @@ describe('GradientLimit', () => {
     expect(g.minRttMs).toBe(10);
   });
 
+  it('steps back toward demand, by at most √limit per window, when in flight stays 2·√limit below it', () => {
+    const g = new GradientLimit({ initial: 50, min: 2, max: 200 });
+    let previous = g.limit;
+    let t = 0;
+    for (let w = 0; w < 100; w++) {
+      t = feed(g, t, 10, 10, () => 2);
+      expect(previous - g.limit).toBeLessThanOrEqual(Math.ceil(Math.sqrt(previous)));
+      previous = g.limit;
+    }
+    // Settles where 2 + 2·√L = L: √L = 1 + √3, L ≈ 7.46 (demand plus headroom, not 50).
+    expect(g.limit).toBe(7);
+  });
+
   it('grows only when demand reaches it: in flight within √limit of it, or a request found no room', () => {
     const g = new GradientLimit({ initial: 20, min: 2, max: 200 });
     // 15 in flight < 20 − √20 ≈ 15.5: the limit is not what holds traffic back.
