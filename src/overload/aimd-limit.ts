@@ -1,4 +1,5 @@
 import type { LimitAlgorithm, LimitSample } from './limit-algorithm.js';
+import { checkRange } from './option-range.js';
 
 /** Options of {@link AimdLimit}; every field has a default. */
 export interface AimdLimitOptions {
@@ -27,7 +28,14 @@ export class AimdLimit implements LimitAlgorithm {
   readonly #backoff: number;
   readonly #timeoutMs: number;
 
+  /** Throws a `PolicyError` (`SLUICE_ERR_OVERLOAD_CONFIG_INVALID`) for an option out of range. */
   constructor(options: AimdLimitOptions = {}) {
+    const o = options;
+    checkRange('AIMD limit', 'min', o.min, 1, o.max ?? Infinity);
+    checkRange('AIMD limit', 'max', o.max, o.min ?? 1, Infinity);
+    checkRange('AIMD limit', 'initial', o.initial, 1, Infinity);
+    checkRange('AIMD limit', 'backoffRatio', o.backoffRatio, 0.5, 0.999_999);
+    checkRange('AIMD limit', 'timeoutMs', o.timeoutMs, 0, Infinity, true);
     this.#min = options.min ?? 1;
     this.#max = options.max ?? 200;
     this.#limit = Math.min(this.#max, Math.max(this.#min, options.initial ?? 20));

@@ -1,4 +1,5 @@
 import type { LimitAlgorithm, LimitSample } from './limit-algorithm.js';
+import { checkRange } from './option-range.js';
 
 /** Options of {@link GradientLimit}; every field has a default. */
 export interface GradientLimitOptions {
@@ -73,7 +74,18 @@ export class GradientLimit implements LimitAlgorithm {
   #windowDropped = false;
   #windowLimited = false;
 
+  /** Throws a `PolicyError` (`SLUICE_ERR_OVERLOAD_CONFIG_INVALID`) for an option out of range. */
   constructor(options: GradientLimitOptions = {}) {
+    const o = options;
+    checkRange('gradient limit', 'min', o.min, 1, o.max ?? Infinity);
+    checkRange('gradient limit', 'max', o.max, o.min ?? 1, Infinity);
+    checkRange('gradient limit', 'initial', o.initial, 1, Infinity);
+    checkRange('gradient limit', 'tolerance', o.tolerance, 1, Infinity);
+    checkRange('gradient limit', 'smoothing', o.smoothing, 0, 1, true);
+    checkRange('gradient limit', 'minRttPeriodMs', o.minRttPeriodMs, 0, Infinity, true);
+    checkRange('gradient limit', 'minWindowMs', o.minWindowMs, 0, o.maxWindowMs ?? Infinity);
+    checkRange('gradient limit', 'maxWindowMs', o.maxWindowMs, 0, Infinity, true);
+    checkRange('gradient limit', 'backoffRatio', o.backoffRatio, 0.5, 0.999_999);
     this.#min = options.min ?? 2;
     this.#max = options.max ?? 200;
     this.#limit = Math.min(this.#max, Math.max(this.#min, options.initial ?? 20));

@@ -7,7 +7,7 @@
  * returns it is back within 10 % of where it was within 40 healthy RTTs (400 ms).
  */
 import { describe, expect, it } from 'vitest';
-import { AimdLimit, GradientLimit } from '../../src/overload.js';
+import { AimdLimit, FixedLimit, GradientLimit } from '../../src/overload.js';
 
 function feed(
   limit: GradientLimit,
@@ -136,5 +136,22 @@ describe('AimdLimit', () => {
     expect(a.limit).toBe(10);
     sample(5, true); // 10.8 × 0.9 = 9.72
     expect(a.limit).toBe(9);
+  });
+});
+
+describe('limit algorithms built in code', () => {
+  it('refuse options out of range, naming the option', () => {
+    expect(() => new GradientLimit({ tolerance: 0.5 })).toThrow(
+      'gradient limit: tolerance must be in [1, ∞), got 0.5',
+    );
+    expect(() => new GradientLimit({ min: 10, max: 5 })).toThrow(
+      'gradient limit: min must be in [1, 5], got 10',
+    );
+    expect(() => new AimdLimit({ backoffRatio: 1 })).toThrow(
+      'AIMD limit: backoffRatio must be in [0.5, 0.999999], got 1',
+    );
+    expect(() => new FixedLimit(0)).toThrow(
+      'fixed limit: limit must be in [1, 9007199254740991], got 0',
+    );
   });
 });
