@@ -150,8 +150,8 @@ describe('limit algorithms built in code', () => {
     expect(() => new AimdLimit({ backoffRatio: 1 })).toThrow(
       'AIMD limit: backoffRatio must be in [0.5, 0.999999], got 1',
     );
-    expect(() => new FixedLimit(0)).toThrow(
-      'fixed limit: limit must be in [1, 9007199254740991], got 0',
+    expect(() => new FixedLimit(2.5)).toThrow(
+      'fixed limit: limit must be a whole number >= 1, got 2.5',
     );
   });
 });
