@@ -183,6 +183,22 @@ describe('npm pack', () => {
     expect(stdout.trim()).toBe('200 429 3600 function absent absent');
   });
 
+  it('ships no internals in its declarations: no @internal, none of the limiter-to-store side doors', async () => {
+    const dist = join(dir, 'node_modules/sluice/dist');
+    const files = (await readdir(dist, { recursive: true })).filter((f) => f.endsWith('.d.ts'));
+    expect(files).toContain('stores/memory/memory-store.d.ts'); // the scan reads the store
+    const found: string[] = [];
+    for (const file of files) {
+      const text = await readFile(join(dist, file), 'utf8');
+      if (text.includes('@internal')) found.push(`${file}: @internal`);
+      // Declarations only: a comment may still name a member in prose.
+      const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
+      for (const m of code.matchAll(/\b(decideIn|decideOne|valueIndex|ValueIndex|BucketRef)\b/g))
+        found.push(`${file}: ${m[1]}`);
+    }
+    expect(found).toEqual([]);
+  });
+
   it('type-checks the README example and every export path against the packed declarations', async () => {
     // The README's block is examples/quickstart.ts verbatim (test/readme.test.ts holds that).
     await writeFile(

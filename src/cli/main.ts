@@ -186,6 +186,7 @@ program
             ? {}
             : { responseHeaders: settings.responseHeaders }),
           responseDynamicMetadata: settings.responseDynamicMetadata,
+          decisionMode: settings.decisionMode,
           logger,
         });
         const stop = (): void => {

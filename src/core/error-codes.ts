@@ -54,7 +54,7 @@ export const ERROR_CODES = Object.freeze({
     httpStatus: 400,
     grpcStatus: GRPC_INVALID_ARGUMENT,
     summary:
-      'A descriptor is empty, has duplicate or empty keys, or a value that is not a well-formed string within the length limit.',
+      'A request has too many descriptors, or one is empty, has too many entries, an empty, duplicate or too long key, or a too long or bad value.',
   },
   SLUICE_ERR_DESCRIPTOR_UNMATCHED: {
     family: 'policy',
@@ -126,7 +126,7 @@ export const ERROR_CODES = Object.freeze({
     httpStatus: 503,
     grpcStatus: GRPC_UNAVAILABLE,
     summary:
-      'A batch spans several Redis Cluster slots and the store\'s crossSlot strategy is "reject"; nothing was applied.',
+      'A batch spans several Redis Cluster slots and the store\'s crossSlot strategy is "reject", or it holds a request that charges denials (decide those independently); nothing was applied.',
   },
   SLUICE_ERR_STORE_CLOSED: {
     family: 'store',

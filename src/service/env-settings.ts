@@ -11,6 +11,7 @@ import {
   wholeNumber,
   type SettingValue,
 } from '../config/env-values.js';
+import { DECISION_MODES, type DecisionMode } from '../config/envoy/envoy-config.js';
 import { ENVOY_RUNTIME_DEFAULTS } from '../config/envoy/runtime-dir.js';
 import { PolicyError, formatIssue, type PolicyIssue } from '../core/errors.js';
 import { DEFAULT_NEAR_LIMIT_RATIO } from '../metrics/rule-hits.js';
@@ -137,6 +138,15 @@ export const SERVICE_SETTINGS = {
   runtimeAppDirectory: setting('RUNTIME_APPDIRECTORY', anyText, runtime.runtimeAppDirectory),
   runtimeWatchRoot: setting('RUNTIME_WATCH_ROOT', goBool, runtime.runtimeWatchRoot),
   runtimeIgnoreDotFiles: setting('RUNTIME_IGNOREDOTFILES', goBool, runtime.runtimeIgnoreDotFiles),
+  decisionMode: setting(
+    'SLUICE_DECISION_MODE',
+    oneOf(
+      Object.fromEntries(DECISION_MODES.map((m) => [m, m])) as Record<DecisionMode, DecisionMode>,
+      DECISION_MODES.join(' or '),
+    ),
+    'per-descriptor' as DecisionMode,
+    { upstream: false },
+  ),
 } as const;
 
 export type SettingKey = keyof typeof SERVICE_SETTINGS;
@@ -181,6 +191,8 @@ export interface ServiceSettings {
   readonly logLevel: string;
   /** `LOG_FORMAT=text` was asked for; Sluice logs JSON only and says so at start. */
   readonly logFormatText: boolean;
+  /** `SLUICE_DECISION_MODE`: how envoy requests are charged where a domain does not say. */
+  readonly decisionMode: DecisionMode;
 }
 
 type Parsed = z.output<typeof serviceSettingsSchema>;
@@ -284,6 +296,7 @@ export function readServiceSettings(
     responseDynamicMetadata: v.responseDynamicMetadata,
     logLevel: v.logLevel,
     logFormatText: v.logFormat === 'text',
+    decisionMode: v.decisionMode,
   });
 }
 
@@ -299,4 +312,33 @@ export function readSetting<K extends SettingKey>(
   const result = parse([key], env, flags);
   if ('issues' in result) refuse(result.issues);
   return result.values[key];
+}
+
+/** The `ServeOptions` fields that are also settings, checked by the same rules. */
+const CHECKED_OPTIONS = [
+  'port',
+  'grpcPort',
+  'host',
+  'grpcHost',
+  'storeTimeoutMs',
+  'keyPrefix',
+  'nearLimitRatio',
+] as const satisfies readonly SettingKey[];
+
+/**
+ * Checks the `ServeOptions` fields that a variable or flag can also set, by the rules
+ * those follow, so that `startService({ storeTimeoutMs: 0 })` is refused as
+ * `STORE_TIMEOUT_MS=0` is. Throws `PolicyError` (`SLUICE_ERR_CONFIG_INVALID`) naming
+ * each option.
+ */
+export function checkServeOptionValues(
+  options: Readonly<Partial<Record<(typeof CHECKED_OPTIONS)[number], string | number>>>,
+): void {
+  const given = CHECKED_OPTIONS.filter((k) => options[k] !== undefined);
+  const result = parse(
+    given,
+    {},
+    given.map((k) => ({ setting: k, flag: k, value: String(options[k]) })),
+  );
+  if ('issues' in result) refuse(result.issues);
 }

@@ -33,6 +33,7 @@ describe('readServiceSettings: one validation for environment variables and flag
       responseDynamicMetadata: false,
       logLevel: 'info',
       logFormatText: false,
+      decisionMode: 'per-descriptor',
     });
   });
 
@@ -59,6 +60,7 @@ describe('readServiceSettings: one validation for environment variables and flag
           LOG_LEVEL: 'WARNING',
           LOG_FORMAT: 'text',
           RUNTIME_WATCH_ROOT: 'f',
+          SLUICE_DECISION_MODE: 'all-or-nothing',
         },
         [{ setting: 'port', flag: '--port', value: '0' }],
       ),
@@ -82,6 +84,7 @@ describe('readServiceSettings: one validation for environment variables and flag
       responseDynamicMetadata: true,
       logLevel: 'warn',
       logFormatText: true,
+      decisionMode: 'all-or-nothing',
     });
   });
 

@@ -39,6 +39,8 @@ export interface EnvoyYamlDescriptor {
 export interface EnvoyYamlRoot {
   readonly domain: string;
   readonly descriptors: readonly EnvoyYamlDescriptor[];
+  /** The raw top-level `sluice:` block (the domain's settings), checked when built. */
+  readonly sluice?: GoNode;
 }
 
 /** What decoding found besides the values. */
@@ -355,7 +357,10 @@ function noteRepeatedKeys(
   }
 }
 
-/** Reports `sluice:` blocks anywhere but on a descriptor (they would be ignored). */
+/**
+ * Reports `sluice:` blocks anywhere but on a descriptor or at the top level (they would be
+ * ignored).
+ */
 function findMisplacedSluice(node: GoNode, path: string, notes: DecodeNotes, top: boolean): void {
   if (node.kind === 'seq') {
     node.items.forEach((item, i) => findMisplacedSluice(item, `${path}[${i}]`, notes, false));
@@ -365,8 +370,11 @@ function findMisplacedSluice(node: GoNode, path: string, notes: DecodeNotes, top
   for (const { key, value } of collapsed(node)) {
     if (key.kind !== 'scalar') continue;
     const child = path === '' ? key.text : `${path}.${key.text}`;
-    if (key.text === 'sluice' && (top || !/descriptors\[\d+\]$/.test(path))) {
-      notes.problems.push([child, 'a sluice block belongs on a descriptor, beside rate_limit']);
+    if (key.text === 'sluice' && !top && !/descriptors\[\d+\]$/.test(path)) {
+      notes.problems.push([
+        child,
+        'a sluice block belongs on a descriptor, beside rate_limit, or at the top level (the domain)',
+      ]);
     } else if (key.text !== 'metadata' && key.text !== 'sluice') {
       findMisplacedSluice(value, child, notes, false);
     }
@@ -379,13 +387,16 @@ function findMisplacedSluice(node: GoNode, path: string, notes: DecodeNotes, top
  */
 export function decodeRoot(root: GoNode | undefined): { root: EnvoyYamlRoot; notes: DecodeNotes } {
   const notes: DecodeNotes = { typeErrors: [], problems: [], warnings: [] };
-  const out = { domain: '', descriptors: [] as EnvoyYamlDescriptor[] };
+  const out: Mutable<EnvoyYamlRoot> = { domain: '', descriptors: [] };
   if (root !== undefined && !isNullNode(root)) {
     noteRepeatedKeys(root, '', notes);
     findMisplacedSluice(root, '', notes, true);
-    eachField(root, 'config.YamlRoot', '', notes, new Set(['domain', 'descriptors']), (f, v) => {
+    const fields = new Set(['domain', 'descriptors', 'sluice']);
+    eachField(root, 'config.YamlRoot', '', notes, fields, (f, v) => {
       if (f === 'domain') out.domain = decodeString(v, notes);
-      else out.descriptors = decodeDescriptors(v, '', notes);
+      else if (f === 'descriptors') out.descriptors = decodeDescriptors(v, '', notes);
+      else if (isNullNode(v)) delete out.sluice;
+      else out.sluice = v;
     });
   }
   return { root: out, notes };

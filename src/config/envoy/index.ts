@@ -3,12 +3,14 @@
  * (plus the runtime-directory loader). See docs/envoy-config.md.
  */
 export {
+  DECISION_MODES,
   ENVOY_UNITS,
   ENVOY_UNIT_NUMBERS,
   parseEnvoyUnit,
   publicRuleName,
   unitToMs,
   unitToSeconds,
+  type DecisionMode,
   type EnvoyConfig,
   type EnvoyDescriptorLevel,
   type EnvoyDescriptorNode,

@@ -216,8 +216,14 @@ export interface EnvoyDirOptions {
 export async function loadEnvoyConfigDir(
   settings: EnvoyRuntimeSettings,
   options: EnvoyDirOptions = {},
-): Promise<{ config: EnvoyConfig; files: readonly EnvoyRuntimeFile[] }> {
-  const { files, warnings } = await listEnvoyConfigFiles(settings);
+): Promise<{
+  config: EnvoyConfig;
+  files: readonly EnvoyRuntimeFile[];
+  /** The directories walked, and the walk's base: see {@link listEnvoyConfigFiles}. */
+  dirs: readonly string[];
+  base?: string;
+}> {
+  const { files, warnings, dirs, base } = await listEnvoyConfigFiles(settings);
   const sources: EnvoyConfigSource[] = [];
   const read: EnvoyRuntimeFile[] = [];
   for (const f of files) {
@@ -234,5 +240,10 @@ export async function loadEnvoyConfigDir(
     domains: config.domains,
     warnings: Object.freeze([...warnings.map((w) => Object.freeze(w)), ...config.warnings]),
   });
-  return { config: merged, files: Object.freeze(read) };
+  return {
+    config: merged,
+    files: Object.freeze(read),
+    dirs: Object.freeze(dirs),
+    ...(base === undefined ? {} : { base }),
+  };
 }

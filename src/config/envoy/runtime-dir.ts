@@ -129,20 +129,26 @@ export const codeOf = (e: unknown): string =>
  * its loader reads everything). Dot files and dot directories are skipped only with
  * `RUNTIME_IGNOREDOTFILES`. Unreadable entries (a symlink to a directory, a missing
  * directory) are skipped with a warning, as upstream logs and skips them. Files are
- * returned sorted by runtime key (upstream's order is random).
+ * returned sorted by runtime key (upstream's order is random). `dirs` lists the
+ * directories walked (the base first), `base` the directory the walk starts from: the
+ * places whose changes make another walk read something else.
  */
-export async function listEnvoyConfigFiles(
-  settings: EnvoyRuntimeSettings,
-): Promise<{ files: EnvoyRuntimeFile[]; warnings: PolicyIssue[] }> {
+export async function listEnvoyConfigFiles(settings: EnvoyRuntimeSettings): Promise<{
+  files: EnvoyRuntimeFile[];
+  warnings: PolicyIssue[];
+  dirs: string[];
+  base?: string;
+}> {
   const warnings: PolicyIssue[] = [];
   const plan = walkPlan(settings);
   if ('none' in plan) {
     warnings.push({ path: '', message: plan.none });
-    return { files: [], warnings };
+    return { files: [], warnings, dirs: [] };
   }
   const { base, prefix } = plan;
   const skipDot = (name: string): boolean => settings.runtimeIgnoreDotFiles && name.startsWith('.');
   const files: EnvoyRuntimeFile[] = [];
+  const dirs: string[] = [];
   const walk = async (dir: string): Promise<void> => {
     let entries;
     try {
@@ -151,6 +157,7 @@ export async function listEnvoyConfigFiles(
       warnings.push({ file: dir, path: '', message: `runtime: error processing: ${codeOf(e)}` });
       return;
     }
+    dirs.push(dir);
     entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const entry of entries) {
       if (skipDot(entry.name)) continue;
@@ -180,5 +187,5 @@ export async function listEnvoyConfigFiles(
     warnings.push({ file: base, path: '', message: `runtime: error processing: ${codeOf(e)}` });
   }
   files.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  return { files, warnings };
+  return { files, warnings, dirs, base };
 }

@@ -94,6 +94,27 @@ describe('upstream validation messages: one fixture per mistake', () => {
     expect(c.domains.shop!.files).toEqual(['shop-a.yaml', 'shop-b.yaml']);
   });
 
+  it('a top-level sluice.decision sets the domain’s decision mode; merged files must agree', () => {
+    expect(loadFixtures(['merge-decision-1.yaml']).domains.shop!.decision).toBe('all-or-nothing');
+    expect(loadFixtures(['shop-a.yaml']).domains.shop!.decision).toBeUndefined();
+    // a file without the block leaves the domain's setting as it is
+    const merged = loadFixtures(['merge-decision-3.yaml', 'merge-decision-1.yaml'], true);
+    expect(merged.domains.shop!.decision).toBe('all-or-nothing');
+    const e = errorOf(() =>
+      loadFixtures(
+        ['merge-decision-1.yaml', 'merge-decision-3.yaml', 'merge-decision-2.yaml'],
+        true,
+      ),
+    );
+    expect(issuesOf(e)).toEqual([
+      [
+        'merge-decision-2.yaml',
+        'sluice.decision',
+        '"per-descriptor" conflicts with "all-or-nothing" set for the same domain in merge-decision-1.yaml',
+      ],
+    ]);
+  });
+
   it('merging is not deep: the same composite key in two files is a duplicate', () => {
     const e = errorOf(() => loadFixtures(['shop-a.yaml', 'shop-c.yaml'], true));
     expect(issuesOf(e)).toEqual([
@@ -185,8 +206,19 @@ describe('Sluice extension validation', () => {
     [
       'sluice-misplaced.yaml',
       'descriptors[0].rate_limit.sluice',
-      'a sluice block belongs on a descriptor, beside rate_limit',
+      'a sluice block belongs on a descriptor, beside rate_limit, or at the top level (the domain)',
     ],
+    [
+      'sluice-domain-bad-decision.yaml',
+      'sluice.decision',
+      'expected one of per-descriptor, all-or-nothing; got "all_or_nothing"',
+    ],
+    [
+      'sluice-domain-unknown-field.yaml',
+      'sluice',
+      "unknown field 'algorithm' (expected decision) ('algorithm' belongs in a descriptor's sluice block)",
+    ],
+    ['sluice-domain-not-a-map.yaml', 'sluice', 'expected a map with decision'],
   ];
 
   it.each(cases)('%s', (file, path, message) => {
