@@ -18,7 +18,8 @@ import {
   type AdmissionBoundary,
 } from '../../src/overload.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
-import { listen, snapshot, type Listening } from './serve.js';
+import { listen, type Listening } from '../support/listen.js';
+import { snapshot } from './serve.js';
 
 const running: Listening[] = [];
 afterEach(async () => {
@@ -195,7 +196,7 @@ describe('sluice/fastify with an overload boundary', () => {
     });
     await f.listen({ port: 0, host: '127.0.0.1' });
     const address = f.server.address() as { port: number };
-    running.push({ url: '', close: () => f.close() });
+    running.push({ port: address.port, url: '', close: () => f.close() });
     return `http://127.0.0.1:${address.port}`;
   }
 

@@ -40,7 +40,7 @@ import {
   type AdmissionBoundary,
   type Criticality,
 } from '../../src/overload.js';
-import { listen, type Listening } from './serve.js';
+import { listen, type Listening } from '../support/listen.js';
 
 const RATE_PER_S = 140;
 const HEALTHY_MS = 4_500;

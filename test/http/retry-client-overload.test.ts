@@ -8,7 +8,7 @@ import { ManualClock } from '../../src/core/clock.js';
 import { createRetryingFetch } from '../../src/http/retry-client.js';
 import { ClientThrottle, OverloadError } from '../../src/overload.js';
 import { mulberry32 } from '../support/random.js';
-import { listen, type Listening } from './serve.js';
+import { listen, type Listening } from '../support/listen.js';
 
 const running: Listening[] = [];
 afterEach(async () => {
