@@ -18,7 +18,8 @@
  * Retry-After, reason), and admitted latency stays near the healthy latency. The
  * boundary's settings are stated where it is built: a gradient limit with tolerance
  * 1.5 (above the 1.2x that the slower call adds to an unqueued request, so the slowdown
- * alone does not shed) and a floor of 8 (room for the critical traffic, 42/s × ~80 ms ≈
+ * alone does not shed), half steps per window (smoothing 0.5: less overshoot around the
+ * slowed equilibrium) and a floor of 8 (room for the critical traffic, 42/s × ~80 ms ≈
  * 3.4 in flight, with a margin for event-loop stalls on a busy machine), SHEDDABLE
  * limited to 40 % of the limit, and a LIFO queue of 10 ms.
  *
@@ -277,7 +278,14 @@ describe('a downstream that slows 10x under a steady load', () => {
   it('without the boundary latency climbs for as long as it lasts; with it admitted p99 stays within 2x of healthy and CRITICAL keeps >= 95 % while SHEDDABLE is shed first', async () => {
     const without = summarize('without the boundary', await runScenario(undefined));
     const boundary = createAdmissionBoundary({
-      limit: { algorithm: 'gradient', initial: 20, min: 8, max: 200, tolerance: 1.5 },
+      limit: {
+        algorithm: 'gradient',
+        initial: 20,
+        min: 8,
+        max: 200,
+        tolerance: 1.5,
+        smoothing: 0.5,
+      },
       shares: { SHEDDABLE: 0.4 },
       queue: { size: 50, maxWait: '10ms', order: 'lifo' },
     });
