@@ -102,7 +102,7 @@ describe('npm pack', () => {
   });
 
   it('packs the build, its Lua scripts and protos, the docs and example policies, and no sources', () => {
-    for (const entry of ['index', 'redis', 'client', 'http', 'fastify']) {
+    for (const entry of ['index', 'redis', 'client', 'http', 'fastify', 'overload']) {
       expect(packed).toContain(`dist/${entry}.js`);
       expect(packed).toContain(`dist/${entry}.d.ts`);
     }
@@ -213,6 +213,7 @@ describe('npm pack', () => {
        import { SluiceClient } from 'sluice/client';
        import { createHttpRateLimit } from 'sluice/http';
        import { createFastifyRateLimit } from 'sluice/fastify';
+       import { createAdmissionBoundary, type Criticality } from 'sluice/overload';
        // @ts-expect-error createLimiter needs options
        createLimiter();
        // @ts-expect-error a Decision's status is a Status
@@ -225,6 +226,10 @@ describe('npm pack', () => {
        createHttpRateLimit();
        // @ts-expect-error createFastifyRateLimit needs options
        createFastifyRateLimit();
+       // @ts-expect-error the queue's order is 'fifo' or 'lifo'
+       createAdmissionBoundary({ queue: { order: 'random' } });
+       // @ts-expect-error a Criticality is one of the four levels
+       export const level: Criticality = 'URGENT';
       `,
     );
     await writeFile(

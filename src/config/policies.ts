@@ -5,6 +5,7 @@ import type { DescriptorEntry } from '../core/descriptor.js';
 import { PolicyError, formatIssue, type PolicyIssue } from '../core/errors.js';
 import { ALGORITHM_KINDS, type MatchEntry, type Policy } from '../core/policy.js';
 import { issueText } from './issue-text.js';
+import { overloadIssues, type OverloadConfig } from './overload-schema.js';
 
 /** A policy name: stable, public, safe inside storage keys and metric labels. */
 export const POLICY_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
@@ -62,7 +63,9 @@ const baseFields = {
 const BASE_KEYS = new Set(Object.keys(baseFields));
 const baseSchema = z.object(baseFields);
 
-const fileSchema = z.object({ policies: z.array(z.unknown()) }).strict();
+const fileSchema = z
+  .object({ policies: z.array(z.unknown()), overload: z.unknown().optional() })
+  .strict();
 
 /**
  * The user-facing shape of one policy, as written in a policy file or passed to
@@ -76,6 +79,8 @@ export interface PolicySet {
   readonly policies: readonly Policy[];
   /** Where the policies came from (a file path), when they came from a file. */
   readonly source?: string;
+  /** The file's `overload` section (docs/overload.md), when it has one. */
+  readonly overload?: OverloadConfig;
 }
 
 function pathOf(prefix: readonly PropertyKey[], path: readonly PropertyKey[]): string {
@@ -299,6 +304,13 @@ export function parsePolicyDocument(doc: unknown, file?: string): PolicySet {
     if (!(e instanceof PolicyError)) throw e;
     issues.push(...e.issues);
   }
+  const overload =
+    isRecord(doc) && doc['overload'] !== undefined
+      ? overloadIssues(doc['overload'], ['overload'], file)
+      : undefined;
+  if (overload !== undefined) issues.push(...overload.issues);
   if (issues.length > 0 || set === undefined) fail(issues);
-  return set;
+  return overload?.config === undefined
+    ? set
+    : Object.freeze({ ...set, overload: deepFreeze(overload.config) });
 }

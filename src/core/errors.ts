@@ -21,7 +21,7 @@ export class SluiceError extends Error {
 
   /** The decision status this error stands for. */
   get status(): Status {
-    return this.family === 'store' ? 'UNAVAILABLE' : 'INVALID_POLICY';
+    return this.family === 'store' || this.family === 'overload' ? 'UNAVAILABLE' : 'INVALID_POLICY';
   }
 }
 

@@ -353,6 +353,7 @@ describe('Express: errors never leak', () => {
       unavailable: 0,
       skipped: 1,
       error: 0,
+      overloaded: 0,
     });
   });
 });
