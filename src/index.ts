@@ -6,6 +6,8 @@ export type { Clock } from './core/clock.js';
 export { ManualClock, SystemClock, systemClock } from './core/clock.js';
 export type { Descriptor, DescriptorEntry, DescriptorInput } from './core/descriptor.js';
 export { toDescriptor, DEFAULT_MAX_DESCRIPTOR_VALUE_LENGTH } from './core/descriptor.js';
+export type { DescriptorLimits } from './core/descriptor-limits.js';
+export { DEFAULT_DESCRIPTOR_LIMITS, descriptorLimits } from './core/descriptor-limits.js';
 export type {
   AlgorithmKind,
   CostRule,
@@ -17,7 +19,7 @@ export type {
 export { ALGORITHM_KINDS } from './core/policy.js';
 export type { ErrorCode, ErrorCodeInfo, ErrorFamily } from './core/error-codes.js';
 export { ERROR_CODES } from './core/error-codes.js';
-export type { PolicyIssue, SluiceErrorOptions } from './core/errors.js';
+export type { PolicyIssue, SluiceErrorOptions, StoreFailureReason } from './core/errors.js';
 export { PolicyError, ProtocolError, SluiceError, StoreError, formatIssue } from './core/errors.js';
 export { parseDurationMs } from './core/duration.js';
 
@@ -72,5 +74,6 @@ export {
   createLimiter,
   type CheckItem,
   type CheckOptions,
+  type DecideOptions,
   type LimiterOptions,
 } from './limiter/limiter.js';

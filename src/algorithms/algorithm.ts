@@ -19,7 +19,9 @@ export interface Transition<S> {
  * - `cost` is a non-negative safe integer; cost 0 only reads (nothing is consumed);
  *   a cost above `capacity(params)` returns status `INVALID_POLICY`, allowed false and
  *   the state unchanged (the limiter rejects such costs earlier with a typed error);
- * - a denied request consumes nothing.
+ * - a denied request consumes nothing, and reports the remaining capacity it found;
+ * - except under params from `chargingDenied` (see there), where a denied request is
+ *   charged too, and a cost above capacity is `OVER_LIMIT` with `retryAfterMs` Infinity.
  */
 export interface Algorithm<P, S> {
   readonly kind: AlgorithmKind;
@@ -33,6 +35,18 @@ export interface Algorithm<P, S> {
   ttlMs(params: P): number;
   /** The largest cost that can ever be admitted (burst, limit or queue size). */
   capacity(params: P): number;
+  /**
+   * `params` changed so that every request is charged, admitted or denied, as
+   * envoyproxy/ratelimit counts (an INCRBY per hit, compared with the limit afterwards):
+   * a denial still adds its cost, so the count can pass the limit and keeps denying until
+   * the window ends. Only an algorithm that can count that way has it (fixed window).
+   */
+  chargingDenied?(params: P): P;
+  /**
+   * Whether `params` charge a denied request (came from `chargingDenied`): a store then
+   * writes a denial's state too, whatever the rest of its batch decides.
+   */
+  chargesDenied?(params: P): boolean;
   /**
    * `transition` as an allocation-free step, for a store that owns its states and can
    * update them in place (MemoryStore). `transition` is built from the same step, so the

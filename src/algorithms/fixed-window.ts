@@ -23,9 +23,18 @@ export interface WindowParams {
 }
 
 /** Fixed window parameters (validated). */
-export type FixedWindowParams = WindowParams;
+export interface FixedWindowParams extends WindowParams {
+  /**
+   * Denied requests are charged too (`fixedWindow.chargingDenied`, never a policy field):
+   * the count can pass `limit`, and the window then denies until it ends.
+   */
+  readonly chargeDenied?: true;
+}
 
-/** Fixed window state: units admitted in window number `window` (`floor(nowMs / windowMs)`). */
+/**
+ * Fixed window state: units counted in window number `window` (`floor(nowMs / windowMs)`).
+ * The count is at most `limit`, unless denied requests are charged.
+ */
 export interface FixedWindowState {
   readonly window: number;
   readonly count: number;
@@ -61,7 +70,8 @@ function step(
   next.window = window;
   next.count = count;
 
-  if (cost > p.limit) {
+  const charge = p.chargeDenied === true;
+  if (cost > p.limit && !charge) {
     unfittable(out, p.limit, p.limit - count);
     return;
   }
@@ -72,8 +82,16 @@ function step(
     decide(out, 'OK', p.limit, p.limit - used, 0, used > 0 ? untilEndMs : 0);
     return;
   }
-  // The next window starts empty and cost <= limit, so it fits then.
-  decide(out, 'OVER_LIMIT', p.limit, p.limit - count, untilEndMs, count > 0 ? untilEndMs : 0);
+  // A denial reports the capacity it found (none, once a charged count passed the limit).
+  const found = Math.max(0, p.limit - count);
+  if (charge) {
+    next.count = count + cost;
+    // A cost above the limit never fits; any other fits the next window, which starts empty.
+    const retryMs = cost > p.limit ? Infinity : untilEndMs;
+    decide(out, 'OVER_LIMIT', p.limit, found, retryMs, untilEndMs);
+    return;
+  }
+  decide(out, 'OVER_LIMIT', p.limit, found, untilEndMs, count > 0 ? untilEndMs : 0);
 }
 
 const inPlace: InPlaceStep<FixedWindowParams, FixedWindowState> = {
@@ -98,5 +116,7 @@ export const fixedWindow: Algorithm<FixedWindowParams, FixedWindowState> = {
   transition: pureTransition(inPlace),
   ttlMs: (p) => p.windowMs,
   capacity: (p) => p.limit,
+  chargingDenied: (p) => Object.freeze({ ...p, chargeDenied: true as const }),
+  chargesDenied: (p) => p.chargeDenied === true,
   inPlace,
 };

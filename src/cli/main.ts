@@ -1,21 +1,24 @@
 #!/usr/bin/env node
-import { readdir, readFile, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import {
-  formatEnvoyConfigError,
-  loadEnvoyConfigFiles,
-  type EnvoyConfigSource,
-} from '../config/envoy/index.js';
+import { formatEnvoyConfigError, loadEnvoyConfigPath } from '../config/envoy/index.js';
 import { loadPolicyFile } from '../config/load.js';
-import { formatIssue, PolicyError, SluiceError } from '../core/errors.js';
+import { formatIssue } from '../core/errors.js';
+import { fsProblem } from '../config/read-file.js';
 import { createLimiter } from '../limiter/limiter.js';
 import { MemoryStore } from '../stores/memory/memory-store.js';
 import { pino } from 'pino';
-import { settingsFromEnv } from '../service/env-settings.js';
+import {
+  MAX_STORE_TIMEOUT_MS,
+  readServiceSettings,
+  readSetting,
+  type FlagValue,
+  type SettingKey,
+} from '../service/env-settings.js';
 import { startService } from '../service/main.js';
-import { clusterNodesFromList, redisTargetFromSettings } from '../service/redis-settings.js';
 import { parseDescriptorArgs } from './descriptor-args.js';
+import { errorText, exitCodeOf } from './error-text.js';
 
 function wholeNumber(name: string, min: number) {
   return (v: string): number => {
@@ -27,15 +30,19 @@ function wholeNumber(name: string, min: number) {
 }
 
 function fail(error: unknown): never {
-  const message = error instanceof Error ? error.message : String(error);
-  const code = error instanceof SluiceError ? ` [${error.code}]` : '';
-  process.stderr.write(`sluice: ${message}${code}\n`);
-  process.exit(error instanceof SluiceError && error.family === 'policy' ? 1 : 2);
+  process.stderr.write(errorText(error));
+  process.exit(exitCodeOf(error));
 }
+
+// dist/cli/main.js (and src/cli/main.ts) sit two levels under the package root.
+const { version } = JSON.parse(
+  readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
+) as { version: string };
 
 const program = new Command()
   .name('sluice')
   .description('Sluice: a distributed rate limiter. See docs/ for the full guide.')
+  .version(version, '-V, --version', 'print the version')
   .showHelpAfterError();
 
 program
@@ -109,24 +116,13 @@ program
     'envoyproxy/ratelimit YAML file or directory (default: RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY)',
   )
   .option('--policies <file>', 'Sluice-native policy file for /v1/check and sluice.v1')
-  .option(
-    '--port <n>',
-    'HTTP port (env PORT)',
-    wholeNumber('--port', 0),
-    Number(env['PORT'] ?? 8080),
-  )
-  .option(
-    '--grpc-port <n>',
-    'gRPC port (env GRPC_PORT)',
-    wholeNumber('--grpc-port', 0),
-    Number(env['GRPC_PORT'] ?? 8081),
-  )
-  .option('--host <addr>', 'HTTP bind address (env HOST)', env['HOST'] ?? '0.0.0.0')
-  .option('--grpc-host <addr>', 'gRPC bind address (env GRPC_HOST)', env['GRPC_HOST'] ?? '0.0.0.0')
+  .option('--port <n>', 'HTTP port, 0-65535, 0 for any free one (env PORT; default 8080)')
+  .option('--grpc-port <n>', 'gRPC port, 0-65535 (env GRPC_PORT; default 8081)')
+  .option('--host <addr>', 'HTTP bind address (env HOST; default 0.0.0.0)')
+  .option('--grpc-host <addr>', 'gRPC bind address (env GRPC_HOST; default 0.0.0.0)')
   .option(
     '--redis <url>',
-    'Redis host:port or redis:// URL (env REDIS_URL; REDIS_AUTH, REDIS_TYPE=single); default: the embedded memory store',
-    env['REDIS_URL'],
+    'Redis host:port or redis:// URL (env REDIS_URL; REDIS_AUTH, REDIS_TYPE); default: the embedded memory store',
   )
   .option(
     '--redis-cluster <host:port,...>',
@@ -134,44 +130,40 @@ program
   )
   .option(
     '--store-timeout <ms>',
-    'store deadline for envoy rules, ms (env STORE_TIMEOUT_MS)',
-    wholeNumber('--store-timeout', 1),
-    Number(env['STORE_TIMEOUT_MS'] ?? 100),
+    `store deadline for envoy rules, 1-${MAX_STORE_TIMEOUT_MS} ms (env STORE_TIMEOUT_MS; default 100)`,
   )
   .action(
     async (o: {
       config?: string;
       policies?: string;
-      port: number;
-      grpcPort: number;
-      host: string;
-      grpcHost: string;
+      port?: string;
+      grpcPort?: string;
+      host?: string;
+      grpcHost?: string;
       redis?: string;
       redisCluster?: string;
-      storeTimeout: number;
+      storeTimeout?: string;
     }) => {
       try {
-        const settings = settingsFromEnv(env);
+        // Flags and environment variables go through one validation, before anything
+        // else: a bad value stops the start, naming the flag or variable.
+        const flags: FlagValue[] = [];
+        const flag = (setting: SettingKey, name: string, value: string | undefined): void => {
+          if (value !== undefined) flags.push({ setting, flag: name, value });
+        };
+        flag('port', '--port', o.port);
+        flag('grpcPort', '--grpc-port', o.grpcPort);
+        flag('host', '--host', o.host);
+        flag('grpcHost', '--grpc-host', o.grpcHost);
+        flag('redisUrl', '--redis', o.redis);
+        flag('redisUrl', '--redis-cluster', o.redisCluster);
+        flag('redisType', '--redis-cluster', o.redisCluster === undefined ? undefined : 'cluster');
+        flag('storeTimeoutMs', '--store-timeout', o.storeTimeout);
+        const settings = readServiceSettings(env, flags);
         const logger = pino({ name: 'sluice', level: settings.logLevel });
         if (settings.logFormatText)
           logger.warn('LOG_FORMAT=text: Sluice writes JSON logs only; logging JSON');
-        const target =
-          o.redisCluster !== undefined
-            ? redisTargetFromSettings({
-                // parsed first so a bad value is reported as --redis-cluster's
-                url: clusterNodesFromList(o.redisCluster, '--redis-cluster')
-                  .map((n) => `${n.host.includes(':') ? `[${n.host}]` : n.host}:${n.port}`)
-                  .join(','),
-                auth: env['REDIS_AUTH'],
-                type: 'cluster',
-              })
-            : o.redis === undefined
-              ? undefined
-              : redisTargetFromSettings({
-                  url: o.redis,
-                  auth: env['REDIS_AUTH'],
-                  type: env['REDIS_TYPE'],
-                });
+        const target = settings.redis;
         const running = await startService({
           ...(o.config === undefined ? {} : { envoyConfig: o.config }),
           ...(o.policies === undefined ? {} : { policiesFile: o.policies }),
@@ -180,11 +172,11 @@ program
             : target.type === 'single'
               ? { redisUrl: target.url }
               : { redisCluster: target }),
-          port: o.port,
-          grpcPort: o.grpcPort,
-          host: o.host,
-          grpcHost: o.grpcHost,
-          storeTimeoutMs: o.storeTimeout,
+          port: settings.port,
+          grpcPort: settings.grpcPort,
+          host: settings.host,
+          grpcHost: settings.grpcHost,
+          storeTimeoutMs: settings.storeTimeoutMs,
           keyPrefix: settings.keyPrefix,
           shadowMode: settings.shadowMode,
           quotaMode: settings.quotaMode,
@@ -194,6 +186,7 @@ program
             ? {}
             : { responseHeaders: settings.responseHeaders }),
           responseDynamicMetadata: settings.responseDynamicMetadata,
+          decisionMode: settings.decisionMode,
           logger,
         });
         const stop = (): void => {
@@ -230,34 +223,19 @@ function detectFormat(text: string): ConfigFormat {
  * exit 1. A directory's `.yaml`/`.yml` files are read in name order, as `serve --config`
  * reads them.
  */
-async function validateEnvoy(path: string, isDir: boolean, merge: boolean): Promise<void> {
+async function validateEnvoy(path: string, merge: boolean): Promise<void> {
   const out = (line: string): boolean => process.stdout.write(`${line}\n`);
   out('checking rate limit configs...');
-  let files = [path];
-  if (isDir) {
-    out(`loading config directory: ${path}`);
-    files = (await readdir(path))
-      .filter((f) => /\.ya?ml$/.test(f))
-      .sort()
-      .map((f) => join(path, f));
-  }
-  const sources: EnvoyConfigSource[] = [];
-  for (const name of files) {
-    out(`opening config file: ${name}`);
-    try {
-      sources.push({ name, text: await readFile(name, 'utf8') });
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code ?? String(e);
-      process.stderr.write(`error reading file ${name}: ${code}\n`);
-      process.exit(1);
-    }
-  }
   try {
-    const config = loadEnvoyConfigFiles(sources, { mergeDomainConfig: merge });
+    const config = await loadEnvoyConfigPath(path, {
+      mergeDomainConfig: merge,
+      onDirectory: (dir) => out(`loading config directory: ${dir}`),
+      onFile: (file) => out(`opening config file: ${file}`),
+    });
     for (const w of config.warnings) process.stderr.write(`warning: ${formatIssue(w)}\n`);
   } catch (error) {
     process.stderr.write(`${formatEnvoyConfigError(error)}\n`);
-    process.exit(error instanceof PolicyError ? 1 : 2);
+    process.exit(exitCodeOf(error));
   }
   out('all rate limit configs ok');
 }
@@ -297,12 +275,13 @@ program
           throw new InvalidArgumentError('give a path or --config-dir, not both');
         const path = arg ?? o.configDir;
         if (path === undefined) throw new InvalidArgumentError('missing path to validate');
-        const merge = o.mergeDomainConfigs ?? settingsFromEnv(env).mergeDomainConfig;
+        const merge = o.mergeDomainConfigs ?? readSetting('mergeDomainConfig', env);
         let isDir = false;
+        let statError: unknown;
         try {
           isDir = (await stat(path)).isDirectory();
-        } catch {
-          // Unreadable: let the chosen loader report it.
+        } catch (e) {
+          statError = e; // the loader reports it, naming the path and the problem
         }
         let format = o.format;
         if (o.configDir !== undefined || isDir) format ??= 'envoy';
@@ -317,10 +296,11 @@ program
         }
         if (format === 'envoy') {
           if (o.configDir !== undefined && !isDir) {
-            process.stderr.write(`error opening directory ${path}: not a directory\n`);
+            const problem = statError === undefined ? 'not a directory' : fsProblem(statError);
+            process.stderr.write(`error opening directory ${path}: ${problem}\n`);
             process.exit(1);
           }
-          await validateEnvoy(path, isDir, merge);
+          await validateEnvoy(path, merge);
           return;
         }
         const set = await loadPolicyFile(path);

@@ -1,8 +1,8 @@
-import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { parseDocument } from 'yaml';
 import { PolicyError } from '../core/errors.js';
 import { parsePolicyDocument, type PolicySet } from './policies.js';
+import { EMPTY_FILE, readConfigFile } from './read-file.js';
 
 /**
  * Parses policy file text. JSON when `file` ends in `.json`, YAML otherwise (YAML is a
@@ -10,7 +10,13 @@ import { parsePolicyDocument, type PolicySet } from './policies.js';
  */
 export function parsePolicyText(text: string, file: string): PolicySet {
   let doc: unknown;
+  const empty = (): never => {
+    throw new PolicyError('SLUICE_ERR_CONFIG_INVALID', `${file}: ${EMPTY_FILE}`, {
+      issues: [{ file, path: '', message: EMPTY_FILE }],
+    });
+  };
   if (extname(file).toLowerCase() === '.json') {
+    if (text.trim() === '') empty();
     try {
       doc = JSON.parse(text);
     } catch (cause) {
@@ -40,22 +46,17 @@ export function parsePolicyText(text: string, file: string): PolicySet {
         },
       );
     }
+    if (parsed.contents === null) empty();
     doc = parsed.toJS();
   }
   return parsePolicyDocument(doc, file);
 }
 
-/** Reads and validates a policy file (YAML or JSON). */
+/**
+ * Reads and validates a policy file (YAML or JSON). A file that cannot be read is
+ * `SLUICE_ERR_CONFIG_READ` naming the file and the problem (`cannot read: symlink loop
+ * (ELOOP)`); an empty one, or envoyproxy/ratelimit config, is refused saying so.
+ */
 export async function loadPolicyFile(file: string): Promise<PolicySet> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (cause) {
-    const message = `cannot read policy file: ${(cause as NodeJS.ErrnoException).code ?? (cause as Error).message}`;
-    throw new PolicyError('SLUICE_ERR_CONFIG_READ', `${file}: ${message}`, {
-      cause,
-      issues: [{ file, path: '', message }],
-    });
-  }
-  return parsePolicyText(text, file);
+  return parsePolicyText(await readConfigFile(file), file);
 }

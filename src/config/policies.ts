@@ -4,6 +4,8 @@ import { durationMs } from '../algorithms/params.js';
 import type { DescriptorEntry } from '../core/descriptor.js';
 import { PolicyError, formatIssue, type PolicyIssue } from '../core/errors.js';
 import { ALGORITHM_KINDS, type MatchEntry, type Policy } from '../core/policy.js';
+import { issueText } from './issue-text.js';
+import { overloadIssues, type OverloadConfig } from './overload-schema.js';
 
 /** A policy name: stable, public, safe inside storage keys and metric labels. */
 export const POLICY_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
@@ -61,7 +63,9 @@ const baseFields = {
 const BASE_KEYS = new Set(Object.keys(baseFields));
 const baseSchema = z.object(baseFields);
 
-const fileSchema = z.object({ policies: z.array(z.unknown()) }).strict();
+const fileSchema = z
+  .object({ policies: z.array(z.unknown()), overload: z.unknown().optional() })
+  .strict();
 
 /**
  * The user-facing shape of one policy, as written in a policy file or passed to
@@ -75,6 +79,8 @@ export interface PolicySet {
   readonly policies: readonly Policy[];
   /** Where the policies came from (a file path), when they came from a file. */
   readonly source?: string;
+  /** The file's `overload` section (docs/overload.md), when it has one. */
+  readonly overload?: OverloadConfig;
 }
 
 function pathOf(prefix: readonly PropertyKey[], path: readonly PropertyKey[]): string {
@@ -90,6 +96,21 @@ function issuesOf(error: z.ZodError, prefix: readonly PropertyKey[], file?: stri
     const issue = { path: pathOf(prefix, i.path), message: i.message };
     return file === undefined ? issue : { ...issue, file };
   });
+}
+
+type BaseFields = z.output<typeof baseSchema>;
+
+/**
+ * The base fields that are valid on their own (defaults applied), for the checks that
+ * relate fields while another field is wrong.
+ */
+function validBaseFields(raw: object): Partial<BaseFields> {
+  const out: Record<string, unknown> = {};
+  for (const [key, schema] of Object.entries(baseFields)) {
+    const r = schema.safeParse((raw as Record<string, unknown>)[key]);
+    if (r.success) out[key] = r.data;
+  }
+  return out as Partial<BaseFields>;
 }
 
 function parseOne(
@@ -109,49 +130,65 @@ function parseOne(
     add([], 'expected a policy object');
     return undefined;
   }
-  const base = baseSchema.safeParse(raw);
-  if (!base.success) {
-    issues.push(...issuesOf(base.error, at, file));
-    return undefined;
-  }
-  const b = base.data;
+  const before = issues.length;
+  const base = baseSchema.safeParse(raw, { error: issueText });
+  if (!base.success) issues.push(...issuesOf(base.error, at, file));
+  // Every check runs on the fields that are valid, so that a policy's every problem is
+  // reported at once: a bad name does not hide a bad rate.
+  const valid = base.success ? base.data : validBaseFields(raw);
+  const kind = valid.algorithm;
   const rest = Object.fromEntries(Object.entries(raw).filter(([k]) => !BASE_KEYS.has(k)));
-  const algorithm = ALGORITHMS[b.algorithm];
-  const params = algorithm.paramsSchema.safeParse(rest);
-  if (!params.success) {
+  const params =
+    kind === undefined
+      ? undefined
+      : ALGORITHMS[kind].paramsSchema.safeParse(rest, { error: issueText });
+  if (params !== undefined && !params.success) {
     for (const i of params.error.issues) {
       const message =
         i.code === 'unrecognized_keys'
-          ? `${i.message} (not a policy field, nor a field of algorithm "${b.algorithm}")`
+          ? `${i.message} (not a policy field, nor a field of algorithm "${kind}")`
           : i.message;
       add(i.path, message);
     }
-    return undefined;
   }
-  const before = issues.length;
-  const keys = b.match.map((m) => m.key);
-  keys.forEach((k, i) => {
-    if (keys.indexOf(k) !== i) add(['match', i], `key "${k}" appears more than once`);
-  });
-  const free = b.match.filter((m) => m.value === undefined).map((m) => m.key);
-  // Default identity: the first match key without a fixed value (usually the tenant),
-  // so one identity's policies share a Redis Cluster slot. None: a global policy.
-  const identity = b.identity ?? free.slice(0, 1);
-  identity.forEach((k, i) => {
-    if (!free.includes(k)) add(['identity', i], `"${k}" must be a match key without a fixed value`);
-  });
-  const capacity = algorithm.capacity(params.data);
-  const tooBig = (c: number, path: PropertyKey[]): void => {
-    if (c > capacity) {
-      add(path, `cost ${c} exceeds the policy's capacity ${capacity}: it could never be admitted`);
-    }
-  };
-  if (b.stale !== undefined && b.failureMode !== 'stale') {
+  let identity: string[] = [];
+  if (valid.match !== undefined) {
+    const keys = valid.match.map((m) => m.key);
+    keys.forEach((k, i) => {
+      if (keys.indexOf(k) !== i) add(['match', i], `key "${k}" appears more than once`);
+    });
+    const free = valid.match.filter((m) => m.value === undefined).map((m) => m.key);
+    // Default identity: the first match key without a fixed value (usually the tenant),
+    // so one identity's policies share a Redis Cluster slot. None: a global policy.
+    identity = valid.identity ?? free.slice(0, 1);
+    identity.forEach((k, i) => {
+      if (!free.includes(k)) {
+        add(['identity', i], `"${k}" must be a match key without a fixed value`);
+      }
+    });
+  }
+  if (
+    valid.stale !== undefined &&
+    valid.failureMode !== undefined &&
+    valid.failureMode !== 'stale'
+  ) {
     add(['stale'], 'only applies with failureMode: stale');
   }
-  tooBig(b.cost.default, ['cost', 'default']);
-  b.cost.rules.forEach((r, i) => tooBig(r.cost, ['cost', 'rules', i, 'cost']));
-  if (issues.length > before) return undefined;
+  if (kind !== undefined && params?.success === true && valid.cost !== undefined) {
+    const capacity = ALGORITHMS[kind].capacity(params.data);
+    const tooBig = (c: number, path: PropertyKey[]): void => {
+      if (c > capacity) {
+        add(
+          path,
+          `cost ${c} exceeds the policy's capacity ${capacity}: it could never be admitted`,
+        );
+      }
+    };
+    tooBig(valid.cost.default, ['cost', 'default']);
+    valid.cost.rules.forEach((r, i) => tooBig(r.cost, ['cost', 'rules', i, 'cost']));
+  }
+  if (!base.success || params?.success !== true || issues.length > before) return undefined;
+  const b = base.data;
 
   const policy: Policy = {
     name: b.name,
@@ -233,9 +270,47 @@ export function parsePolicies(
   );
 }
 
-/** Validates a parsed policy document: `{ policies: [...] }`. */
+/** What a policy file that holds envoyproxy/ratelimit config is told. */
+export const ENVOY_CONFIG_GIVEN =
+  'this is envoyproxy/ratelimit config (it has a top-level "domain"), not a Sluice policy file; ' +
+  'give it to "sluice serve --config" (or check it with "sluice validate")';
+
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Validates a parsed policy document: `{ policies: [...] }`. Every issue is reported:
+ * a wrong top level does not hide the problems of the policies under it. A document
+ * with a top-level `domain` and no `policies` is envoyproxy/ratelimit config and is
+ * refused as such ({@link ENVOY_CONFIG_GIVEN}).
+ */
 export function parsePolicyDocument(doc: unknown, file?: string): PolicySet {
-  const top = fileSchema.safeParse(doc);
-  if (!top.success) fail(issuesOf(top.error, [], file));
-  return parsePolicies(top.data.policies, file, ['policies']);
+  if (isRecord(doc) && 'domain' in doc && !('policies' in doc)) {
+    fail([
+      file === undefined
+        ? { path: '', message: ENVOY_CONFIG_GIVEN }
+        : { file, path: '', message: ENVOY_CONFIG_GIVEN },
+    ]);
+  }
+  const top = fileSchema.safeParse(doc, { error: issueText });
+  const issues = top.success ? [] : issuesOf(top.error, [], file);
+  const list =
+    isRecord(doc) && Array.isArray(doc['policies']) ? (doc['policies'] as unknown[]) : undefined;
+  if (list === undefined) fail(issues);
+  let set: PolicySet | undefined;
+  try {
+    set = parsePolicies(list, file, ['policies']);
+  } catch (e) {
+    if (!(e instanceof PolicyError)) throw e;
+    issues.push(...e.issues);
+  }
+  const overload =
+    isRecord(doc) && doc['overload'] !== undefined
+      ? overloadIssues(doc['overload'], ['overload'], file)
+      : undefined;
+  if (overload !== undefined) issues.push(...overload.issues);
+  if (issues.length > 0 || set === undefined) fail(issues);
+  return overload?.config === undefined
+    ? set
+    : Object.freeze({ ...set, overload: deepFreeze(overload.config) });
 }

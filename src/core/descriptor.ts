@@ -1,3 +1,9 @@
+import {
+  checkEntry,
+  checkEntryCount,
+  DEFAULT_DESCRIPTOR_LIMITS,
+  type DescriptorLimits,
+} from './descriptor-limits.js';
 import { PolicyError } from './errors.js';
 
 /** One (key, value) pair of a descriptor, e.g. `{ key: 'tenant', value: 'acme' }`. */
@@ -18,7 +24,8 @@ export type Descriptor = readonly DescriptorEntry[];
 export type DescriptorInput = Descriptor | Readonly<Record<string, string>>;
 
 /** Default upper bound on a descriptor value, in UTF-16 code units. */
-export const DEFAULT_MAX_DESCRIPTOR_VALUE_LENGTH = 1024;
+export const DEFAULT_MAX_DESCRIPTOR_VALUE_LENGTH =
+  DEFAULT_DESCRIPTOR_LIMITS.maxDescriptorValueLength;
 
 function invalid(message: string): PolicyError {
   return new PolicyError('SLUICE_ERR_DESCRIPTOR_INVALID', `invalid descriptor: ${message}`);
@@ -26,14 +33,20 @@ function invalid(message: string): PolicyError {
 
 /**
  * Validates a descriptor and returns it as frozen entries. Throws `PolicyError`
- * (`SLUICE_ERR_DESCRIPTOR_INVALID`) naming the problem: not an array/record, empty, an
- * empty or duplicate key, a non-string value, a value longer than `maxValueLength`, or a
- * string with lone surrogates (which could not be encoded injectively).
+ * (`SLUICE_ERR_DESCRIPTOR_INVALID`) naming the problem: not an array/record, empty, more
+ * entries than `maxDescriptorEntries`, an empty or duplicate key, a non-string value, a
+ * key or value longer than its limit, or a string with lone surrogates (which could not
+ * be encoded injectively). `limits` is a {@link DescriptorLimits}, or a number: the
+ * longest value, with the other limits at their defaults.
  */
 export function toDescriptor(
   input: unknown,
-  maxValueLength = DEFAULT_MAX_DESCRIPTOR_VALUE_LENGTH,
+  limits: number | DescriptorLimits = DEFAULT_DESCRIPTOR_LIMITS,
 ): Descriptor {
+  const bounds =
+    typeof limits === 'number'
+      ? { ...DEFAULT_DESCRIPTOR_LIMITS, maxDescriptorValueLength: limits }
+      : limits;
   let raw: [unknown, unknown][];
   if (Array.isArray(input)) {
     raw = input.map((e: unknown, i) => {
@@ -49,24 +62,18 @@ export function toDescriptor(
     throw invalid(`expected an array of {key, value} entries or a record, got ${typeName(input)}`);
   }
   if (raw.length === 0) throw invalid('it has no entries');
+  checkEntryCount(raw.length, 'the descriptor', bounds);
   const seen = new Set<string>();
   const entries = raw.map(([key, value], i): DescriptorEntry => {
     if (typeof key !== 'string' || key.length === 0) {
       throw invalid(`entry ${i} has ${typeof key === 'string' ? 'an empty' : 'a non-string'} key`);
     }
-    if (seen.has(key)) throw invalid(`key "${key}" appears more than once`);
-    seen.add(key);
     if (typeof value !== 'string') {
       throw invalid(`value of "${key}" must be a string, got ${typeName(value)}`);
     }
-    if (value.length > maxValueLength) {
-      throw invalid(
-        `value of "${key}" is ${value.length} characters long; the limit is ${maxValueLength}`,
-      );
-    }
-    if (!key.isWellFormed() || !value.isWellFormed()) {
-      throw invalid(`entry "${key}" contains a lone UTF-16 surrogate`);
-    }
+    checkEntry(key, value, `entries[${i}]`, bounds);
+    if (seen.has(key)) throw invalid(`key "${key}" appears more than once`);
+    seen.add(key);
     return Object.freeze({ key, value });
   });
   return Object.freeze(entries);

@@ -4,7 +4,7 @@
  * status themselves. `docs/errors.md` lists every code; a test keeps the two in sync.
  */
 
-export type ErrorFamily = 'policy' | 'store' | 'protocol';
+export type ErrorFamily = 'policy' | 'store' | 'protocol' | 'overload';
 
 export interface ErrorCodeInfo {
   readonly family: ErrorFamily;
@@ -27,7 +27,8 @@ export const ERROR_CODES = Object.freeze({
     family: 'policy',
     httpStatus: 500,
     grpcStatus: GRPC_FAILED_PRECONDITION,
-    summary: 'A policy file or directory could not be read.',
+    summary:
+      'A config file or directory could not be read; the message names the path and the problem.',
   },
   SLUICE_ERR_CONFIG_PARSE: {
     family: 'policy',
@@ -39,7 +40,8 @@ export const ERROR_CODES = Object.freeze({
     family: 'policy',
     httpStatus: 500,
     grpcStatus: GRPC_FAILED_PRECONDITION,
-    summary: 'Policies are well-formed YAML/JSON but break the schema; every issue is listed.',
+    summary:
+      'A config file, or a service setting (environment variable or flag), is well-formed but not allowed; every issue is listed.',
   },
   SLUICE_ERR_POLICY_UNKNOWN: {
     family: 'policy',
@@ -52,7 +54,7 @@ export const ERROR_CODES = Object.freeze({
     httpStatus: 400,
     grpcStatus: GRPC_INVALID_ARGUMENT,
     summary:
-      'A descriptor is empty, has duplicate or empty keys, or a value that is not a well-formed string within the length limit.',
+      'A request has too many descriptors, or one is empty, has too many entries, an empty, duplicate or too long key, or a too long or bad value.',
   },
   SLUICE_ERR_DESCRIPTOR_UNMATCHED: {
     family: 'policy',
@@ -124,7 +126,7 @@ export const ERROR_CODES = Object.freeze({
     httpStatus: 503,
     grpcStatus: GRPC_UNAVAILABLE,
     summary:
-      'A batch spans several Redis Cluster slots and the store\'s crossSlot strategy is "reject"; nothing was applied.',
+      'A batch spans several Redis Cluster slots and the store\'s crossSlot strategy is "reject", or it holds a request that charges denials (decide those independently); nothing was applied.',
   },
   SLUICE_ERR_STORE_CLOSED: {
     family: 'store',
@@ -138,6 +140,52 @@ export const ERROR_CODES = Object.freeze({
     grpcStatus: GRPC_FAILED_PRECONDITION,
     summary:
       'HTTP middleware options are invalid (trusted proxies, route cost or name, retry settings), or a route has no template.',
+  },
+  SLUICE_ERR_OVERLOAD_CONFIG_INVALID: {
+    family: 'policy',
+    httpStatus: 500,
+    grpcStatus: GRPC_FAILED_PRECONDITION,
+    summary:
+      "Admission boundary options (limit, shares, queue, breaker) or a retrying client's throttle or retry budget are invalid; every issue is listed.",
+  },
+  SLUICE_ERR_OVERLOAD_SHED: {
+    family: 'overload',
+    httpStatus: 503,
+    grpcStatus: GRPC_UNAVAILABLE,
+    summary:
+      "Shed: the request's criticality has no capacity left, or a more critical request took its place in the queue.",
+  },
+  SLUICE_ERR_OVERLOAD_QUEUE_FULL: {
+    family: 'overload',
+    httpStatus: 503,
+    grpcStatus: GRPC_UNAVAILABLE,
+    summary: 'The admission queue is full and holds nothing less critical than the request.',
+  },
+  SLUICE_ERR_OVERLOAD_QUEUE_TIMEOUT: {
+    family: 'overload',
+    httpStatus: 503,
+    grpcStatus: GRPC_UNAVAILABLE,
+    summary: "The request waited the admission queue's longest wait without getting capacity.",
+  },
+  SLUICE_ERR_OVERLOAD_DEADLINE: {
+    family: 'overload',
+    httpStatus: 503,
+    grpcStatus: GRPC_UNAVAILABLE,
+    summary:
+      "The request's deadline falls before its estimated turn in the queue; it is refused at once.",
+  },
+  SLUICE_ERR_OVERLOAD_BREAKER_OPEN: {
+    family: 'overload',
+    httpStatus: 503,
+    grpcStatus: GRPC_UNAVAILABLE,
+    summary: 'The circuit breaker is open (or its half-open probes are all taken).',
+  },
+  SLUICE_ERR_OVERLOAD_THROTTLED: {
+    family: 'overload',
+    httpStatus: 503,
+    grpcStatus: GRPC_UNAVAILABLE,
+    summary:
+      'The retrying client refused the request locally: the backend has been refusing most requests (adaptive throttling).',
   },
   SLUICE_ERR_PROTOCOL_BAD_REQUEST: {
     family: 'protocol',

@@ -21,7 +21,7 @@ export class SluiceError extends Error {
 
   /** The decision status this error stands for. */
   get status(): Status {
-    return this.family === 'store' ? 'UNAVAILABLE' : 'INVALID_POLICY';
+    return this.family === 'store' || this.family === 'overload' ? 'UNAVAILABLE' : 'INVALID_POLICY';
   }
 }
 
@@ -50,11 +50,56 @@ export class PolicyError extends SluiceError {
   }
 }
 
+/**
+ * Why a store call failed, finer than the error code, for counters and logs: a small
+ * fixed set (metric labels), never free text.
+ */
+export type StoreFailureReason =
+  /** No answer within the deadline. */
+  | 'timeout'
+  /** Not connected, connection refused, reset or closed. */
+  | 'connection'
+  /** Redis refused the credentials or the command (`NOAUTH`, `WRONGPASS`, `NOPERM`). */
+  | 'auth'
+  /** Redis is out of memory and refuses writes (`OOM`). */
+  | 'oom'
+  /** A bucket key holds something else (`WRONGTYPE`, or a value that is not Sluice state). */
+  | 'wrongtype'
+  /** The node is a replica (`READONLY`), e.g. after a failover. */
+  | 'readonly'
+  /** Redis is loading its data set (`LOADING`) or busy with a script (`BUSY`). */
+  | 'busy'
+  /** The cluster cannot serve the slot (`CLUSTERDOWN`, `MASTERDOWN`, `TRYAGAIN`). */
+  | 'cluster'
+  /** Any other error reply, or a reply the scripts never send. */
+  | 'script'
+  /** Too many calls already waiting (`maxInFlight`). */
+  | 'overloaded'
+  /** The store was closed. */
+  | 'closed'
+  /** A batch across Redis Cluster slots under `crossSlot: "reject"`. */
+  | 'cross_slot';
+
+const REASON_OF_CODE: Partial<Record<ErrorCode, StoreFailureReason>> = {
+  SLUICE_ERR_STORE_TIMEOUT: 'timeout',
+  SLUICE_ERR_STORE_STATE_CORRUPT: 'wrongtype',
+  SLUICE_ERR_STORE_CLOSED: 'closed',
+  SLUICE_ERR_STORE_CROSS_SLOT: 'cross_slot',
+};
+
 /** The store could not decide: unreachable, timed out, failed script (UNAVAILABLE). */
 export class StoreError extends SluiceError {
-  constructor(code: ErrorCode, message: string, options: SluiceErrorOptions = {}) {
+  /** Why, as the store saw it; without one given, from the code (`script` for UNAVAILABLE). */
+  readonly reason: StoreFailureReason;
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: SluiceErrorOptions & { reason?: StoreFailureReason } = {},
+  ) {
     super(code, message, options);
     this.name = 'StoreError';
+    this.reason = options.reason ?? REASON_OF_CODE[code] ?? 'script';
   }
 }
 

@@ -7,6 +7,7 @@ import {
   type EdgeStats,
   type RouteLimitOptions,
 } from './http-limiter.js';
+import { releaseOnClose } from './permit-release.js';
 
 /** A route's `config.sluice`: its cost and, rarely, its label; `false` exempts the route. */
 export interface SluiceRouteConfig extends RouteLimitOptions {
@@ -105,6 +106,7 @@ export function createFastifyRateLimit(options: FastifyRateLimitOptions): Fastif
     );
     if (verdict.pass) {
       reply.headers(verdict.headers);
+      if (verdict.permit !== undefined) releaseOnClose(reply.raw, verdict.permit);
       return undefined;
     }
     const r = verdict.response;

@@ -4,6 +4,9 @@ import { PolicyError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
 import type { CheckResult } from '../limiter/check-result.js';
 import type { CheckOptions, Limiter } from '../limiter/limiter.js';
+import type { AdmissionBoundary, AdmissionPermit } from '../overload/admission-boundary.js';
+import type { Criticality } from '../overload/criticality.js';
+import type { OverloadReason } from '../overload/overload-error.js';
 import { createClientIp, type ForwardedHeader, type TrustProxy } from './client-ip.js';
 import type { DescriptorBuilder, RequestContext } from './descriptors.js';
 import {
@@ -13,6 +16,7 @@ import {
 } from './rate-limit-headers.js';
 import {
   internalErrorResponse,
+  overloadedResponse,
   overLimitResponse,
   unavailableResponse,
   type EdgeResponse,
@@ -25,9 +29,12 @@ import {
  * - `denied`: 429, an enforced policy is over its limit;
  * - `unavailable`: 503, the store could not decide and a `closed` policy denied;
  * - `skipped`: the descriptor builder returned `undefined`, no check was made;
- * - `error`: 500, the builder threw or the limiter rejected the input (see `onError`).
+ * - `error`: 500, the builder threw or the limiter rejected the input (see `onError`);
+ * - `overloaded`: 503, the rate check passed but the admission boundary (`overload`)
+ *   refused it (`EdgeEvent.overload` says why).
  */
-export type EdgeOutcome = 'allowed' | 'fail-open' | 'denied' | 'unavailable' | 'skipped' | 'error';
+export type EdgeOutcome =
+  'allowed' | 'fail-open' | 'denied' | 'unavailable' | 'skipped' | 'error' | 'overloaded';
 
 /** One request's outcome, given to `onEvent`. Carries no identity. */
 export interface EdgeEvent {
@@ -38,6 +45,8 @@ export interface EdgeEvent {
   readonly policy?: string;
   /** The check's result, when a check was made. */
   readonly result?: CheckResult;
+  /** Why the admission boundary refused it, for `overloaded`. */
+  readonly overload?: OverloadReason;
 }
 
 /** Counts of outcomes since the middleware was created. */
@@ -69,6 +78,25 @@ export interface EdgeOptions<Req> {
    * an invalid descriptor or cost. @default ignore (the 500 is still counted as `error`)
    */
   readonly onError?: (error: unknown, route: string) => void;
+  /**
+   * The admission boundary (`sluice/overload`) every request passes after the rate check
+   * (skipped checks included): concurrency limit, queue, breaker. A refusal is a 503
+   * with `Retry-After` and a body naming the reason; an admitted request holds its permit
+   * until the response closes (5xx counts as a failure, 503/504 as a drop, a client that
+   * went away as neither). @default none
+   */
+  readonly overload?: AdmissionBoundary;
+  /**
+   * The request's criticality for the boundary. Derive it from trusted data (the route,
+   * the authenticated caller); never take it from an untrusted header. @default 'CRITICAL'
+   */
+  readonly criticality?: (req: Req, ctx: RequestContext) => Criticality | undefined;
+  /**
+   * When the caller stops waiting, in ms on the boundary's clock (ms since the epoch by
+   * default), e.g. from a deadline header your callers send. A request that would have
+   * to queue past it is refused at once (`deadline`). @default none
+   */
+  readonly deadlineMs?: (req: Req, ctx: RequestContext) => number | undefined;
 }
 
 /** What a route adds to the shared options. */
@@ -82,10 +110,20 @@ export interface RouteLimitOptions {
 
 /** The edge's answer: let the request through with these headers, or answer instead. */
 export type EdgeVerdict =
-  | { readonly pass: true; readonly headers: Readonly<Record<string, string>> }
+  | {
+      readonly pass: true;
+      readonly headers: Readonly<Record<string, string>>;
+      /** Held while the request runs; the adapters release it when the response closes. */
+      readonly permit?: AdmissionPermit;
+    }
   | { readonly pass: false; readonly response: EdgeResponse };
 
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+
+/** Whole seconds, rounded up, at least 1 (a 0 would invite an immediate retry). */
+function retryAfterSecondsOf(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
+}
 
 function httpConfigError(message: string): PolicyError {
   return new PolicyError('SLUICE_ERR_HTTP_CONFIG_INVALID', message);
@@ -126,6 +164,9 @@ export class EdgeLimiter<Req> {
   readonly #timeoutMs: number | undefined;
   readonly #onEvent: ((event: EdgeEvent) => void) | undefined;
   readonly #onError: ((error: unknown, route: string) => void) | undefined;
+  readonly #overload: AdmissionBoundary | undefined;
+  readonly #criticality: EdgeOptions<Req>['criticality'];
+  readonly #deadlineMs: EdgeOptions<Req>['deadlineMs'];
   readonly #stats: EdgeStats = {
     allowed: 0,
     'fail-open': 0,
@@ -133,6 +174,7 @@ export class EdgeLimiter<Req> {
     unavailable: 0,
     skipped: 0,
     error: 0,
+    overloaded: 0,
   };
   #policySet: readonly Policy[] | undefined;
   #policyByName = new Map<string, Policy>();
@@ -163,6 +205,15 @@ export class EdgeLimiter<Req> {
     this.#timeoutMs = options.timeoutMs;
     this.#onEvent = options.onEvent;
     this.#onError = options.onError;
+    if (options.criticality !== undefined && typeof options.criticality !== 'function') {
+      throw httpConfigError('criticality must be a function returning a criticality');
+    }
+    this.#overload = options.overload;
+    this.#criticality = options.criticality;
+    if (options.deadlineMs !== undefined && typeof options.deadlineMs !== 'function') {
+      throw httpConfigError('deadlineMs must be a function returning ms on the boundary clock');
+    }
+    this.#deadlineMs = options.deadlineMs;
   }
 
   /** Counts of outcomes so far (a copy). */
@@ -184,7 +235,12 @@ export class EdgeLimiter<Req> {
     return this.#policyByName.get(name);
   };
 
-  #emit(outcome: EdgeOutcome, route: string, result?: CheckResult): void {
+  #emit(
+    outcome: EdgeOutcome,
+    route: string,
+    result?: CheckResult,
+    overload?: OverloadReason,
+  ): void {
     this.#stats[outcome]++;
     if (this.#onEvent === undefined) return;
     const policy = result?.decision?.policy;
@@ -194,6 +250,7 @@ export class EdgeLimiter<Req> {
         route,
         ...(policy === undefined ? {} : { policy }),
         ...(result === undefined ? {} : { result }),
+        ...(overload === undefined ? {} : { overload }),
       });
     } catch {
       // An observer must never change the answer.
@@ -229,14 +286,15 @@ export class EdgeLimiter<Req> {
     routeOptions: RouteLimitOptions = {},
   ): Promise<EdgeVerdict> {
     let result: CheckResult;
+    const ctx: RequestContext = {
+      route,
+      headers: raw.headers,
+      clientIp: () => this.#clientIp(raw),
+    };
     try {
-      const ctx: RequestContext = {
-        route,
-        headers: raw.headers,
-        clientIp: () => this.#clientIp(raw),
-      };
       const built = await this.#build(req, ctx);
       if (built === undefined) {
+        if (this.#overload !== undefined) return await this.#admit(req, ctx, route, NO_HEADERS);
         this.#emit('skipped', route);
         return { pass: true, headers: NO_HEADERS };
       }
@@ -265,12 +323,48 @@ export class EdgeLimiter<Req> {
       };
     }
     const failOpen = result.decisions.some((d) => d.path === 'fail-open');
+    const headers = this.#onAllowed
+      ? rateLimitHeaders(result, this.#policy, this.#headerOptions)
+      : NO_HEADERS;
+    if (this.#overload !== undefined) {
+      try {
+        return await this.#admit(req, ctx, route, headers, result, failOpen);
+      } catch (error) {
+        return this.fail(error, route);
+      }
+    }
     this.#emit(failOpen ? 'fail-open' : 'allowed', route, result);
-    return {
-      pass: true,
-      headers: this.#onAllowed
-        ? rateLimitHeaders(result, this.#policy, this.#headerOptions)
-        : NO_HEADERS,
-    };
+    return { pass: true, headers };
+  }
+
+  /** The admission boundary's step, after the rate check let the request through. */
+  async #admit(
+    req: Req,
+    ctx: RequestContext,
+    route: string,
+    headers: Readonly<Record<string, string>>,
+    result?: CheckResult,
+    failOpen = false,
+  ): Promise<EdgeVerdict> {
+    const boundary = this.#overload as AdmissionBoundary;
+    const criticality = this.#criticality?.(req, ctx);
+    const deadlineMs = this.#deadlineMs?.(req, ctx);
+    const a = await boundary.admit({
+      ...(criticality === undefined ? {} : { criticality }),
+      ...(deadlineMs === undefined ? {} : { deadlineMs }),
+    });
+    if (!a.admitted) {
+      this.#emit('overloaded', route, result, a.reason);
+      return {
+        pass: false,
+        response: overloadedResponse(a.reason, a.code, retryAfterSecondsOf(a.retryAfterMs)),
+      };
+    }
+    this.#emit(
+      result === undefined ? 'skipped' : failOpen ? 'fail-open' : 'allowed',
+      route,
+      result,
+    );
+    return { pass: true, headers, permit: a.permit };
   }
 }

@@ -8,6 +8,7 @@ import {
   type EdgeVerdict,
   type RouteLimitOptions,
 } from './http-limiter.js';
+import { releaseOnClose } from './permit-release.js';
 import type { EdgeResponse } from './responses.js';
 
 /** Options of {@link createHttpRateLimit}. */
@@ -60,6 +61,7 @@ function applyVerdict(res: ServerResponse, verdict: EdgeVerdict): boolean {
     return false;
   }
   for (const [name, value] of Object.entries(verdict.headers)) res.setHeader(name, value);
+  if (verdict.permit !== undefined) releaseOnClose(res, verdict.permit);
   return true;
 }
 

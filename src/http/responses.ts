@@ -60,6 +60,28 @@ export function unavailableResponse(): EdgeResponse {
   };
 }
 
+/**
+ * 503 from the admission boundary: `{"error":"overloaded","reason":"queue-full",
+ * "code":"SLUICE_ERR_OVERLOAD_QUEUE_FULL","retry_after_seconds":1}`. The reason says which
+ * control refused (`shed`, `queue-full`, `queue-timeout`, `deadline`, `breaker-open`).
+ */
+export function overloadedResponse(
+  reason: string,
+  code: string,
+  retryAfterSeconds: number,
+): EdgeResponse {
+  return {
+    statusCode: 503,
+    headers: { 'retry-after': String(retryAfterSeconds), 'content-type': JSON_CONTENT_TYPE },
+    body: JSON.stringify({
+      error: 'overloaded',
+      reason,
+      code,
+      retry_after_seconds: retryAfterSeconds,
+    }),
+  };
+}
+
 /** 500 with a generic body; the error itself goes to the `onError` hook only. */
 export function internalErrorResponse(): EdgeResponse {
   return {

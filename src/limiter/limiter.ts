@@ -2,6 +2,7 @@ import { algorithmOf } from '../algorithms/index.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { AlgorithmDecision, Decision } from '../core/decision.js';
 import { toDescriptor, type Descriptor, type DescriptorInput } from '../core/descriptor.js';
+import { descriptorLimits, type DescriptorLimits } from '../core/descriptor-limits.js';
 import { PolicyError, StoreError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
 import { parsePolicies, type PolicyInput, type PolicySet } from '../config/policies.js';
@@ -20,14 +21,42 @@ import {
 import { StaleBudgets } from './stale-budgets.js';
 import { Deadlines, type Deadline } from './deadlines.js';
 
-export interface LimiterOptions {
+/**
+ * Options of {@link createLimiter}. The descriptor limits (`maxDescriptorEntries`,
+ * `maxDescriptorKeyLength`, `maxDescriptorValueLength`; see `DescriptorLimits`) bound
+ * what `check` accepts; their defaults are 32 entries, 256 and 1024 UTF-16 code units.
+ */
+export interface LimiterOptions extends Partial<Omit<DescriptorLimits, 'maxDescriptors'>> {
   readonly store: Store;
   /** Validated policies (`loadPolicyFile`, `parsePolicies`) or plain inputs, validated here. */
   readonly policies: PolicySet | readonly PolicyInput[];
   /** @default the system clock (monotonic, wall-aligned) */
   readonly clock?: Clock;
-  /** Longest descriptor value accepted, in UTF-16 code units. @default 1024 */
-  readonly maxDescriptorValueLength?: number;
+  /** Told how each call to an asynchronous store ended. @default none */
+  readonly storeObserver?: StoreCallObserver;
+}
+
+/** What ended a failed store call. */
+export type StoreCallEnd =
+  /** The store failed, or did not answer within the policies' timeout. */
+  | 'store'
+  /** The caller's `timeoutMs`, shorter than the policies' timeout, ran out first. */
+  | 'deadline'
+  /** The caller's `signal` aborted the wait. */
+  | 'cancel';
+
+/**
+ * Told how each store call ended, once per call (not per policy): for health tracking
+ * and failure counters. Calls decided in process (MemoryStore) are not reported.
+ */
+export interface StoreCallObserver {
+  /** The store answered: every request of the batch was decided. */
+  answered(): void;
+  /**
+   * The call gave no decision; the policies' failure modes decided. With `endedBy`
+   * `deadline` or `cancel` nothing is known about the store itself.
+   */
+  failed(error: StoreError, endedBy: StoreCallEnd): void;
 }
 
 /** One bucket decision of a {@link Limiter.decideAt} batch. */
@@ -55,12 +84,29 @@ export interface CheckOptions {
    */
   readonly timeoutMs?: number;
   /**
+   * The caller's cancellation: when it aborts, the check stops waiting for the store and
+   * the policies' failure modes decide (the store may still apply the consume).
+   */
+  readonly signal?: AbortSignal;
+  /**
    * Makes the consume idempotent: a retry with the same id within the store's dedup TTL
    * returns the first decision without charging again. Ids are scoped to the identity
    * (hash tag) of the first matched policy's bucket: use ids unique per request. Up to 128
    * characters. Without it, nothing is ever retried automatically.
    */
   readonly requestId?: string;
+}
+
+/** Options of {@link Limiter.decideAt}. */
+export interface DecideOptions extends Pick<CheckOptions, 'timeoutMs' | 'requestId' | 'signal'> {
+  /**
+   * Decide every item on its own instead of all-or-nothing: each is a batch of one, in
+   * item order, all in one store call, so a denial blocks nothing else and a later item on
+   * the same bucket sees what an earlier one consumed (envoyproxy/ratelimit's counting).
+   * A store failure then applies each item's failure mode on its own.
+   * @default false
+   */
+  readonly independent?: boolean;
 }
 
 function toPolicySet(p: PolicySet | readonly PolicyInput[]): PolicySet {
@@ -89,11 +135,12 @@ function costOf(policy: Policy, d: Descriptor): number {
 export class Limiter {
   readonly #store: Store;
   readonly #clock: Clock;
-  readonly #maxValueLength: number;
+  readonly #limits: DescriptorLimits;
   /** The policies in force and their compiled resolution, swapped together. */
   #current: PolicyPlans;
   readonly #stale = new StaleBudgets();
   readonly #deadlines = new Deadlines();
+  readonly #observer: StoreCallObserver | undefined;
   /** The store when it is a MemoryStore, which decides a one-bucket check directly. */
   readonly #memory: MemoryStore | undefined;
 
@@ -101,7 +148,8 @@ export class Limiter {
     this.#store = options.store;
     this.#memory = options.store instanceof MemoryStore ? options.store : undefined;
     this.#clock = options.clock ?? systemClock;
-    this.#maxValueLength = options.maxDescriptorValueLength ?? 1024;
+    this.#limits = descriptorLimits(options);
+    this.#observer = options.storeObserver;
     this.#current = this.#accept(options.policies);
   }
 
@@ -208,7 +256,7 @@ export class Limiter {
       // Anything unusual takes the general path, which reports it exactly.
       if (result !== undefined) return result;
     }
-    const d = toDescriptor(descriptor, this.#maxValueLength);
+    const d = toDescriptor(descriptor, this.#limits);
     const selected = this.#select(plans.policies, d, options.policies);
     if (options.cost !== undefined) validateCost(options.cost);
     const items = selected.map((policy) => ({
@@ -216,7 +264,7 @@ export class Limiter {
       descriptor: d,
       cost: options.cost ?? costOf(policy, d),
     }));
-    return this.#decide(nowMs, items, options);
+    return this.#decide(nowMs, items, options, true);
   }
 
   /**
@@ -280,13 +328,16 @@ export class Limiter {
 
   /** Whether `toDescriptor` would accept the record as is (so the fast path may skip it). */
   #plainRecord(record: DescriptorRecord, keys: readonly string[]): boolean {
-    if (keys.length === 0) return false;
-    const max = this.#maxValueLength;
+    const limits = this.#limits;
+    if (keys.length === 0 || keys.length > limits.maxDescriptorEntries) return false;
+    const maxKey = limits.maxDescriptorKeyLength;
+    const max = limits.maxDescriptorValueLength;
     for (let i = 0; i < keys.length; i++) {
       const k = keys[i]!;
       const v = record[k];
       if (
         k.length === 0 ||
+        k.length > maxKey ||
         typeof v !== 'string' ||
         v.length > max ||
         !k.isWellFormed() ||
@@ -378,30 +429,43 @@ export class Limiter {
   /**
    * The lower-level form of {@link Limiter.checkAt} for callers that resolve policies
    * themselves (the Envoy-compatible service matches its own rule tree): decides the
-   * given (policy, descriptor, cost) items as one all-or-nothing batch, with the same
-   * deadlines, failure modes and idempotency. Policies need not be in the limiter's
-   * set, but must come from `parsePolicies` (validated). Rejects with a `PolicyError`
-   * for an invalid cost or a cost above a policy's capacity.
+   * given (policy, descriptor, cost) items as one all-or-nothing batch (or each on its
+   * own: `independent`), with the same deadlines, failure modes and idempotency. Policies
+   * need not be in the limiter's set, but must come from `parsePolicies` (validated), or
+   * from an algorithm's `chargingDenied` (then only with `independent`).
+   *
+   * The cost is the request's, so a cost above a policy's capacity is a decision here,
+   * not an error: `OVER_LIMIT` with `retryAfterMs` Infinity (it can never fit). Rejects
+   * with a `PolicyError` for an invalid cost.
    */
   decideAt(
     nowMs: number,
     items: readonly CheckItem[],
-    options: Pick<CheckOptions, 'timeoutMs' | 'requestId'> = {},
+    options: DecideOptions = {},
   ): Promise<CheckResult> {
-    return settled(() => this.#decide(nowMs, items, options));
+    return settled(() => this.#decide(nowMs, items, options, false));
   }
 
+  /** `rejectOversized`: a cost above capacity throws (checkAt) instead of being decided. */
   #decide(
     nowMs: number,
     items: readonly CheckItem[],
-    options: Pick<CheckOptions, 'timeoutMs' | 'requestId'>,
+    options: DecideOptions,
+    rejectOversized: boolean,
   ): CheckResult | Promise<CheckResult> {
     const selected = items.map((i) => i.policy);
+    const independent = options.independent === true;
     const batch: StoreRequest[] = items.map(({ policy, descriptor: d, cost }) => {
       validateCost(cost);
       const algorithm = algorithmOf(policy.algorithm);
+      if (!independent && algorithm.chargesDenied?.(policy.params) === true) {
+        throw new PolicyError(
+          'SLUICE_ERR_POLICY_UNSUPPORTED',
+          `policy "${policy.name}" charges denied requests, which an all-or-nothing decision cannot undo; decide it with independent: true`,
+        );
+      }
       const capacity = algorithm.capacity(policy.params);
-      if (cost > capacity) throw costExceeds(cost, capacity, policy);
+      if (rejectOversized && cost > capacity) throw costExceeds(cost, capacity, policy);
       return {
         key: bucketKey(policy, d),
         algorithm,
@@ -421,29 +485,43 @@ export class Limiter {
     nowMs: number,
     selected: readonly Policy[],
     batch: readonly StoreRequest[],
-    options: Pick<CheckOptions, 'timeoutMs' | 'requestId'>,
+    options: DecideOptions,
   ): CheckResult | Promise<CheckResult> {
     if (batch.length === 0) return combineDecisions([]);
     const requestId =
       options.requestId === undefined ? undefined : validateRequestId(options.requestId);
     validateTimeout(options.timeoutMs);
+    const independent = options.independent === true;
     const store = this.#store;
     if (store.applySync !== undefined) {
       let results: readonly StoreResult[];
       try {
-        results = store.applySync(
-          batch,
-          requestId === undefined ? { nowMs } : { nowMs, requestId },
-        );
+        results = store.applySync(batch, {
+          nowMs,
+          ...(requestId === undefined ? {} : { requestId }),
+          ...(independent ? { independent } : {}),
+        });
       } catch (cause) {
         const error = asStoreError(cause);
         results = batch.map(() => ({ ok: false as const, error }));
       }
-      return this.#finish(selected, batch, results, nowMs);
+      return this.#finish(selected, batch, results, nowMs, independent);
     }
-    let timeoutMs = Math.min(MAX_TIMER_MS, options.timeoutMs ?? Infinity);
-    for (const p of selected) timeoutMs = Math.min(timeoutMs, p.timeoutMs);
-    return this.#apply(selected, batch, nowMs, timeoutMs, requestId);
+    let policyMs = MAX_TIMER_MS;
+    for (const p of selected) policyMs = Math.min(policyMs, p.timeoutMs);
+    const callerMs = options.timeoutMs ?? Infinity;
+    const timeoutMs = Math.min(policyMs, callerMs);
+    const endedBy = callerMs < policyMs ? 'deadline' : 'store';
+    return this.#apply(
+      selected,
+      batch,
+      nowMs,
+      timeoutMs,
+      requestId,
+      independent,
+      endedBy,
+      options.signal,
+    );
   }
 
   /** Turns the store's per-item results into the check's result. */
@@ -452,15 +530,30 @@ export class Limiter {
     batch: readonly StoreRequest[],
     results: readonly StoreResult[],
     nowMs: number,
+    independent: boolean,
   ): CheckResult {
-    // A batch is atomic: if any item failed, nothing is known about the others.
-    for (let i = 0; i < results.length; i++) {
-      if (!results[i]!.ok) return this.#failed(selected, batch, nowMs);
+    // A batch is atomic: if any item failed, nothing is known about the others. Items
+    // decided independently fail alone.
+    if (!independent) {
+      for (let i = 0; i < results.length; i++) {
+        if (!results[i]!.ok) return this.#failed(selected, batch, nowMs);
+      }
     }
     const decisions: Decision[] = [];
     for (let i = 0; i < selected.length; i++) {
       const policy = selected[i]!;
-      const decision = (results[i] as { ok: true; decision: AlgorithmDecision }).decision;
+      const result = results[i]!;
+      if (!result.ok) {
+        const d = this.#withoutStore(policy, batch[i]!, nowMs);
+        if (d.path === 'stale' && d.allowed)
+          this.#stale.spend(batch[i]!.key, policy, batch[i]!.cost, nowMs);
+        decisions.push(d);
+        continue;
+      }
+      let decision = result.decision;
+      // INVALID_POLICY from a transition: the cost is above capacity (decideAt lets such
+      // costs through), so it can never fit.
+      if (decision.status === 'INVALID_POLICY') decision = neverFits(decision);
       if (policy.failureMode === 'stale') this.#stale.record(batch[i]!.key, decision, nowMs);
       decisions.push(withPolicy(decision, policy.name, policy.shadow ? 'shadow' : 'store'));
     }
@@ -478,38 +571,72 @@ export class Limiter {
     nowMs: number,
     timeoutMs: number,
     requestId: string | undefined,
+    independent: boolean,
+    /** What the deadline stands for: the policies' timeout, or the caller's shorter one. */
+    deadlineEnds: 'store' | 'deadline',
+    signal: AbortSignal | undefined,
   ): Promise<CheckResult> {
     return new Promise<CheckResult>((resolve, reject) => {
-      const call = new StoreCall(nowMs, requestId);
+      const call = new StoreCall(nowMs, requestId, independent);
       let deadline: Deadline | undefined;
       let done = false;
-      const finish = (results: readonly StoreResult[]): void => {
+      const finish = (results: readonly StoreResult[], endedBy: StoreCallEnd = 'store'): void => {
         if (done) return;
         done = true;
         deadline?.clear();
+        signal?.removeEventListener('abort', onAbort);
+        const observer = this.#observer;
+        if (observer !== undefined) {
+          const failed = results.find((r) => !r.ok);
+          if (failed === undefined) observer.answered();
+          else observer.failed(failed.error, endedBy);
+        }
         try {
-          resolve(this.#finish(selected, batch, results, nowMs));
+          resolve(this.#finish(selected, batch, results, nowMs, independent));
         } catch (error) {
           reject(error as Error);
         }
       };
-      const fail = (cause: unknown): void => {
+      const fail = (cause: unknown, endedBy: StoreCallEnd = 'store'): void => {
         const error = asStoreError(cause);
-        finish(batch.map(() => ({ ok: false as const, error })));
+        finish(
+          batch.map(() => ({ ok: false as const, error })),
+          endedBy,
+        );
       };
+      const onAbort = (): void => {
+        call.abort();
+        fail(
+          new StoreError(
+            'SLUICE_ERR_STORE_TIMEOUT',
+            'the caller cancelled the check before the store answered; the request may or may not have been applied',
+          ),
+          'cancel',
+        );
+      };
+      if (signal !== undefined) {
+        if (signal.aborted) {
+          onAbort();
+          return;
+        }
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
       if (Number.isFinite(timeoutMs)) {
         deadline = this.#deadlines.add(timeoutMs, () => {
           call.abort();
           fail(
             new StoreError(
               'SLUICE_ERR_STORE_TIMEOUT',
-              `store did not answer within ${timeoutMs}ms; the request may or may not have been applied`,
+              deadlineEnds === 'deadline'
+                ? `store did not answer within the caller's ${timeoutMs}ms; the request may or may not have been applied`
+                : `store did not answer within ${timeoutMs}ms; the request may or may not have been applied`,
             ),
+            deadlineEnds,
           );
         });
       }
       try {
-        this.#store.apply(batch, call).then(finish, fail);
+        this.#store.apply(batch, call).then((results) => finish(results), fail);
       } catch (cause) {
         fail(cause);
       }
@@ -521,15 +648,7 @@ export class Limiter {
    * batch (stale budgets are spent only when the request is admitted as a whole).
    */
   #failed(selected: readonly Policy[], batch: readonly StoreRequest[], nowMs: number): CheckResult {
-    const decisions = selected.map((policy, i): Decision => {
-      const r = batch[i]!;
-      if (policy.failureMode === 'stale') {
-        const d = this.#stale.peek(r.key, policy, r.cost, nowMs);
-        if (d !== undefined)
-          return { ...d, policy: policy.name, path: policy.shadow ? 'shadow' : 'stale' };
-      }
-      return failureDecision(policy, r);
-    });
+    const decisions = selected.map((policy, i) => this.#withoutStore(policy, batch[i]!, nowMs));
     const result = combineDecisions(decisions);
     if (result.allowed) {
       selected.forEach((policy, i) => {
@@ -539,6 +658,16 @@ export class Limiter {
       });
     }
     return result;
+  }
+
+  /** One policy's decision without the store: its stale budget, else its failure mode. */
+  #withoutStore(policy: Policy, r: StoreRequest, nowMs: number): Decision {
+    if (policy.failureMode === 'stale') {
+      const d = this.#stale.peek(r.key, policy, r.cost, nowMs);
+      if (d !== undefined)
+        return { ...d, policy: policy.name, path: policy.shadow ? 'shadow' : 'stale' };
+    }
+    return failureDecision(policy, r);
   }
 
   #select(
@@ -577,12 +706,14 @@ export class Limiter {
 class StoreCall implements StoreApplyOptions {
   readonly nowMs: number;
   readonly requestId?: string;
+  readonly independent?: boolean;
   #controller: AbortController | undefined;
   #aborted = false;
 
-  constructor(nowMs: number, requestId: string | undefined) {
+  constructor(nowMs: number, requestId: string | undefined, independent: boolean) {
     this.nowMs = nowMs;
     if (requestId !== undefined) this.requestId = requestId;
+    if (independent) this.independent = true;
   }
 
   get signal(): AbortSignal {
@@ -649,6 +780,11 @@ function costExceeds(cost: number, capacity: number, policy: Policy): PolicyErro
     'SLUICE_ERR_COST_EXCEEDS_CAPACITY',
     `cost ${cost} exceeds the capacity ${capacity} of policy "${policy.name}": it could never be admitted`,
   );
+}
+
+/** A decision for a cost that can never fit: over the limit, and no wait makes it fit. */
+function neverFits(d: AlgorithmDecision): AlgorithmDecision {
+  return { ...d, status: 'OVER_LIMIT', allowed: false, retryAfterMs: Infinity };
 }
 
 /** The cost rules of {@link costOf} over a record descriptor. */

@@ -33,6 +33,7 @@ export interface PolicyPlan {
    * so a check needs no key text. Both `undefined` otherwise.
    */
   readonly valueKey: string | undefined;
+  /** @internal The store's type, kept out of the declarations (stripInternal). */
   readonly index: ValueIndex | undefined;
 }
 

@@ -7,6 +7,7 @@ import {
   type RuleOutcome,
   type RuleUsage,
 } from './rule-hits.js';
+import { boundedLabelValue, DEFAULT_MAX_SERIES_PER_METRIC, SeriesCap } from './series-cap.js';
 
 /** The transport a decision arrived on. */
 export type MetricsTransport = 'grpc' | 'http';
@@ -26,6 +27,12 @@ export interface ServiceMetricsOptions {
    * @default [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
    */
   readonly durationBuckets?: readonly number[];
+  /**
+   * Most series (label sets) one metric family may hold; updates that would create
+   * more are dropped and counted in `sluice_metric_series_dropped_total{metric}`.
+   * `sluice_rule_hits_total` admits a rule's five outcomes together. @default 2000
+   */
+  readonly maxSeriesPerMetric?: number;
 }
 
 /** The exposition text and the `Content-Type` to serve it with. */
@@ -40,6 +47,17 @@ const DEFAULT_BUCKETS: readonly number[] = Object.freeze([
 
 const OUTCOMES: ReadonlySet<string> = new Set(RULE_OUTCOMES);
 
+function checkHits(hits: number): void {
+  if (!Number.isFinite(hits) || hits < 0) {
+    throw new RangeError(`hits must be a finite number >= 0, got ${hits}`);
+  }
+}
+
+const RULE_HITS = 'sluice_rule_hits_total';
+const DECISIONS = 'sluice_decisions_total';
+const DURATION = 'sluice_decision_duration_seconds';
+const STORE_ERRORS = 'sluice_store_errors_total';
+
 /**
  * Sluice's Prometheus metrics, in a registry of its own (never prom-client's global one,
  * so two instances in one process, e.g. in tests, never collide):
@@ -50,11 +68,17 @@ const OUTCOMES: ReadonlySet<string> = new Set(RULE_OUTCOMES);
  * - `sluice_config_load_total{result}`: `success` or `error` per configuration load.
  * - `sluice_decisions_total{policy, status, path}`: one per policy decision.
  * - `sluice_decision_duration_seconds{transport, method}`: time to answer a call.
- * - `sluice_store_errors_total{code}`: store failures by `SLUICE_ERR_STORE_*` code.
+ * - `sluice_store_errors_total{code, reason}`: failed store calls by `SLUICE_ERR_STORE_*`
+ *   code and reason (`timeout`, `connection`, `oom`, `wrongtype`, …; `deadline` and
+ *   `cancelled` when the caller's deadline or cancellation ended the wait).
+ * - `sluice_metric_series_dropped_total{metric}`: updates dropped by the series cap.
  *
- * Labels never carry raw request values unless the caller puts them in a `rule` on
- * purpose (a rule with `detailed_metric`; see `ruleMetricKey`). Safe to share between
- * transports: every method is synchronous except {@link metrics}.
+ * Labels never carry raw request values unless the configuration names them (a rule
+ * with `detailed_metric` or `value_to_metric`; see `ruleMetricKey`). Each family holds
+ * at most `maxSeriesPerMetric` series, and label values are at most
+ * `MAX_LABEL_VALUE_LENGTH` long, so neither memory nor `/metrics` grows with what
+ * clients send. Safe to share between transports: every method is synchronous except
+ * {@link metrics}.
  */
 export class ServiceMetrics {
   /** The registry every metric is in; register more metrics here to expose them too. */
@@ -64,18 +88,26 @@ export class ServiceMetrics {
   readonly #configLoads: Counter<'result'>;
   readonly #decisions: Counter<'policy' | 'status' | 'path'>;
   readonly #duration: Histogram<'transport' | 'method'>;
-  readonly #storeErrors: Counter<'code'>;
+  readonly #storeErrors: Counter<'code' | 'reason'>;
+  readonly #cap: SeriesCap;
 
-  /** Throws `RangeError` for a `nearLimitRatio` outside (0, 1]. */
+  /**
+   * Throws `RangeError` for a `nearLimitRatio` outside (0, 1] or a `maxSeriesPerMetric`
+   * that is not a positive whole number.
+   */
   constructor(options: ServiceMetricsOptions = {}) {
     const ratio = options.nearLimitRatio ?? DEFAULT_NEAR_LIMIT_RATIO;
     if (!(ratio > 0 && ratio <= 1)) {
       throw new RangeError(`nearLimitRatio must be in (0, 1], got ${ratio}`);
     }
     this.#nearLimitRatio = ratio;
+    this.#cap = new SeriesCap(
+      options.maxSeriesPerMetric ?? DEFAULT_MAX_SERIES_PER_METRIC,
+      this.registry,
+    );
     const registers = [this.registry];
     this.#ruleHits = new Counter({
-      name: 'sluice_rule_hits_total',
+      name: RULE_HITS,
       help: 'Hits per rate limit rule and outcome, in hits_addend units (envoyproxy/ratelimit rule stats).',
       labelNames: ['domain', 'rule', 'outcome'] as const,
       registers,
@@ -87,22 +119,22 @@ export class ServiceMetrics {
       registers,
     });
     this.#decisions = new Counter({
-      name: 'sluice_decisions_total',
+      name: DECISIONS,
       help: 'Policy decisions by policy, status and the path that produced them.',
       labelNames: ['policy', 'status', 'path'] as const,
       registers,
     });
     this.#duration = new Histogram({
-      name: 'sluice_decision_duration_seconds',
+      name: DURATION,
       help: 'Time from a decision request arriving to its answer, by transport and method.',
       labelNames: ['transport', 'method'] as const,
       buckets: [...(options.durationBuckets ?? DEFAULT_BUCKETS)],
       registers,
     });
     this.#storeErrors = new Counter({
-      name: 'sluice_store_errors_total',
-      help: 'Store failures by error code.',
-      labelNames: ['code'] as const,
+      name: STORE_ERRORS,
+      help: 'Failed store calls by error code and reason.',
+      labelNames: ['code', 'reason'] as const,
       registers,
     });
   }
@@ -115,10 +147,9 @@ export class ServiceMetrics {
    */
   recordRule(domain: string, ruleKey: string, outcome: RuleOutcome, hits: number): void {
     if (!OUTCOMES.has(outcome)) throw new RangeError(`unknown rule outcome "${String(outcome)}"`);
-    if (!Number.isFinite(hits) || hits < 0) {
-      throw new RangeError(`hits must be a finite number >= 0, got ${hits}`);
-    }
-    this.#ruleHits.inc({ domain, rule: ruleKey, outcome }, hits);
+    checkHits(hits);
+    const labels = this.#ruleLabels(domain, ruleKey);
+    if (labels !== undefined) this.#ruleHits.inc({ ...labels, outcome }, hits);
   }
 
   /**
@@ -128,7 +159,18 @@ export class ServiceMetrics {
    */
   recordRuleCheck(domain: string, ruleKey: string, usage: RuleUsage): void {
     const split = ruleHits(usage, this.#nearLimitRatio);
-    for (const outcome of RULE_OUTCOMES) this.recordRule(domain, ruleKey, outcome, split[outcome]);
+    const labels = this.#ruleLabels(domain, ruleKey);
+    if (labels === undefined) return;
+    for (const outcome of RULE_OUTCOMES) this.#ruleHits.inc({ ...labels, outcome }, split[outcome]);
+  }
+
+  /** A rule's labels, bounded; `undefined` when the series cap drops the update. */
+  #ruleLabels(domain: string, ruleKey: string): { domain: string; rule: string } | undefined {
+    const d = boundedLabelValue(domain);
+    const rule = boundedLabelValue(ruleKey);
+    // The five outcomes are admitted together: a rule never shows some of them only.
+    if (!this.#cap.admit(RULE_HITS, `${d}\u0000${rule}`, RULE_OUTCOMES.length)) return undefined;
+    return { domain: d, rule };
   }
 
   /** Counts one configuration load. */
@@ -138,7 +180,10 @@ export class ServiceMetrics {
 
   /** Counts one policy decision by its policy name, status and path. */
   recordDecision(decision: Pick<Decision, 'policy' | 'status' | 'path'>): void {
-    this.#decisions.inc({ policy: decision.policy, status: decision.status, path: decision.path });
+    const policy = boundedLabelValue(decision.policy);
+    const { status, path } = decision;
+    if (!this.#cap.admit(DECISIONS, `${policy}\u0000${status}\u0000${path}`)) return;
+    this.#decisions.inc({ policy, status, path });
   }
 
   /**
@@ -147,12 +192,17 @@ export class ServiceMetrics {
    * transport carried it.
    */
   observeDecisionDuration(transport: MetricsTransport, method: string, durationMs: number): void {
+    if (!this.#cap.admit(DURATION, `${transport}\u0000${method}`)) return;
     this.#duration.observe({ transport, method }, durationMs / 1000);
   }
 
-  /** Counts one store failure by its error code, e.g. `SLUICE_ERR_STORE_TIMEOUT`. */
-  recordStoreError(code: string): void {
-    this.#storeErrors.inc({ code });
+  /**
+   * Counts one failed store call by its error code (`SLUICE_ERR_STORE_TIMEOUT`) and
+   * reason (a `StoreFailureReason`, `deadline` or `cancelled`).
+   */
+  recordStoreError(code: string, reason: string): void {
+    if (!this.#cap.admit(STORE_ERRORS, `${code}\u0000${reason}`)) return;
+    this.#storeErrors.inc({ code, reason });
   }
 
   /** The Prometheus text exposition of every metric in {@link registry}. */

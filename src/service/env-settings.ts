@@ -1,10 +1,65 @@
-import { PolicyError } from '../core/errors.js';
+import { z } from 'zod';
+import {
+  anyText,
+  goBool,
+  headerName,
+  hostAddress,
+  oneOf,
+  portNumber,
+  ratio,
+  settingValue,
+  wholeNumber,
+  type SettingValue,
+} from '../config/env-values.js';
+import { DECISION_MODES, type DecisionMode } from '../config/envoy/envoy-config.js';
+import { ENVOY_RUNTIME_DEFAULTS } from '../config/envoy/runtime-dir.js';
+import { PolicyError, formatIssue, type PolicyIssue } from '../core/errors.js';
 import { DEFAULT_NEAR_LIMIT_RATIO } from '../metrics/rule-hits.js';
+import { redisTargetFromSettings, type RedisTarget } from './redis-settings.js';
 import { DEFAULT_RESPONSE_HEADER_NAMES, type ResponseHeaderNames } from './response-headers.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-/** Log levels `LOG_LEVEL` accepts (upstream's logrus names), as pino names them. */
+/** One service setting: where it is read from and how. */
+export interface SettingSpec {
+  /** The environment variable. */
+  readonly env: string;
+  /** Command-line flags that set the same value (a flag wins over the variable). */
+  readonly flags: readonly string[];
+  /** Reads the text; unset (`undefined`) gives the default. */
+  readonly value: z.ZodType<unknown, string | undefined>;
+  /** envoyproxy/ratelimit reads the same variable (docs/migrating-from-envoy-ratelimit.md lists it). */
+  readonly upstream: boolean;
+}
+
+function setting<T extends NonNullable<unknown>>(
+  env: string,
+  value: SettingValue<T>,
+  fallback: T,
+  more: { flags?: readonly string[]; upstream?: boolean } = {},
+) {
+  return {
+    env,
+    flags: more.flags ?? [],
+    upstream: more.upstream ?? true,
+    value: value.default(fallback),
+  } satisfies SettingSpec;
+}
+
+function optionalSetting<T>(
+  env: string,
+  value: SettingValue<T>,
+  more: { flags?: readonly string[]; upstream?: boolean } = {},
+) {
+  return {
+    env,
+    flags: more.flags ?? [],
+    upstream: more.upstream ?? true,
+    value: value.optional(),
+  } satisfies SettingSpec;
+}
+
+/** Log levels `LOG_LEVEL` accepts (upstream's logrus names, any case), as pino names them. */
 const LOG_LEVELS: Readonly<Record<string, string>> = Object.freeze({
   trace: 'trace',
   debug: 'debug',
@@ -16,8 +71,114 @@ const LOG_LEVELS: Readonly<Record<string, string>> = Object.freeze({
   panic: 'fatal',
 });
 
-/** The service settings read from upstream's environment variables. */
-export interface EnvSettings {
+/** The longest store deadline accepted, in ms: a rate limit decision that waits longer is an outage. */
+export const MAX_STORE_TIMEOUT_MS = 60_000;
+
+const runtime = ENVOY_RUNTIME_DEFAULTS;
+
+/**
+ * Every setting `sluice serve` reads, one entry per environment variable. To add one:
+ * add an entry here (the variable, its flags, how its text is read, its default), a row
+ * to the table in docs/cli.md (a test keeps the two equal) and, when upstream has the
+ * variable, a row in docs/migrating-from-envoy-ratelimit.md.
+ */
+export const SERVICE_SETTINGS = {
+  port: setting('PORT', portNumber, 8080, { flags: ['--port'] }),
+  grpcPort: setting('GRPC_PORT', portNumber, 8081, { flags: ['--grpc-port'] }),
+  host: setting('HOST', hostAddress, '0.0.0.0', { flags: ['--host'] }),
+  grpcHost: setting('GRPC_HOST', hostAddress, '0.0.0.0', { flags: ['--grpc-host'] }),
+  redisUrl: optionalSetting(
+    'REDIS_URL',
+    settingValue('host:port or a redis:// URL (unset: the embedded memory store)', (t) =>
+      t === '' ? undefined : t,
+    ),
+    { flags: ['--redis', '--redis-cluster'] },
+  ),
+  redisAuth: setting('REDIS_AUTH', anyText, ''),
+  redisType: setting(
+    'REDIS_TYPE',
+    oneOf(
+      { single: 'single', cluster: 'cluster' } as const,
+      'single or cluster (Redis Sentinel is not supported)',
+    ),
+    'single',
+  ),
+  storeTimeoutMs: setting(
+    'STORE_TIMEOUT_MS',
+    wholeNumber(1, MAX_STORE_TIMEOUT_MS, ' of milliseconds'),
+    100,
+    { flags: ['--store-timeout'], upstream: false },
+  ),
+  keyPrefix: setting(
+    'CACHE_KEY_PREFIX',
+    settingValue('a non-empty key prefix without "{" or "}"', (t) =>
+      t === '' || /[{}]/.test(t) ? undefined : t,
+    ),
+    'sl',
+  ),
+  shadowMode: setting('SHADOW_MODE', goBool, false),
+  quotaMode: setting('QUOTA_MODE', goBool, false),
+  mergeDomainConfig: setting('MERGE_DOMAIN_CONFIG', goBool, false, {
+    flags: ['--merge-domain-configs'],
+  }),
+  nearLimitRatio: setting('NEAR_LIMIT_RATIO', ratio, DEFAULT_NEAR_LIMIT_RATIO),
+  responseHeadersEnabled: setting('LIMIT_RESPONSE_HEADERS_ENABLED', goBool, false),
+  limitHeader: setting('LIMIT_LIMIT_HEADER', headerName, DEFAULT_RESPONSE_HEADER_NAMES.limit),
+  remainingHeader: setting(
+    'LIMIT_REMAINING_HEADER',
+    headerName,
+    DEFAULT_RESPONSE_HEADER_NAMES.remaining,
+  ),
+  resetHeader: setting('LIMIT_RESET_HEADER', headerName, DEFAULT_RESPONSE_HEADER_NAMES.reset),
+  responseDynamicMetadata: setting('RESPONSE_DYNAMIC_METADATA', goBool, false),
+  logLevel: setting('LOG_LEVEL', oneOf(LOG_LEVELS), 'info'),
+  logFormat: setting('LOG_FORMAT', oneOf({ json: 'json', text: 'text' } as const), 'json'),
+  runtimeRoot: setting('RUNTIME_ROOT', anyText, runtime.runtimeRoot),
+  runtimeSubdirectory: setting('RUNTIME_SUBDIRECTORY', anyText, runtime.runtimeSubdirectory),
+  runtimeAppDirectory: setting('RUNTIME_APPDIRECTORY', anyText, runtime.runtimeAppDirectory),
+  runtimeWatchRoot: setting('RUNTIME_WATCH_ROOT', goBool, runtime.runtimeWatchRoot),
+  runtimeIgnoreDotFiles: setting('RUNTIME_IGNOREDOTFILES', goBool, runtime.runtimeIgnoreDotFiles),
+  decisionMode: setting(
+    'SLUICE_DECISION_MODE',
+    oneOf(
+      Object.fromEntries(DECISION_MODES.map((m) => [m, m])) as Record<DecisionMode, DecisionMode>,
+      DECISION_MODES.join(' or '),
+    ),
+    'per-descriptor' as DecisionMode,
+    { upstream: false },
+  ),
+} as const;
+
+export type SettingKey = keyof typeof SERVICE_SETTINGS;
+
+type Shape = { [K in SettingKey]: (typeof SERVICE_SETTINGS)[K]['value'] };
+
+/** The zod schema of the settings' text, keyed like {@link SERVICE_SETTINGS}. */
+export const serviceSettingsSchema = z
+  .object(
+    Object.fromEntries(
+      Object.entries(SERVICE_SETTINGS).map(([key, spec]) => [key, spec.value]),
+    ) as Shape,
+  )
+  .strict();
+
+/** A value given on the command line for a setting. */
+export interface FlagValue {
+  readonly setting: SettingKey;
+  /** The flag as the user wrote it (`--port`), named in errors. */
+  readonly flag: string;
+  readonly value: string;
+}
+
+/** The validated settings of `sluice serve`. */
+export interface ServiceSettings {
+  readonly port: number;
+  readonly grpcPort: number;
+  readonly host: string;
+  readonly grpcHost: string;
+  /** Absent: the embedded memory store. */
+  readonly redis?: RedisTarget;
+  readonly storeTimeoutMs: number;
   readonly keyPrefix: string;
   readonly shadowMode: boolean;
   readonly quotaMode: boolean;
@@ -30,81 +191,154 @@ export interface EnvSettings {
   readonly logLevel: string;
   /** `LOG_FORMAT=text` was asked for; Sluice logs JSON only and says so at start. */
   readonly logFormatText: boolean;
+  /** `SLUICE_DECISION_MODE`: how envoy requests are charged where a domain does not say. */
+  readonly decisionMode: DecisionMode;
 }
 
-function invalid(name: string, value: string, expected: string): PolicyError {
-  return new PolicyError(
+type Parsed = z.output<typeof serviceSettingsSchema>;
+
+/**
+ * Reads and validates `keys` from flags (which win) and environment variables. Returns
+ * the values, or every problem found, each naming the flag or variable it came from.
+ */
+function parse(
+  keys: readonly SettingKey[],
+  env: Env,
+  flags: readonly FlagValue[],
+): { values: Parsed; source: Record<string, string> } | { issues: PolicyIssue[] } {
+  const raw: Record<string, string | undefined> = {};
+  const source: Record<string, string> = {};
+  const issues: PolicyIssue[] = [];
+  for (const key of keys) {
+    const given = flags.filter((f) => f.setting === key);
+    if (given.length > 1) {
+      issues.push({
+        path: given.map((f) => f.flag).join(', '),
+        message: 'give only one of these',
+      });
+    }
+    const flag = given[0];
+    raw[key] = flag === undefined ? env[SERVICE_SETTINGS[key].env] : flag.value;
+    source[key] = flag === undefined ? SERVICE_SETTINGS[key].env : flag.flag;
+  }
+  const mask = Object.fromEntries(keys.map((k) => [k, true])) as Record<SettingKey, true>;
+  const parsed = serviceSettingsSchema.pick(mask).safeParse(raw);
+  if (!parsed.success) {
+    for (const i of parsed.error.issues) {
+      issues.push({ path: source[String(i.path[0])] ?? '', message: i.message });
+    }
+  }
+  if (issues.length > 0 || !parsed.success) return { issues };
+  return { values: parsed.data as Parsed, source };
+}
+
+function refuse(issues: readonly PolicyIssue[]): never {
+  throw new PolicyError(
     'SLUICE_ERR_CONFIG_INVALID',
-    `${name}=${JSON.stringify(value)}: expected ${expected}`,
+    `invalid settings (${issues.length} issue${issues.length === 1 ? '' : 's'}):\n` +
+      issues.map((i) => `  ${formatIssue(i)}`).join('\n'),
+    { issues },
   );
 }
 
-/** Go's `strconv.ParseBool`, which upstream's settings use: anything else is an error. */
-function bool(env: Env, name: string): boolean {
-  const v = env[name];
-  if (v === undefined || v === '') return false;
-  if (['1', 't', 'T', 'true', 'TRUE', 'True'].includes(v)) return true;
-  if (['0', 'f', 'F', 'false', 'FALSE', 'False'].includes(v)) return false;
-  throw invalid(name, v, 'a boolean (true/false, 1/0, t/f)');
-}
-
-function headerName(env: Env, name: string, fallback: string): string {
-  const v = env[name];
-  if (v === undefined || v === '') return fallback;
-  // RFC 9110 field-name: a token.
-  if (!/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(v)) throw invalid(name, v, 'an HTTP header name');
-  return v;
+/**
+ * Reads every setting of `sluice serve` from the environment and from `flags`, with
+ * one validation for both. Throws `PolicyError` (`SLUICE_ERR_CONFIG_INVALID`) listing
+ * every problem at once; each issue's path names the variable, or the flag when the
+ * value came from one (`PORT`, `--store-timeout`).
+ */
+export function readServiceSettings(
+  env: Env,
+  flags: readonly FlagValue[] = [],
+): Readonly<ServiceSettings> {
+  const result = parse(Object.keys(SERVICE_SETTINGS) as SettingKey[], env, flags);
+  const issues = 'issues' in result ? [...result.issues] : [];
+  // The URL's form depends on REDIS_TYPE: checked once the three Redis settings read well,
+  // whatever else is wrong, so that every problem is reported at once.
+  const r = parse(['redisUrl', 'redisAuth', 'redisType'], env, flags);
+  let redis: RedisTarget | undefined;
+  if (!('issues' in r) && r.values.redisUrl !== undefined) {
+    try {
+      redis = redisTargetFromSettings({
+        url: r.values.redisUrl,
+        auth: r.values.redisAuth,
+        type: r.values.redisType,
+        urlSetting: r.source['redisUrl']!,
+      });
+    } catch (e) {
+      if (!(e instanceof PolicyError)) throw e;
+      issues.push(...e.issues);
+    }
+  }
+  if ('issues' in result || issues.length > 0) refuse(issues);
+  const v = result.values;
+  return Object.freeze({
+    port: v.port,
+    grpcPort: v.grpcPort,
+    host: v.host,
+    grpcHost: v.grpcHost,
+    ...(redis === undefined ? {} : { redis }),
+    storeTimeoutMs: v.storeTimeoutMs,
+    keyPrefix: v.keyPrefix,
+    shadowMode: v.shadowMode,
+    quotaMode: v.quotaMode,
+    mergeDomainConfig: v.mergeDomainConfig,
+    nearLimitRatio: v.nearLimitRatio,
+    ...(v.responseHeadersEnabled
+      ? {
+          responseHeaders: Object.freeze({
+            limit: v.limitHeader,
+            remaining: v.remainingHeader,
+            reset: v.resetHeader,
+          }),
+        }
+      : {}),
+    responseDynamicMetadata: v.responseDynamicMetadata,
+    logLevel: v.logLevel,
+    logFormatText: v.logFormat === 'text',
+    decisionMode: v.decisionMode,
+  });
 }
 
 /**
- * Reads upstream's service settings (`CACHE_KEY_PREFIX`, `SHADOW_MODE`, `QUOTA_MODE`,
- * `MERGE_DOMAIN_CONFIG`, `NEAR_LIMIT_RATIO`, `LIMIT_RESPONSE_HEADERS_ENABLED` and the
- * three `LIMIT_*_HEADER` names, `RESPONSE_DYNAMIC_METADATA`, `LOG_LEVEL`, `LOG_FORMAT`).
- * A value that cannot be read is an error naming the variable, never a silent default.
+ * Reads one setting the way {@link readServiceSettings} does (for commands that need
+ * only that one, like `validate` with `MERGE_DOMAIN_CONFIG`).
  */
-export function settingsFromEnv(env: Env): EnvSettings {
-  const prefix = env['CACHE_KEY_PREFIX'];
-  if (prefix === '') throw invalid('CACHE_KEY_PREFIX', '', 'a non-empty key prefix');
-  const ratioText = env['NEAR_LIMIT_RATIO'];
-  let nearLimitRatio = DEFAULT_NEAR_LIMIT_RATIO;
-  if (ratioText !== undefined && ratioText !== '') {
-    nearLimitRatio = Number(ratioText);
-    if (!/^\s*[0-9.eE+-]+\s*$/.test(ratioText) || !(nearLimitRatio > 0 && nearLimitRatio <= 1))
-      throw invalid('NEAR_LIMIT_RATIO', ratioText, 'a number in (0, 1]');
-  }
-  const levelText = env['LOG_LEVEL'];
-  let logLevel = 'info';
-  if (levelText !== undefined && levelText !== '') {
-    const level = LOG_LEVELS[levelText.toLowerCase()];
-    if (level === undefined)
-      throw invalid('LOG_LEVEL', levelText, Object.keys(LOG_LEVELS).join(', '));
-    logLevel = level;
-  }
-  const format = env['LOG_FORMAT'];
-  if (format !== undefined && format !== '' && !['json', 'text'].includes(format.toLowerCase()))
-    throw invalid('LOG_FORMAT', format, 'json or text');
-  const headersOn = bool(env, 'LIMIT_RESPONSE_HEADERS_ENABLED');
-  return {
-    keyPrefix: prefix ?? 'sl',
-    shadowMode: bool(env, 'SHADOW_MODE'),
-    quotaMode: bool(env, 'QUOTA_MODE'),
-    mergeDomainConfig: bool(env, 'MERGE_DOMAIN_CONFIG'),
-    nearLimitRatio,
-    ...(headersOn
-      ? {
-          responseHeaders: {
-            limit: headerName(env, 'LIMIT_LIMIT_HEADER', DEFAULT_RESPONSE_HEADER_NAMES.limit),
-            remaining: headerName(
-              env,
-              'LIMIT_REMAINING_HEADER',
-              DEFAULT_RESPONSE_HEADER_NAMES.remaining,
-            ),
-            reset: headerName(env, 'LIMIT_RESET_HEADER', DEFAULT_RESPONSE_HEADER_NAMES.reset),
-          },
-        }
-      : {}),
-    responseDynamicMetadata: bool(env, 'RESPONSE_DYNAMIC_METADATA'),
-    logLevel,
-    logFormatText: format?.toLowerCase() === 'text',
-  };
+export function readSetting<K extends SettingKey>(
+  key: K,
+  env: Env,
+  flags: readonly FlagValue[] = [],
+): Parsed[K] {
+  const result = parse([key], env, flags);
+  if ('issues' in result) refuse(result.issues);
+  return result.values[key];
+}
+
+/** The `ServeOptions` fields that are also settings, checked by the same rules. */
+const CHECKED_OPTIONS = [
+  'port',
+  'grpcPort',
+  'host',
+  'grpcHost',
+  'storeTimeoutMs',
+  'keyPrefix',
+  'nearLimitRatio',
+] as const satisfies readonly SettingKey[];
+
+/**
+ * Checks the `ServeOptions` fields that a variable or flag can also set, by the rules
+ * those follow, so that `startService({ storeTimeoutMs: 0 })` is refused as
+ * `STORE_TIMEOUT_MS=0` is. Throws `PolicyError` (`SLUICE_ERR_CONFIG_INVALID`) naming
+ * each option.
+ */
+export function checkServeOptionValues(
+  options: Readonly<Partial<Record<(typeof CHECKED_OPTIONS)[number], string | number>>>,
+): void {
+  const given = CHECKED_OPTIONS.filter((k) => options[k] !== undefined);
+  const result = parse(
+    given,
+    {},
+    given.map((k) => ({ setting: k, flag: k, value: String(options[k]) })),
+  );
+  if ('issues' in result) refuse(result.issues);
 }

@@ -1,18 +1,29 @@
-import { watch, type FSWatcher } from 'node:fs';
 import { pino, type Logger } from 'pino';
+import type { DecisionMode } from '../config/envoy/envoy-config.js';
 import type { Clock } from '../core/clock.js';
+import { descriptorLimits, type DescriptorLimits } from '../core/descriptor-limits.js';
 import { formatIssue, PolicyError } from '../core/errors.js';
 import { ServiceMetrics } from '../metrics/service-metrics.js';
 import { MemoryStore } from '../stores/memory/memory-store.js';
 import { RedisStore } from '../stores/redis/redis-store.js';
 import type { Store } from '../stores/store.js';
+import { checkServeOptionValues } from './env-settings.js';
 import { createGrpcServer } from './grpc/server.js';
+import type { CallContext } from './grpc/types.js';
 import { HttpServer } from './http/http-server.js';
 import { RateLimitService } from './rate-limit-service.js';
+import { waitForRedis } from './redis-wait.js';
+import { StoreHealth } from './store-health.js';
 import type { ResponseHeaderNames } from './response-headers.js';
-import { loadServiceConfig, type ConfigSources } from './service-config.js';
+import { ConfigWatcher } from './config-watcher.js';
+import { loadServiceConfig, type ConfigSources, type LoadedConfig } from './service-config.js';
 
-export interface ServeOptions extends ConfigSources {
+/**
+ * Options of {@link startService}. The descriptor limits (`maxDescriptors` 64,
+ * `maxDescriptorEntries` 32, `maxDescriptorKeyLength` 256, `maxDescriptorValueLength`
+ * 1024; see `DescriptorLimits`) apply to every request, over gRPC and HTTP alike.
+ */
+export interface ServeOptions extends ConfigSources, Partial<DescriptorLimits> {
   /** HTTP bind address (`HOST`). @default "0.0.0.0" */
   readonly host?: string;
   /** HTTP port (`PORT`). @default 8080 */
@@ -44,6 +55,11 @@ export interface ServeOptions extends ConfigSources {
   readonly responseHeaders?: ResponseHeaderNames;
   /** Upstream's `RESPONSE_DYNAMIC_METADATA`. @default false */
   readonly responseDynamicMetadata?: boolean;
+  /**
+   * How envoy requests are charged where a domain's `sluice.decision` does not say
+   * (`SLUICE_DECISION_MODE`). @default "per-descriptor" (as envoyproxy/ratelimit counts)
+   */
+  readonly decisionMode?: DecisionMode;
   /** How long shutdown lets in-flight calls finish, in ms. @default 10_000 */
   readonly shutdownTimeoutMs?: number;
   readonly logger?: Logger;
@@ -56,6 +72,17 @@ export interface ServeOptions extends ConfigSources {
   readonly storeTimeoutMs?: number;
   /** @default the system clock; tests pass a ManualClock */
   readonly clock?: Clock;
+  /**
+   * Most series (label sets) one metric family holds; beyond it updates are dropped and
+   * counted in `sluice_metric_series_dropped_total`. @default 2000
+   */
+  readonly maxSeriesPerMetric?: number;
+  /** How long an HTTP client may take to send a request's headers, in ms (then 408). @default 10_000 */
+  readonly httpHeadersTimeoutMs?: number;
+  /** How long an HTTP client may take to send a whole request, in ms (then 408). @default 30_000 */
+  readonly httpRequestTimeoutMs?: number;
+  /** How long an idle HTTP keep-alive connection stays open, in ms. @default 5_000 */
+  readonly httpKeepAliveTimeoutMs?: number;
 }
 
 export interface RunningService {
@@ -69,12 +96,20 @@ export interface RunningService {
   shutdown(): Promise<void>;
 }
 
+/** How long start-up waits for Redis before opening the ports anyway, in ms. */
+const REDIS_CONNECT_GRACE_MS = 1_000;
+
 /** The composition root: the only place the real clock, store and servers are wired. */
 export async function startService(options: ServeOptions): Promise<RunningService> {
+  checkServeOptionValues(options);
   const log = options.logger ?? pino({ name: 'sluice' });
-  const metrics = new ServiceMetrics(
-    options.nearLimitRatio === undefined ? {} : { nearLimitRatio: options.nearLimitRatio },
-  );
+  const limits = descriptorLimits(options);
+  const metrics = new ServiceMetrics({
+    ...(options.nearLimitRatio === undefined ? {} : { nearLimitRatio: options.nearLimitRatio }),
+    ...(options.maxSeriesPerMetric === undefined
+      ? {}
+      : { maxSeriesPerMetric: options.maxSeriesPerMetric }),
+  });
   const config = await loadServiceConfig(options);
   metrics.recordConfigLoad('success');
   const prefix = options.keyPrefix ?? 'sl';
@@ -89,8 +124,13 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       : options.redisUrl === undefined
         ? new MemoryStore()
         : RedisStore.connect(options.redisUrl, { prefix });
-  if (store instanceof RedisStore) await store.ready();
+  const storeHealth = new StoreHealth({
+    log,
+    metrics,
+    ...(store instanceof RedisStore ? { connected: () => store.connected } : {}),
+  });
   const service = new RateLimitService({
+    storeObserver: storeHealth,
     store,
     envoyConfig: config.envoy,
     ...(config.policies === undefined ? {} : { policies: config.policies }),
@@ -100,24 +140,29 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     globalQuotaMode: options.quotaMode ?? false,
     ...(options.responseHeaders === undefined ? {} : { responseHeaders: options.responseHeaders }),
     responseDynamicMetadata: options.responseDynamicMetadata ?? false,
+    ...(options.decisionMode === undefined ? {} : { decisionMode: options.decisionMode }),
     defaultFailureMode: 'closed',
     timeoutMs: options.storeTimeoutMs ?? 100,
+    descriptorLimits: limits,
   });
   const handlers = {
-    shouldRateLimit: (r: Parameters<RateLimitService['shouldRateLimit']>[0]) =>
-      service.shouldRateLimit(r),
-    check: (r: Parameters<RateLimitService['check']>[0]) => service.check(r),
+    shouldRateLimit: (
+      r: Parameters<RateLimitService['shouldRateLimit']>[0],
+      context: CallContext,
+    ) => service.shouldRateLimit(r, context),
+    check: (r: Parameters<RateLimitService['check']>[0], context: CallContext) =>
+      service.check(r, context),
     rlconfig: () => service.rlconfig(),
   };
   const onError = (error: unknown): void => log.error({ err: error }, 'request failed');
   const timeout = options.shutdownTimeoutMs ?? 10_000;
   // The HTTP server times its own calls; gRPC calls are timed here.
   const timed =
-    <A, R>(method: 'ShouldRateLimit' | 'Check', fn: (a: A) => Promise<R>) =>
-    async (a: A): Promise<R> => {
+    <A, R>(method: 'ShouldRateLimit' | 'Check', fn: (a: A, context: CallContext) => Promise<R>) =>
+    async (a: A, context: CallContext): Promise<R> => {
       const t0 = performance.now();
       try {
-        return await fn(a);
+        return await fn(a, context);
       } finally {
         metrics.observeDecisionDuration('grpc', method, performance.now() - t0);
       }
@@ -127,9 +172,46 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       shouldRateLimit: timed('ShouldRateLimit', handlers.shouldRateLimit),
       check: timed('Check', handlers.check),
     },
-    { onError, shutdownTimeoutMs: timeout },
+    { onError, shutdownTimeoutMs: timeout, descriptorLimits: limits },
   );
-  const http = new HttpServer(handlers, { metrics, onError });
+  const http = new HttpServer(handlers, {
+    metrics,
+    onError,
+    descriptorLimits: limits,
+    ...(options.httpHeadersTimeoutMs === undefined
+      ? {}
+      : { headersTimeoutMs: options.httpHeadersTimeoutMs }),
+    ...(options.httpRequestTimeoutMs === undefined
+      ? {}
+      : { requestTimeoutMs: options.httpRequestTimeoutMs }),
+    ...(options.httpKeepAliveTimeoutMs === undefined
+      ? {}
+      : { keepAliveTimeoutMs: options.httpKeepAliveTimeoutMs }),
+  });
+  // The ports open whether Redis is there or not: until it is, health says NOT_SERVING
+  // (gRPC) and 500 (`/healthcheck`), and calls take their rule's failure mode.
+  const redisWait =
+    store instanceof RedisStore
+      ? waitForRedis(store, {
+          log,
+          onReady: () => {
+            http.setHealthy(true);
+            grpc.setHealthy(true);
+          },
+        })
+      : undefined;
+  if (redisWait !== undefined) {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      redisWait.ready,
+      new Promise((resolve) => (timer = setTimeout(resolve, REDIS_CONNECT_GRACE_MS))),
+    ]);
+    clearTimeout(timer);
+    if (redisWait.waiting) {
+      http.setHealthy(false);
+      grpc.setHealthy(false);
+    }
+  }
   const grpcPort = await grpc.listen(options.grpcHost ?? '0.0.0.0', options.grpcPort ?? 8081);
   const httpPort = await http.listen(options.host ?? '0.0.0.0', options.port ?? 8080);
   log.info(
@@ -141,43 +223,59 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     },
     'sluice serving',
   );
+  warnIfEmpty(config, log);
 
-  let reloading = Promise.resolve(true);
-  const reload = (): Promise<boolean> => {
-    reloading = reloading.then(async () => {
+  // One load at a time: a reload never overlaps another, whoever asked for it.
+  let loading: Promise<LoadedConfig | undefined> = Promise.resolve(undefined);
+  const load = (): Promise<LoadedConfig | undefined> => {
+    loading = loading.then(async () => {
       try {
         const next = await loadServiceConfig(options);
         service.reload(next.envoy, next.policies);
         metrics.recordConfigLoad('success');
         log.info({ domains: Object.keys(next.envoy.domains) }, 'config reloaded');
-        return true;
+        warnIfEmpty(next, log);
+        return next;
       } catch (error) {
         metrics.recordConfigLoad('error');
         const detail =
           error instanceof PolicyError ? error.issues.map(formatIssue) : [String(error)];
         log.error({ issues: detail }, 'config reload rejected; the previous config keeps serving');
-        return false;
+        return undefined;
       }
     });
-    return reloading;
+    return loading;
   };
-  let timer: NodeJS.Timeout | undefined;
-  const watchers: FSWatcher[] = config.watch.map((path) =>
-    watch(path, { recursive: false }, () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => void reload(), 100);
-    }),
-  );
+  const reload = async (): Promise<boolean> => (await load()) !== undefined;
+  const watcher = new ConfigWatcher(config.watch, async () => (await load())?.watch, {
+    onWatchError: (error, dir) =>
+      log.warn({ err: error, dir }, 'cannot watch a config directory; its changes need a reload'),
+  });
+  await watcher.start();
 
   let stopping: Promise<void> | undefined;
   const shutdown = (): Promise<void> =>
     (stopping ??= (async () => {
-      for (const w of watchers) w.close();
-      clearTimeout(timer);
+      watcher.close();
+      redisWait?.stop();
       http.setHealthy(false);
       await Promise.all([grpc.shutdown(), http.shutdown(timeout)]);
       await store.close();
       log.info('sluice stopped');
     })());
   return { httpPort, grpcPort, service, metrics, reload, shutdown };
+}
+
+/**
+ * Says so when no rule is loaded: every request is then allowed. Upstream starts the
+ * same way with its file loader (it waits for a first config only from an xDS server,
+ * without FORCE_START_WITHOUT_INITIAL_CONFIG) and logs a warning; so does Sluice, naming
+ * why nothing was read.
+ */
+function warnIfEmpty(config: LoadedConfig, log: Logger): void {
+  if (Object.keys(config.envoy.domains).length > 0 || config.policies !== undefined) return;
+  log.warn(
+    { reasons: config.envoy.warnings.map(formatIssue) },
+    'no rate limit config loaded: every request is allowed',
+  );
 }

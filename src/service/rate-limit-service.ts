@@ -2,9 +2,17 @@ import { createHash } from 'node:crypto';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import type { Descriptor } from '../core/descriptor.js';
+import type { DescriptorLimits } from '../core/descriptor-limits.js';
 import { StoreError } from '../core/errors.js';
 import type { FailureMode, Policy } from '../core/policy.js';
-import type { EnvoyConfig, EnvoyDescriptorLevel, EnvoyRule } from '../config/envoy/envoy-config.js';
+import { algorithmOf } from '../algorithms/index.js';
+import {
+  publicRuleName,
+  type DecisionMode,
+  type EnvoyConfig,
+  type EnvoyDescriptorLevel,
+  type EnvoyRule,
+} from '../config/envoy/envoy-config.js';
 import { resolveDescriptorLimit, type ResolvedLimit } from '../config/envoy/limit-override.js';
 import { hitsAddends } from '../config/envoy/hits-addend.js';
 import { replacedMask } from '../config/envoy/replaces.js';
@@ -16,13 +24,19 @@ import {
 } from '../config/envoy/overall.js';
 import { durationUntilResetSeconds } from '../config/envoy/window.js';
 import { DEFAULT_TIMEOUT_MS, type PolicySet } from '../config/policies.js';
-import { createLimiter, type CheckItem, type Limiter } from '../limiter/limiter.js';
+import {
+  createLimiter,
+  type CheckItem,
+  type Limiter,
+  type StoreCallObserver,
+} from '../limiter/limiter.js';
 import type { RuleUsage } from '../metrics/rule-hits.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
 import type { Store } from '../stores/store.js';
 import { rateLimitDynamicMetadata } from './dynamic-metadata.js';
 import { toNativeCheckResponse } from './grpc/check-response.js';
 import type {
+  CallContext,
   NativeCheckRequest,
   NativeCheckResponse,
   RlsDescriptorStatus,
@@ -56,6 +70,15 @@ export interface RateLimitServiceOptions {
   readonly responseHeaders?: ResponseHeaderNames;
   /** Upstream's `RESPONSE_DYNAMIC_METADATA`. @default false */
   readonly responseDynamicMetadata?: boolean;
+  /** Bounds on native Check descriptors (the transports check them first too). @default DEFAULT_DESCRIPTOR_LIMITS */
+  readonly descriptorLimits?: DescriptorLimits;
+  /**
+   * How a request's descriptors are charged where its domain's `sluice.decision` does not
+   * say (see `DecisionMode`). @default "per-descriptor" (as envoyproxy/ratelimit counts)
+   */
+  readonly decisionMode?: DecisionMode;
+  /** Told how each store call ended (see `StoreHealth`). @default none */
+  readonly storeObserver?: StoreCallObserver;
 }
 
 const MAX_OVERRIDE_POLICIES = 10_000;
@@ -63,8 +86,9 @@ const MAX_OVERRIDE_POLICIES = 10_000;
 /**
  * The one handler core behind every transport: envoy's ShouldRateLimit (gRPC and
  * `/json`) over envoyproxy/ratelimit rules, and Sluice's native Check over policies.
- * Each request's limited descriptors are decided as one all-or-nothing batch through
- * the limiter (deadlines, failure modes, idempotency), so a request denied by one
+ * A request's limited descriptors go to the limiter in one store call (deadlines,
+ * failure modes), decided per descriptor as upstream counts, or, where the domain or the
+ * service asks for it, as one all-or-nothing batch, so a request denied by one
  * descriptor is charged nowhere.
  */
 export class RateLimitService {
@@ -73,7 +97,8 @@ export class RateLimitService {
   readonly #metrics: ServiceMetrics | undefined;
   readonly #options: RateLimitServiceOptions;
   #config: EnvoyConfig;
-  readonly #rulePolicies = new WeakMap<EnvoyRule, Policy>();
+  /** Per rule, its policy for all-or-nothing batches and its counting one (per-descriptor). */
+  readonly #rulePolicies = new WeakMap<EnvoyRule, { batch?: Policy; counting?: Policy }>();
   readonly #overridePolicies = new Map<string, Policy>();
 
   constructor(options: RateLimitServiceOptions) {
@@ -85,6 +110,8 @@ export class RateLimitService {
       store: options.store,
       policies: options.policies ?? [],
       clock: this.#clock,
+      ...options.descriptorLimits,
+      ...(options.storeObserver === undefined ? {} : { storeObserver: options.storeObserver }),
     });
   }
 
@@ -99,7 +126,12 @@ export class RateLimitService {
     this.#config = envoyConfig;
   }
 
-  async shouldRateLimit(req: RlsRequest): Promise<RlsResponse> {
+  /**
+   * envoy's ShouldRateLimit. `context` (the transport's) bounds the store call by the
+   * caller's deadline and stops the wait when the caller cancels.
+   */
+  async shouldRateLimit(req: RlsRequest, context?: CallContext): Promise<RlsResponse> {
+    const callOptions = callBudget(context);
     const config = this.#config; // one read: a reload never mixes rule sets
     const nowMs = this.#clock.nowMs();
     const hits = hitsAddends(
@@ -125,24 +157,67 @@ export class RateLimitService {
     );
     const globalShadowMode = this.#options.globalShadowMode ?? false;
     const globalQuotaMode = this.#options.globalQuotaMode ?? false;
+    const options = { globalShadowMode, globalQuotaMode };
+    // Per descriptor (upstream's counting): every limited descriptor is charged its hits
+    // on its own counter, whatever the others answer, in one store call.
+    const independent =
+      (config.domains[req.domain]?.decision ?? this.#options.decisionMode ?? 'per-descriptor') ===
+      'per-descriptor';
     const statuses: RlsDescriptorStatus[] = [];
     const usages: (RuleUsage | undefined)[] = [];
     const outcomes: DescriptorOutcome[] = [];
     const decisionOf: (Decision | undefined)[] = [];
-    // Descriptors of quota-mode rules found over their limit: a request that passes
-    // anyway (not every quota descriptor is over) is decided again without them, so the
-    // batch stays all-or-nothing over what the request is actually charged.
+    const outcomeOf = (i: number, status: RlsDescriptorStatus): DescriptorOutcome => ({
+      code: status.code,
+      unlimited: resolved[i]?.rule.unlimited === true && !replaced[i],
+      quotaMode: resolved[i]?.rule.quotaMode === true,
+      hasLimit: status.currentLimit !== undefined,
+      remaining: status.limitRemaining,
+    });
+    // All or nothing: a request denied whatever the store answers (a requests_per_unit 0
+    // rule denies it even if every limited descriptor fits) is charged nowhere; its
+    // descriptors are only read.
+    const deniedAnyway =
+      !independent &&
+      overallResult(
+        resolved.map((r, i) =>
+          limited[i] === undefined
+            ? outcomeOf(i, this.#status(r, replaced[i]!, undefined, hits[i]!, 0, nowMs).status)
+            : {
+                code: 'OK',
+                unlimited: false,
+                quotaMode: r!.rule.quotaMode,
+                hasLimit: true,
+                remaining: 1,
+              },
+        ),
+        options,
+      ).code === 'OVER_LIMIT';
+    // All or nothing: descriptors of quota-mode rules found over their limit. A request
+    // that passes anyway (not every quota descriptor is over) is decided again without
+    // them, so the batch stays all-or-nothing over what the request is actually charged.
     const droppedQuota = new Set<number>();
     let overall: ReturnType<typeof overallResult>;
     for (;;) {
       const items: CheckItem[] = [];
       const itemOf = limited.map((r, i) => {
         if (r === undefined || droppedQuota.has(i)) return undefined;
-        items.push({ policy: this.#policyFor(r), descriptor: bucketDescriptor(r), cost: hits[i]! });
+        items.push({
+          policy: this.#policyFor(r, independent),
+          descriptor: bucketDescriptor(r),
+          cost: deniedAnyway ? 0 : hits[i]!,
+        });
         return items.length - 1;
       });
-      const result = await this.#limiter.decideAt(nowMs, items);
+      const result = await this.#limiter.decideAt(nowMs, items, { ...callOptions(), independent });
       if (result.decisions.some((d) => d.status === 'UNAVAILABLE')) {
+        itemOf.forEach((idx, i) => {
+          if (idx !== undefined)
+            this.#metrics?.recordDecision({
+              ...result.decisions[idx]!,
+              policy: ruleName(resolved[i]!),
+            });
+        });
         // envoy has no "could not decide" code: answer the call with an error, as upstream
         // does when Redis fails, so envoy's own failure_mode_deny applies.
         throw new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', 'rate limit store unavailable');
@@ -153,18 +228,17 @@ export class RateLimitService {
         const idx = itemOf[i];
         const decision = idx === undefined ? undefined : result.decisions[idx];
         decisionOf[i] = decision;
-        const { status, usage } = this.#status(r, replaced[i]!, decision, hits[i]!, nowMs);
+        // What this pass took from the descriptor's counter, for the hit statistics.
+        const taken =
+          decision !== undefined && decision.allowed && (independent || result.allowed)
+            ? items[idx!]!.cost
+            : 0;
+        const { status, usage } = this.#status(r, replaced[i]!, decision, hits[i]!, taken, nowMs);
         statuses[i] = status;
         usages[i] = usage;
-        outcomes[i] = {
-          code: status.code,
-          unlimited: r?.rule.unlimited === true && !replaced[i],
-          quotaMode: r?.rule.quotaMode === true,
-          hasLimit: status.currentLimit !== undefined,
-          remaining: status.limitRemaining,
-        };
+        outcomes[i] = outcomeOf(i, status);
       });
-      overall = overallResult(outcomes, { globalShadowMode, globalQuotaMode });
+      overall = overallResult(outcomes, options);
       const passes = overall.code === 'OK' && !overall.globalShadowApplied;
       const newlyOver = outcomes.flatMap((o, i) =>
         !droppedQuota.has(i) &&
@@ -174,7 +248,7 @@ export class RateLimitService {
           ? [i]
           : [],
       );
-      if (result.allowed || !passes || newlyOver.length === 0) break;
+      if (independent || result.allowed || !passes || newlyOver.length === 0) break;
       for (const i of newlyOver) droppedQuota.add(i);
     }
     usages.forEach((usage, i) => {
@@ -182,7 +256,10 @@ export class RateLimitService {
       if (usage !== undefined && r !== undefined)
         this.#metrics?.recordRuleCheck(req.domain, r.statsKey, usage);
     });
-    for (const d of decisionOf) if (d !== undefined) this.#metrics?.recordDecision(d);
+    decisionOf.forEach((d, i) => {
+      // Under the rule's public name, never its policy's internal (storage) name.
+      if (d !== undefined) this.#metrics?.recordDecision({ ...d, policy: ruleName(resolved[i]!) });
+    });
     const names = this.#options.responseHeaders;
     const headers =
       names === undefined || overall.headerIndex === undefined
@@ -204,8 +281,10 @@ export class RateLimitService {
     };
   }
 
-  async check(req: NativeCheckRequest): Promise<NativeCheckResponse> {
+  /** Sluice's native Check; `context` as for {@link RateLimitService.shouldRateLimit}. */
+  async check(req: NativeCheckRequest, context?: CallContext): Promise<NativeCheckResponse> {
     const result = await this.#limiter.check(req.entries, {
+      ...callBudget(context)(),
       ...(req.cost === undefined ? {} : { cost: req.cost }),
       ...(req.requestId === undefined ? {} : { requestId: req.requestId }),
       ...(req.policies === undefined ? {} : { policies: req.policies }),
@@ -235,11 +314,16 @@ export class RateLimitService {
     return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
   }
 
+  /**
+   * A descriptor's answer, and its usage for the hit statistics: `hits` is what the request
+   * asked for, `taken` what the decision took from the counter.
+   */
   #status(
     r: ResolvedLimit | undefined,
     replaced: boolean,
     decision: Decision | undefined,
     hits: number,
+    taken: number,
     nowMs: number,
   ): { status: RlsDescriptorStatus; usage?: RuleUsage } {
     if (r === undefined || replaced) return { status: { code: 'OK', limitRemaining: 0 } };
@@ -270,7 +354,8 @@ export class RateLimitService {
     // Upstream reports 0 left for a descriptor over its limit, whatever the counter holds.
     const remaining =
       decision.status === 'OVER_LIMIT' ? 0 : Math.max(0, Math.floor(decision.remaining + 1e-9));
-    const usedBefore = decision.limit - decision.remaining - (decision.allowed ? hits : 0);
+    // A denial reports the capacity it found: the counter before this request.
+    const usedBefore = decision.limit - decision.remaining - taken;
     return {
       status: {
         code: descriptorCode(decision.status === 'OVER_LIMIT', rule.shadowMode),
@@ -287,31 +372,39 @@ export class RateLimitService {
     };
   }
 
-  #policyFor(r: ResolvedLimit): Policy {
+  /** `counting`: the policy for per-descriptor decisions, which charges denials if it can. */
+  #policyFor(r: ResolvedLimit, counting: boolean): Policy {
     const rule = r.rule;
     if (r.source === 'config') {
-      const cached = this.#rulePolicies.get(rule);
-      if (cached !== undefined) return cached;
-      const p = this.#buildPolicy(rule, r.bucketValues.length);
-      this.#rulePolicies.set(rule, p);
-      return p;
+      let cached = this.#rulePolicies.get(rule);
+      if (cached === undefined) this.#rulePolicies.set(rule, (cached = {}));
+      const which = counting ? 'counting' : 'batch';
+      return (cached[which] ??= this.#buildPolicy(rule, r.bucketValues.length, counting));
     }
-    const key = `${rule.fullKey}|${rule.requestsPerUnit}|${rule.unit ?? ''}`;
+    const key = `${rule.fullKey}|${rule.requestsPerUnit}|${rule.unit ?? ''}|${counting}`;
     let p = this.#overridePolicies.get(key);
     if (p === undefined) {
       if (this.#overridePolicies.size >= MAX_OVERRIDE_POLICIES) {
         this.#overridePolicies.delete(this.#overridePolicies.keys().next().value as string);
       }
-      p = this.#buildPolicy(rule, r.bucketValues.length);
+      p = this.#buildPolicy(rule, r.bucketValues.length, counting);
       this.#overridePolicies.set(key, p);
     }
     return p;
   }
 
-  #buildPolicy(rule: EnvoyRule, depth: number): Policy {
-    // Internal name: safe in storage keys whatever the rule's path holds. The limit and
-    // algorithm are part of it, so a reload that changes them starts fresh buckets.
-    const fingerprint = `${rule.fullKey}|${rule.requestsPerUnit}|${rule.unit ?? ''}|${rule.sluice.algorithm}|${JSON.stringify(rule.sluice.params)}`;
+  #buildPolicy(rule: EnvoyRule, depth: number, counting: boolean): Policy {
+    // As envoyproxy/ratelimit counts, a denial is charged too, where the algorithm can
+    // (the fixed window: its count passes the limit until the window ends).
+    const configured = rule.sluice.params!;
+    const params: typeof configured =
+      (counting
+        ? (algorithmOf(rule.sluice.algorithm).chargingDenied?.(configured) as typeof configured)
+        : undefined) ?? configured;
+    // Internal name: safe in storage keys whatever the rule's path holds, and never shown
+    // (decisions are reported under `ruleName`). The limit, algorithm and params are part
+    // of it, so a reload that changes them (or how the window counts) starts fresh buckets.
+    const fingerprint = `${rule.fullKey}|${rule.requestsPerUnit}|${rule.unit ?? ''}|${rule.sluice.algorithm}|${JSON.stringify(params)}`;
     const name = `envoy.${createHash('sha256').update(fingerprint).digest('hex').slice(0, 24)}`;
     const keys = Array.from({ length: depth }, (_, i) => `e${i}`);
     return Object.freeze({
@@ -319,7 +412,7 @@ export class RateLimitService {
       match: Object.freeze(keys.map((key) => Object.freeze({ key }))),
       identity: Object.freeze(keys.slice(0, 1)),
       algorithm: rule.sluice.algorithm,
-      params: rule.sluice.params!,
+      params,
       cost: Object.freeze({ defaultCost: 1, rules: Object.freeze([]) }),
       failureMode: rule.sluice.failureMode ?? this.#options.defaultFailureMode ?? 'open',
       timeoutMs: this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
@@ -328,7 +421,37 @@ export class RateLimitService {
   }
 }
 
+/**
+ * The name a descriptor's rule goes by in Sluice's metrics and messages: the rule's
+ * public name (`sluice.name`, else `rate_limit.name`, else its key path as configured),
+ * never the internal name of its policy.
+ */
+function ruleName(r: ResolvedLimit): string {
+  return publicRuleName(r.rule);
+}
+
 /** Positional entries (e0, e1, ...): envoy descriptors may repeat a key; paths are unique per policy. */
 function bucketDescriptor(r: ResolvedLimit): Descriptor {
   return r.bucketValues.map((value, i) => ({ key: `e${i}`, value }));
+}
+
+/**
+ * Time kept from the caller's deadline for the answer's way back, in ms: the store is
+ * given up this long before the caller would give up on Sluice.
+ */
+const DEADLINE_MARGIN_MS = 5;
+
+/**
+ * The limiter options that carry a call's deadline (less the margin) and cancellation,
+ * made afresh for each store call from what is left of the caller's time.
+ */
+function callBudget(
+  context: CallContext | undefined,
+): () => { timeoutMs?: number; signal?: AbortSignal } {
+  if (context === undefined) return () => ({});
+  const { signal, timeoutMs } = context;
+  if (timeoutMs === undefined) return () => ({ signal });
+  const endsAt = performance.now() + timeoutMs - DEADLINE_MARGIN_MS;
+  // Whole ms: the limiter keeps one deadline queue per distinct length.
+  return () => ({ signal, timeoutMs: Math.max(1, Math.floor(endsAt - performance.now())) });
 }

@@ -1,4 +1,24 @@
+import { expectedGot } from '../config/env-values.js';
 import { PolicyError } from '../core/errors.js';
+
+/** Refuses `setting`'s value; the issue's path is the setting, so callers can re-home it. */
+function refuse(setting: string, message: string): PolicyError {
+  return new PolicyError('SLUICE_ERR_CONFIG_INVALID', `${setting}: ${message}`, {
+    issues: [{ path: setting, message }],
+  });
+}
+
+/** What a single server's `REDIS_URL` may be, for messages. */
+const REDIS_URL_FORMS = 'host:port or a redis:// or rediss:// URL with a host and a port';
+
+/** Where {@link redisTargetFromSettings} takes its input from. */
+export interface RedisSettings {
+  readonly url: string;
+  readonly auth?: string | undefined;
+  readonly type?: string | undefined;
+  /** The setting `url` came from, to name in errors. @default "REDIS_URL" */
+  readonly urlSetting?: string;
+}
 
 /** Where the service's Redis is: one server, or a Redis Cluster. */
 export type RedisTarget =
@@ -17,14 +37,10 @@ export type RedisTarget =
  * `host:port` seed nodes, as upstream takes it), or `sentinel` (refused clearly: not
  * supported). `REDIS_AUTH` (`password` or `user:password`) applies to every node.
  */
-export function redisTargetFromSettings(settings: {
-  readonly url: string;
-  readonly auth?: string | undefined;
-  readonly type?: string | undefined;
-}): RedisTarget {
+export function redisTargetFromSettings(settings: RedisSettings): RedisTarget {
   const type = (settings.type ?? 'single').toLowerCase();
   if (type !== 'cluster') return { type: 'single', url: redisUrlFromSettings(settings) };
-  const nodes = clusterNodesFromList(settings.url, 'REDIS_URL');
+  const nodes = clusterNodesFromList(settings.url, settings.urlSetting ?? 'REDIS_URL');
   const auth = settings.auth ?? '';
   const colon = auth.indexOf(':');
   return {
@@ -51,19 +67,16 @@ export function clusterNodesFromList(
     .map((p) => p.trim())
     .filter((p) => p !== '');
   if (parts.length === 0) {
-    throw new PolicyError(
-      'SLUICE_ERR_CONFIG_INVALID',
-      `${setting}: needs at least one host:port of a Redis Cluster node`,
+    throw refuse(
+      setting,
+      expectedGot('a comma-separated list of host:port (Redis Cluster seed nodes)', list),
     );
   }
   return parts.map((part) => {
     const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(part);
     const port = m === null ? NaN : Number(m[3]);
     if (m === null || port < 1 || port > 65_535) {
-      throw new PolicyError(
-        'SLUICE_ERR_CONFIG_INVALID',
-        `${setting}: not a host:port of a Redis Cluster node: ${JSON.stringify(part)}`,
-      );
+      throw refuse(setting, expectedGot('host:port of a Redis Cluster node', part));
     }
     return { host: m[1] ?? m[2]!, port };
   });
@@ -76,11 +89,8 @@ export function clusterNodesFromList(
  * carries none; `REDIS_TYPE` must be `single` (the default) here — use
  * {@link redisTargetFromSettings} for `cluster`; `sentinel` is refused with a clear error.
  */
-export function redisUrlFromSettings(settings: {
-  readonly url: string;
-  readonly auth?: string | undefined;
-  readonly type?: string | undefined;
-}): string {
+export function redisUrlFromSettings(settings: RedisSettings): string {
+  const setting = settings.urlSetting ?? 'REDIS_URL';
   const type = (settings.type ?? 'single').toLowerCase();
   if (type !== 'single') {
     throw new PolicyError(
@@ -91,21 +101,14 @@ export function redisUrlFromSettings(settings: {
     );
   }
   const withScheme = /^rediss?:\/\//.test(settings.url) ? settings.url : `redis://${settings.url}`;
+  const bad = (): PolicyError => refuse(setting, expectedGot(REDIS_URL_FORMS, settings.url));
   let url: URL;
   try {
     url = new URL(withScheme);
   } catch {
-    throw new PolicyError(
-      'SLUICE_ERR_CONFIG_INVALID',
-      `REDIS_URL: not host:port or a redis:// URL: ${JSON.stringify(settings.url)}`,
-    );
+    throw bad();
   }
-  if (url.hostname === '' || url.port === '') {
-    throw new PolicyError(
-      'SLUICE_ERR_CONFIG_INVALID',
-      `REDIS_URL: needs a host and a port: ${JSON.stringify(settings.url)}`,
-    );
-  }
+  if (url.hostname === '' || url.port === '') throw bad();
   if (settings.auth !== undefined && settings.auth !== '' && url.password === '') {
     const colon = settings.auth.indexOf(':');
     if (colon >= 0) {

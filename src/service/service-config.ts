@@ -1,10 +1,9 @@
-import { readdir, readFile, stat } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { EnvoyConfig } from '../config/envoy/envoy-config.js';
-import { loadEnvoyConfigDir, loadEnvoyConfigFiles } from '../config/envoy/load.js';
+import { loadEnvoyConfigDir, loadEnvoyConfigPath } from '../config/envoy/load.js';
 import { envoyRuntimeSettingsFromEnv } from '../config/envoy/runtime-dir.js';
 import { loadPolicyFile } from '../config/load.js';
 import type { PolicySet } from '../config/policies.js';
+import type { WatchedPath } from './config-watcher.js';
 
 /** Where the service's rules come from. */
 export interface ConfigSources {
@@ -24,36 +23,39 @@ export interface ConfigSources {
 export interface LoadedConfig {
   readonly envoy: EnvoyConfig;
   readonly policies: PolicySet | undefined;
-  /** Files to watch for reloads. */
-  readonly watch: readonly string[];
+  /**
+   * What to watch for reloads: every file read, the directories listed, and (runtime
+   * layout) `RUNTIME_ROOT`, whose swap upstream watches for.
+   */
+  readonly watch: readonly WatchedPath[];
 }
 
 /** Loads and validates everything; throws `PolicyError` naming the file and problem. */
 export async function loadServiceConfig(sources: ConfigSources): Promise<LoadedConfig> {
   const merge = sources.mergeDomainConfig ?? false;
   let envoy: EnvoyConfig;
-  const watch: string[] = [];
+  const watch: WatchedPath[] = [];
   if (sources.envoyConfig !== undefined) {
     const path = sources.envoyConfig;
-    const files = (await stat(path)).isDirectory()
-      ? (await readdir(path))
-          .filter((f) => /\.ya?ml$/.test(f))
-          .sort()
-          .map((f) => join(path, f))
-      : [path];
-    const texts = await Promise.all(
-      files.map(async (name) => ({ name, text: await readFile(name, 'utf8') })),
-    );
-    envoy = loadEnvoyConfigFiles(texts, { mergeDomainConfig: merge });
-    watch.push(path);
+    envoy = await loadEnvoyConfigPath(path, {
+      mergeDomainConfig: merge,
+      onDirectory: (dir) => watch.push({ path: dir, entries: true }),
+      onFile: (file) => watch.push({ path: file, entries: false }),
+    });
   } else {
     const settings = envoyRuntimeSettingsFromEnv(sources.env ?? process.env);
-    envoy = (await loadEnvoyConfigDir(settings)).config;
-    if (settings.runtimeSubdirectory !== '')
-      watch.push(join(settings.runtimeRoot, settings.runtimeSubdirectory));
+    const loaded = await loadEnvoyConfigDir(settings);
+    envoy = loaded.config;
+    if (loaded.base !== undefined) {
+      watch.push({ path: settings.runtimeRoot, entries: false });
+      watch.push({ path: loaded.base, entries: true });
+      for (const dir of loaded.dirs) watch.push({ path: dir, entries: true });
+      for (const file of loaded.files) watch.push({ path: file.path, entries: false });
+    }
   }
   const policies =
     sources.policiesFile === undefined ? undefined : await loadPolicyFile(sources.policiesFile);
-  if (sources.policiesFile !== undefined) watch.push(sources.policiesFile);
+  if (sources.policiesFile !== undefined)
+    watch.push({ path: sources.policiesFile, entries: false });
   return { envoy, policies, watch };
 }

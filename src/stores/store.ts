@@ -10,7 +10,10 @@ export interface StoreRequest {
   readonly algorithm: Algorithm<unknown, unknown>;
   /** Params produced by `algorithm.paramsSchema`. */
   readonly params: unknown;
-  /** Units to consume: a non-negative safe integer within the algorithm's capacity. */
+  /**
+   * Units to consume: a non-negative safe integer. One above the algorithm's capacity can
+   * never fit: the transition answers so (see `Algorithm`), and nothing is consumed.
+   */
   readonly cost: number;
   /** False for shadow policies: their denial never blocks the rest of the batch. */
   readonly enforce: boolean;
@@ -34,13 +37,22 @@ export interface StoreApplyOptions {
    * tag) within the store's dedup TTL returns the first results without applying again.
    */
   readonly requestId?: string;
+  /**
+   * Decide each request as a batch of its own, in request order, in the same store call:
+   * a denial blocks nothing else, and a later request on a key sees what an earlier one
+   * consumed (envoyproxy/ratelimit's counting). Each request is atomic on its bucket; the
+   * call as a whole is not. @default false (the whole batch is all-or-nothing)
+   */
+  readonly independent?: boolean;
 }
 
 /**
  * Runs batches of bucket transitions atomically. A batch is all-or-nothing: when any
  * enforced request is denied, nothing in the batch is consumed; otherwise every enforced
  * request and every shadow request that fits is consumed. Requests that fit but were not
- * consumed report their current (unconsumed) remaining capacity.
+ * consumed report their current (unconsumed) remaining capacity. A request whose params
+ * charge denials (`Algorithm.chargesDenied`) is charged whenever it is decided. With
+ * `independent`, every request is a batch of its own. `decideBatch` (batch.ts) is the rule.
  */
 export interface Store {
   apply(

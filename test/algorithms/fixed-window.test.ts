@@ -59,6 +59,47 @@ describe('fixed-window: known answers', () => {
     ]);
   });
 
+  it('limit 10 / window 1000ms charging denied requests (envoyproxy/ratelimit counting)', () => {
+    const params = fixedWindow.chargingDenied!(
+      fixedWindow.paramsSchema.parse({ limit: 10, window: 1_000 }),
+    );
+    expect(fixedWindow.chargesDenied!(params)).toBe(true);
+    const t0 = 5_000; // window 5 starts: [5000, 6000)
+    const t1 = 5_400; // mid window 5
+    const t2 = 6_000; // window 6 starts
+    const state = play(fixedWindow, params, [
+      // fresh: 0 + 8 <= 10 admitted; 2 left
+      [t0, 8, true, 2, 0],
+      // 8 + 5 > 10 denied, and charged: count 13; it found 2 left; window 5 ends in 1000
+      [t0, 5, false, 2, 1_000],
+      // 13 + 0 > 10: even a peek is over now (upstream's INCRBY 0 reads 13 > 10); 0 found
+      [t1, 0, false, 0, 600],
+      // 13 + 1 > 10 denied, charged
+      [t1, 1, false, 0, 600],
+    ]);
+    expect(state).toEqual({ window: 5, count: 14 });
+    // window 6 starts empty: 11 > 10 can never fit: OVER_LIMIT (not INVALID_POLICY), retry
+    // never, charged: count 11, so the window stays over
+    const big = fixedWindow.transition(state, t2, 11, params);
+    expect(big.decision).toEqual({
+      status: 'OVER_LIMIT',
+      allowed: false,
+      limit: 10,
+      remaining: 10,
+      retryAfterMs: Infinity,
+      resetAfterMs: 1_000,
+    });
+    expect(big.state).toEqual({ window: 6, count: 11 });
+    expect(fixedWindow.transition(big.state, t2, 1, params).decision).toMatchObject({
+      status: 'OVER_LIMIT',
+      remaining: 0,
+      retryAfterMs: 1_000,
+    });
+    expect(
+      fixedWindow.chargesDenied!(fixedWindow.paramsSchema.parse({ limit: 1, window: 1 })),
+    ).toBe(false);
+  });
+
   it('resetAfterMs is the time to the window end while the count is above 0', () => {
     const params = fixedWindow.paramsSchema.parse({ limit: 10, window: 1_000 });
     // fresh peek: count 0, already full

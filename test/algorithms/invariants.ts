@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Algorithm } from '../../src/algorithms/algorithm.js';
 import type { AlgorithmDecision } from '../../src/core/decision.js';
+import { dtArb } from '../support/time-steps.js';
 
 export const NUM_RUNS = 1_000;
 const EPS = 1e-6;
@@ -23,20 +24,6 @@ export function deepFreeze<T>(v: T): T {
     for (const x of Object.values(v)) deepFreeze(x);
   }
   return v;
-}
-
-/**
- * Time moves scaled to `scaleMs` (the period/window): mostly small steps, some none, some
- * backwards, some long idles, some fractional.
- */
-export function dtArb(scaleMs: number): fc.Arbitrary<number> {
-  return fc.oneof(
-    { weight: 4, arbitrary: fc.integer({ min: 0, max: Math.max(1, Math.ceil(scaleMs / 4)) }) },
-    { weight: 2, arbitrary: fc.constant(0) },
-    { weight: 1, arbitrary: fc.integer({ min: -scaleMs, max: -1 }) },
-    { weight: 1, arbitrary: fc.integer({ min: 0, max: 3 * scaleMs }) },
-    { weight: 1, arbitrary: fc.double({ min: 0, max: scaleMs, noNaN: true }) },
-  );
 }
 
 /** Steps whose time moves are scaled to `scaleMs` (the period/window) and costs to `capacity`. */

@@ -39,7 +39,7 @@ describe('sluice CLI (built dist/, spawned)', () => {
     );
     expect(r.code).toBe(1);
     expect(r.stderr).toBe(
-      'sluice: LIMIT_RESPONSE_HEADERS_ENABLED="yes": expected a boolean (true/false, 1/0, t/f) [SLUICE_ERR_CONFIG_INVALID]\n',
+      'sluice: LIMIT_RESPONSE_HEADERS_ENABLED: expected a boolean (1, t, T, TRUE, true, True, 0, f, F, FALSE, false, False), got "yes" [SLUICE_ERR_CONFIG_INVALID]\n',
     );
   });
 
@@ -97,8 +97,10 @@ describe('sluice CLI (built dist/, spawned)', () => {
     expect(ok).toMatchObject({ code: 0, stdout: 'examples/policies.yaml: ok (1 policy)\n' });
     const bad = await sluice('validate', 'test/config/fixtures/many-issues.yaml');
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toContain('invalid policies (3 issues):');
-    expect(bad.stderr).toContain('test/config/fixtures/many-issues.yaml: policies[1].algorithm: ');
+    expect(bad.stderr).toContain('sluice: 3 problems [SLUICE_ERR_CONFIG_INVALID]:\n');
+    expect(bad.stderr).toContain(
+      '  test/config/fixtures/many-issues.yaml: policies[1].algorithm: ',
+    );
   });
   it('validate: an envoyproxy/ratelimit directory prints what config_check prints, exit 0', async () => {
     const dir = 'test/cli/fixtures/envoy-ok';

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadPolicyFile } from '../../src/config/load.js';
-import { parsePolicies } from '../../src/config/policies.js';
+import { ENVOY_CONFIG_GIVEN, parsePolicies } from '../../src/config/policies.js';
 import { PolicyError } from '../../src/core/errors.js';
 
 const fixture = (name: string): string => join(import.meta.dirname, 'fixtures', name);
@@ -23,15 +23,11 @@ describe('policy files: one fixture per mistake, exact messages', () => {
       [
         [
           'policies[0]',
-          'Unrecognized key: "bursts" (not a policy field, nor a field of algorithm "token-bucket")',
+          'unknown key "bursts" (not a policy field, nor a field of algorithm "token-bucket")',
         ],
       ],
     ],
-    [
-      'negative-rate.yaml',
-      'SLUICE_ERR_CONFIG_INVALID',
-      [['policies[0].rate', 'Too small: expected number to be >0']],
-    ],
+    ['negative-rate.yaml', 'SLUICE_ERR_CONFIG_INVALID', [['policies[0].rate', 'must be > 0']]],
     [
       'bad-duration.yaml',
       'SLUICE_ERR_CONFIG_INVALID',
@@ -66,10 +62,48 @@ describe('policy files: one fixture per mistake, exact messages', () => {
       'no-policies-key.json',
       'SLUICE_ERR_CONFIG_INVALID',
       [
-        ['policies', 'Invalid input: expected array, received undefined'],
-        ['', 'Unrecognized key: "rules"'],
+        ['policies', 'missing; expected a list'],
+        ['', 'unknown key "rules"'],
       ],
     ],
+    [
+      'four-problems.yaml',
+      'SLUICE_ERR_CONFIG_INVALID',
+      [
+        [
+          'policies[0].name',
+          'must start with a letter or digit and use only letters, digits, "_", "." or "-" (at most 128)',
+        ],
+        ['policies[0].rate', 'must be > 0'],
+        [
+          'policies[0]',
+          'unknown key "bursts" (not a policy field, nor a field of algorithm "token-bucket")',
+        ],
+        ['policies[0].identity[0]', '"route" must be a match key without a fixed value'],
+      ],
+    ],
+    [
+      'top-level-and-policy.yaml',
+      'SLUICE_ERR_CONFIG_INVALID',
+      [
+        ['', 'unknown key "version"'],
+        ['policies[0].rate', 'must be > 0'],
+      ],
+    ],
+    [
+      'wrong-types.yaml',
+      'SLUICE_ERR_CONFIG_INVALID',
+      [
+        ['policies[0].match', 'expected a list, got "tenant"'],
+        ['policies[0].cost', 'rules: expected a list, got 3'],
+        ['policies[0].shadow', 'expected true or false, got "yes"'],
+        ['policies[0].rate', 'expected a number, got "fast"'],
+      ],
+    ],
+    ['empty.yaml', 'SLUICE_ERR_CONFIG_INVALID', [['', 'the file is empty']]],
+    ['only-comments.yaml', 'SLUICE_ERR_CONFIG_INVALID', [['', 'the file is empty']]],
+    ['envoy-config.yaml', 'SLUICE_ERR_CONFIG_INVALID', [['', ENVOY_CONFIG_GIVEN]]],
+    ['envoy-config.json', 'SLUICE_ERR_CONFIG_INVALID', [['', ENVOY_CONFIG_GIVEN]]],
   ];
   for (const [file, code, issues] of cases) {
     it(file, async () => {
@@ -109,10 +143,23 @@ describe('policy files: one fixture per mistake, exact messages', () => {
     expect(e.message).toMatch(/not-json\.json: not valid JSON: /);
   });
 
+  it('says an envoyproxy/ratelimit file is one, and where it belongs', () => {
+    expect(ENVOY_CONFIG_GIVEN).toBe(
+      'this is envoyproxy/ratelimit config (it has a top-level "domain"), not a Sluice policy file; ' +
+        'give it to "sluice serve --config" (or check it with "sluice validate")',
+    );
+  });
+
   it('names a missing file', async () => {
     const e = await errorOf('does-not-exist.yaml');
     expect(e.code).toBe('SLUICE_ERR_CONFIG_READ');
-    expect(e.message).toMatch(/does-not-exist\.yaml: cannot read policy file: ENOENT/);
+    expect(e.issues).toEqual([
+      {
+        file: fixture('does-not-exist.yaml'),
+        path: '',
+        message: 'cannot read: no such file or directory (ENOENT)',
+      },
+    ]);
   });
 });
 

@@ -44,5 +44,11 @@ describe('error registry', () => {
     expect(p.issues).toEqual([{ path: '', message: 'bad cost' }]);
     const s = new StoreError('SLUICE_ERR_STORE_TIMEOUT', 'slow');
     expect([s.name, s.family, s.status]).toEqual(['StoreError', 'store', 'UNAVAILABLE']);
+    // The reason: the code's when none is given, else the store's.
+    expect(s.reason).toBe('timeout');
+    expect(new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', 'x').reason).toBe('script');
+    expect(new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', 'x', { reason: 'oom' }).reason).toBe(
+      'oom',
+    );
   });
 });

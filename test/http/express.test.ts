@@ -18,7 +18,9 @@ import {
   type EdgeEvent,
   type HttpRateLimitOptions,
 } from '../../src/http.js';
-import { listen, snapshot, type Listening } from './serve.js';
+import { asAcme, post } from '../support/api-key-requests.js';
+import { listen, type Listening } from '../support/listen.js';
+import { snapshot } from './serve.js';
 
 const T0 = 1_700_000_000_000;
 const tenants: Record<string, string> = { 'key-acme': 'acme', 'key-globex': 'globex' };
@@ -67,10 +69,6 @@ function paymentsApp(limits: ReturnType<typeof setup>['limits']): Express {
   });
   return app;
 }
-
-const asAcme = { headers: { 'x-api-key': 'key-acme' } };
-const post = (url: string, key = 'key-acme') =>
-  fetch(url, { method: 'POST', headers: { 'x-api-key': key } });
 
 describe('Express: allowed and denied responses', () => {
   it('an allowed request carries RateLimit-Policy and RateLimit, exactly', async () => {
@@ -355,6 +353,7 @@ describe('Express: errors never leak', () => {
       unavailable: 0,
       skipped: 1,
       error: 0,
+      overloaded: 0,
     });
   });
 });

@@ -19,7 +19,9 @@ import { createLimiter } from '../../src/limiter/limiter.js';
 import { RedisStore } from '../../src/stores/redis/redis-store.js';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server.js';
 import { sleep } from '../support/wait.js';
-import { headersOf, listen, type Listening } from './serve.js';
+import { post } from '../support/api-key-requests.js';
+import { listen, type Listening } from '../support/listen.js';
+import { headersOf } from './serve.js';
 
 const T0 = 1_700_000_000_000;
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -68,8 +70,7 @@ async function fastifyApp(mode: 'open' | 'closed') {
   return { url: await app.listen({ port: 0, host: '127.0.0.1' }), limits };
 }
 
-const transfer = (url: string) =>
-  fetch(`${url}/transfers/1`, { method: 'POST', headers: { 'x-api-key': 'key-acme' } });
+const transfer = (url: string) => post(`${url}/transfers/1`);
 
 beforeAll(async () => {
   redis = await RedisServer.start();

@@ -11,6 +11,7 @@ import { createFastifyRateLimit, type FastifyRateLimitOptions } from '../../src/
 import { byApiKey, byClientIp, type EdgeEvent } from '../../src/http.js';
 import { createLimiter } from '../../src/limiter/limiter.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
+import { asAcme, post } from '../support/api-key-requests.js';
 import { headersOf } from './serve.js';
 
 const T0 = 1_700_000_000_000;
@@ -56,10 +57,6 @@ async function start(
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   return { url, clock, limits, events, errors };
 }
-
-const post = (url: string, key = 'key-acme') =>
-  fetch(url, { method: 'POST', headers: { 'x-api-key': key } });
-const asAcme = { headers: { 'x-api-key': 'key-acme' } };
 
 describe('Fastify plugin', () => {
   it('answers allowed and denied requests with exact headers and bodies', async () => {

@@ -13,7 +13,7 @@ import { ManualClock } from '../../src/core/clock.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
-import { listen, type Listening } from './serve.js';
+import { listen, type Listening } from '../support/listen.js';
 
 const root = join(import.meta.dirname, '../..');
 const acme = { 'x-api-key': 'demo-key-acme' };

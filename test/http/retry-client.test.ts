@@ -5,7 +5,7 @@
 import { createServer } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRetryingFetch, parseRetryAfter } from '../../src/http/retry-client.js';
-import { listen, type Listening } from './serve.js';
+import { listen, type Listening } from '../support/listen.js';
 
 const running: Listening[] = [];
 afterEach(async () => {

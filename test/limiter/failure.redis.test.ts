@@ -4,10 +4,13 @@
  * the public Limiter API. Every test prints what it observed against what the policy
  * permits (`[failure] …` lines); docs/failure-modes.md quotes those figures.
  *
- * Timings are asserted as bounds with generous slack, never as exact values: these tests
- * must pass on a loaded 2-core CI machine. The seed client given to each RedisStore sets
- * only a fast `retryStrategy` (25 ms), so reconnects are quick; every other connection
- * setting is what RedisStore itself chooses.
+ * Timings are asserted as bounds that hold on a loaded 2-core CI machine, never as exact
+ * values: an answer at the deadline is checked against a timer started beside the check
+ * (Node runs due timers in order of expiry, so event-loop lag delays both alike), and other
+ * bounds come from the mechanism (the watchdog's cycle, the reconnect interval) with room
+ * for lag. The seed client given to each RedisStore sets only a fast `retryStrategy`
+ * (25 ms), so reconnects are quick; every other connection setting is what RedisStore
+ * itself chooses.
  */
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -21,6 +24,8 @@ import { bucketKey, dedupKey } from '../../src/stores/key.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
 import { RedisStore, type RedisStoreOptions } from '../../src/stores/redis/redis-store.js';
 import type { Store } from '../../src/stores/store.js';
+import { beforeTimer } from '../support/before-timer.js';
+import { decidedByStore } from '../support/check-results.js';
 import { closeAllFaultProxies, FaultProxy, type ProxyTarget } from '../support/fault-proxy.js';
 import {
   RedisServer,
@@ -28,10 +33,10 @@ import {
   stopAllRedisServers,
 } from '../support/redis-server.js';
 import { sleep, waitFor } from '../support/wait.js';
-import { readState, STATE_CODE } from '../support/redis-state.js';
+import { tokensIn } from '../support/redis-state.js';
 
-/** Slack on top of a deadline before a late answer counts as a failure (timer and CI lag). */
-const SLACK_MS = 150;
+/** The seed client's reconnect interval (its `retryStrategy`). */
+const RECONNECT_MS = 25;
 
 function report(line: string): void {
   console.log(`[failure] ${line}`);
@@ -86,7 +91,7 @@ function connectStore(
     host: target.host,
     port: target.port,
     lazyConnect: true,
-    retryStrategy: () => 25,
+    retryStrategy: () => RECONNECT_MS,
   });
   let connection: Redis | undefined;
   let ready = 0;
@@ -114,15 +119,6 @@ function rawKey(limiter: Limiter, store: RedisStore, policy: string, d: Descript
   return store.redisKey(bucketKey(p, toDescriptor(d)));
 }
 
-/** Tokens in a token-bucket state string ("<tokens> <tsMs>"), or undefined when absent. */
-async function tokensIn(direct: Redis, key: string): Promise<number | undefined> {
-  const v = await readState(direct, key, STATE_CODE['token-bucket']);
-  return v === null ? undefined : v[0];
-}
-
-const byStore = (r: CheckResult): boolean =>
-  r.decisions.length > 0 && r.decisions.every((d) => d.path === 'store');
-
 /** Polls `check` until the store decides again; returns how long that took, in ms. */
 async function untilStore(
   check: () => Promise<CheckResult>,
@@ -130,7 +126,7 @@ async function untilStore(
   timeoutMs = 5_000,
 ): Promise<number> {
   const t0 = performance.now();
-  await waitFor(async () => (byStore(await check()) ? true : undefined), {
+  await waitFor(async () => (decidedByStore(await check()) ? true : undefined), {
     what,
     timeoutMs,
     intervalMs: 20,
@@ -145,7 +141,7 @@ async function storeBackWithin(
 ): Promise<number | undefined> {
   const t0 = performance.now();
   while (performance.now() - t0 < timeoutMs) {
-    if (byStore(await check())) return performance.now() - t0;
+    if (decidedByStore(await check())) return performance.now() - t0;
     await sleep(20);
   }
   return undefined;
@@ -206,11 +202,11 @@ describe('1. timeout before the write (upstream blackhole)', () => {
       ['shadow', { shadow: 'x' }, {}],
       ['budget', { budget: 'x' }, { timeoutMs: 50 }],
     ];
-    const seen: Record<string, { r: CheckResult; ms: number }> = {};
+    const seen: Record<string, { r: CheckResult; ms: number; beforeTwiceDeadline: boolean }> = {};
     for (const [name, d, options] of cases) {
       const t0 = performance.now();
-      const r = await limiter.check(d, options);
-      seen[name] = { r, ms: performance.now() - t0 };
+      const { r, ok } = await beforeTimer(limiter.check(d, options), 2 * 50);
+      seen[name] = { r, ms: performance.now() - t0, beforeTwiceDeadline: ok };
     }
     const line = Object.entries(seen)
       .map(([n, { r, ms: t }]) => `${n} → ${r.status}/${first(r).path} in ${ms(t)}`)
@@ -230,9 +226,10 @@ describe('1. timeout before the write (upstream blackhole)', () => {
         `Redis charged ${totalCharged} time(s) for ${cases.length} attempts (permitted 0: no command reached Redis)`,
     );
 
-    for (const { r, ms: t } of Object.values(seen)) {
+    for (const { r, ms: t, beforeTwiceDeadline } of Object.values(seen)) {
+      // At the 50 ms deadline: not before it, and not after a 100 ms timer started with it.
       expect(t).toBeGreaterThanOrEqual(45);
-      expect(t).toBeLessThan(50 + SLACK_MS);
+      expect(beforeTwiceDeadline).toBe(true);
       expect(r.status).not.toBe('OVER_LIMIT');
     }
     expect(seen['closed']!.r).toMatchObject({ allowed: false, status: 'UNAVAILABLE' });
@@ -269,6 +266,7 @@ describe('1b. a deadline longer than a Node timer can hold', () => {
       `policy timeout 30d with a 40ms round trip: ${r.status}/${first(r).path} after ${ms(t)}`,
     );
     expect(first(r).path).toBe('store');
+    expect(t).toBeGreaterThanOrEqual(40); // it waited for the store, through the round trip
   });
 });
 
@@ -418,13 +416,15 @@ describe('3. Redis killed under traffic', () => {
     const recs: Rec[] = [];
     let stop = false;
     let maxInFlight = 0;
+    let late = 0;
     const worker = async (w: number): Promise<void> => {
       for (let i = w; !stop; i++) {
         const mode = MODES[i % MODES.length]!;
         const start = performance.now();
         const pending = limiter.check({ [mode]: 'x' });
         maxInFlight = Math.max(maxInFlight, store.inFlight);
-        const r = await pending;
+        const { r, ok } = await beforeTimer(pending, 2 * DEADLINE);
+        if (!ok) late += 1;
         recs.push({ start, end: performance.now(), mode, r });
         await sleep(4);
       }
@@ -440,7 +440,7 @@ describe('3. Redis killed under traffic', () => {
     const restartedAt = performance.now();
     // Shadow decisions are on the 'shadow' path either way: recovery is seen on the others.
     const recovered = (x: Rec): boolean =>
-      x.start >= restartedAt && x.mode !== 'shadow' && byStore(x.r);
+      x.start >= restartedAt && x.mode !== 'shadow' && decidedByStore(x.r);
     const back = await waitFor(
       () =>
         new Set(recs.filter(recovered).map((x) => x.mode)).size === 3
@@ -462,7 +462,7 @@ describe('3. Redis killed under traffic', () => {
       `${xs.filter(p).length}/${xs.length}`;
     const lastStaleAnswer = Math.max(
       ...recs
-        .filter((x) => x.mode === 'stale' && x.start < killedAt && byStore(x.r))
+        .filter((x) => x.mode === 'stale' && x.start < killedAt && decidedByStore(x.r))
         .map((x) => x.start),
     );
     const maxLatency = Math.max(...recs.map((x) => x.end - x.start));
@@ -474,7 +474,8 @@ describe('3. Redis killed under traffic', () => {
         `stale (ttl ${STALE_TTL}ms, fallback closed) → ${count(of('stale'), (x) => first(x.r).path === 'stale')} from the local budget, ` +
         `${count(of('stale'), (x) => first(x.r).path === 'fail-closed')} fallback UNAVAILABLE; ` +
         `shadow → ${count(of('shadow'), (x) => x.r.allowed && first(x.r).path === 'shadow')} allowed on the shadow path; ` +
-        `max latency ${ms(maxLatency)} (deadline ${DEADLINE}ms); max inFlight ${maxInFlight} (cap ${MAX_IN_FLIGHT}); ` +
+        `max latency ${ms(maxLatency)} (deadline ${DEADLINE}ms), ${late} after a timer of twice the deadline started with them; ` +
+        `max inFlight ${maxInFlight} (cap ${MAX_IN_FLIGHT}); ` +
         `unhandled rejections ${unhandled}; store path back ${ms(back - restartedAt)} after restart() resolved ` +
         `(${ms(back - restartAt)} after it was called), same limiter and store, connection ready ${readyCount()} times`,
     );
@@ -508,12 +509,14 @@ describe('3. Redis killed under traffic', () => {
       expect(first(x.r).path).toBe('shadow');
     }
     expect(recs.filter((x) => x.r.status === 'OVER_LIMIT')).toHaveLength(0);
-    // The deadline is a timer: on a saturated CI machine event-loop lag adds to it, so the
-    // bound only proves that no check waited for the reconnect or for the restart.
-    expect(maxLatency).toBeLessThan(DEADLINE + 500);
+    // Every check answered by its deadline: none waited for the reconnect or the restart.
+    expect(late).toBe(0);
     expect(maxInFlight).toBeLessThanOrEqual(MAX_IN_FLIGHT);
     expect(unhandled).toBe(0);
     expect(readyCount()).toBeGreaterThanOrEqual(2); // the same connection object reconnected
+    // Back on the store path within a reconnect interval (25 ms) and a ready check of the
+    // restarted server, with room for a loaded machine; not after a backoff or a watchdog.
+    expect(back - restartedAt).toBeLessThan(1_000);
   });
 });
 
@@ -524,11 +527,12 @@ describe('4. stuck connection (both directions blackholed)', () => {
    */
   async function stuck(holdMs: number, recoverWithinMs: number) {
     const MAX_IN_FLIGHT = 50;
+    const STUCK_AFTER_MS = 300;
     const server = await startServer();
     const proxy = await startProxy(server);
     const { store, connection } = connectStore(proxy, {
       maxInFlight: MAX_IN_FLIGHT,
-      stuckAfterMs: 300,
+      stuckAfterMs: STUCK_AFTER_MS,
     });
     const limiter = createLimiter({
       store,
@@ -555,6 +559,7 @@ describe('4. stuck connection (both directions blackholed)', () => {
     );
     const statusAtHeal = connection().status;
     const connectionsBeforeHeal = proxy.stats().accepted;
+    const heldMs = performance.now() - t0;
     proxy.heal();
     const recoveredMs = await storeBackWithin(
       () => limiter.check({ t: 'x' }, { cost: 0 }),
@@ -563,6 +568,8 @@ describe('4. stuck connection (both directions blackholed)', () => {
     return {
       maxInFlight,
       MAX_IN_FLIGHT,
+      STUCK_AFTER_MS,
+      heldMs,
       checks,
       paths,
       statusAtHeal,
@@ -572,11 +579,31 @@ describe('4. stuck connection (both directions blackholed)', () => {
     };
   }
 
+  /**
+   * What the watchdog guarantees. A connection lives at least `stuckAfterMs` from its
+   * first unanswered command, or from its TCP connect when its ready check is lost, so the
+   * partition opened at most one connection per `stuckAfterMs` after the first; and it
+   * opened at least one (the watchdog fired). After heal the store is back within one
+   * cycle (the connection then open is given up after `stuckAfterMs` at most, and the next
+   * works), plus the reconnect interval, with room for a loaded machine.
+   */
+  function expectWatchdog(r: Awaited<ReturnType<typeof stuck>>): void {
+    expect(r.maxInFlight).toBeLessThanOrEqual(r.MAX_IN_FLIGHT);
+    expect([...r.paths.keys()]).toEqual(['UNAVAILABLE/fail-closed']);
+    expect(r.connectionsBeforeHeal).toBeGreaterThanOrEqual(2);
+    expect(r.connectionsBeforeHeal).toBeLessThanOrEqual(
+      1 + Math.floor(r.heldMs / r.STUCK_AFTER_MS),
+    );
+    expect(r.recoveredMs).toBeDefined();
+    expect(r.recoveredMs!).toBeLessThan(r.STUCK_AFTER_MS + RECONNECT_MS + 700);
+  }
+
   const describeRun = (holdMs: number, r: Awaited<ReturnType<typeof stuck>>): string =>
-    `stuck connection for ${holdMs}ms (stuckAfterMs 300, maxInFlight ${r.MAX_IN_FLIGHT}): ${r.checks} checks → ` +
+    `stuck connection for ${holdMs}ms (stuckAfterMs ${r.STUCK_AFTER_MS}, maxInFlight ${r.MAX_IN_FLIGHT}): ${r.checks} checks → ` +
     [...r.paths].map(([k, n]) => `${n} ${k}`).join(', ') +
     `; max inFlight ${r.maxInFlight}; connection status at heal "${r.statusAtHeal}", ` +
-    `${r.connectionsBeforeHeal} TCP connection(s) opened by then, ${r.connections} in all; ` +
+    `${r.connectionsBeforeHeal} TCP connection(s) opened by then (${ms(r.heldMs)} in; at most ` +
+    `${1 + Math.floor(r.heldMs / r.STUCK_AFTER_MS)}: one per stuckAfterMs after the first), ${r.connections} in all; ` +
     (r.recoveredMs === undefined
       ? 'store path NOT back within 5000ms after heal'
       : `store path back ${ms(r.recoveredMs)} after heal, same store`);
@@ -584,10 +611,7 @@ describe('4. stuck connection (both directions blackholed)', () => {
   it('a partition shorter than the watchdog cycle: bounded in-flight, the watchdog reconnects, the store works after heal', async () => {
     const r = await stuck(1_000, 5_000);
     report(describeRun(1_000, r));
-    expect(r.maxInFlight).toBeLessThanOrEqual(r.MAX_IN_FLIGHT);
-    expect([...r.paths.keys()]).toEqual(['UNAVAILABLE/fail-closed']);
-    expect(r.recoveredMs).toBeDefined();
-    expect(r.connections).toBeGreaterThanOrEqual(2); // reconnected, not recreated
+    expectWatchdog(r);
   });
 
   it('a partition that lasts (3s): in-flight stays bounded and the store works again after heal', async () => {
@@ -595,9 +619,7 @@ describe('4. stuck connection (both directions blackholed)', () => {
     // timeout for the FIN that the partition swallows) to happen inside the partition.
     const r = await stuck(3_000, 5_000);
     report(describeRun(3_000, r));
-    expect(r.maxInFlight).toBeLessThanOrEqual(r.MAX_IN_FLIGHT);
-    expect([...r.paths.keys()]).toEqual(['UNAVAILABLE/fail-closed']);
-    expect(r.recoveredMs).toBeDefined();
+    expectWatchdog(r);
   });
 });
 
@@ -684,12 +706,13 @@ describe('6. clocks of two owners', () => {
     const elapsed = performance.now() - t0;
 
     // The other way round: B (behind) empties, A (10s ahead) refills 10s early.
+    const t1 = performance.now(); // no later than the instant B's check decides at
     const takenB = await limiterB.check({ tenant: 'y' }, { cost: 20 });
     let admittedA = 0;
-    const t1 = performance.now();
     for (let i = 0; i < 40; i++)
       if ((await limiterA.check({ tenant: 'y' })).allowed) admittedA += 1;
-    const refilled = Math.floor(((performance.now() - t1) * 10) / 1_000); // in real time
+    // Refill since B emptied the bucket, in real time: at most this (rate 10/s).
+    const refilled = Math.floor(((performance.now() - t1) * 10) / 1_000);
 
     report(
       `client clock, A 10s ahead of B: after A took the burst, B denied (${deniedB.status}) with retry-after ` +
@@ -705,7 +728,7 @@ describe('6. clocks of two owners', () => {
     expect(admittedB).toBe(0);
     expect(takenB.allowed).toBe(true);
     expect(admittedA).toBeGreaterThanOrEqual(20); // the skew handed A a full burst
-    expect(admittedA).toBeLessThanOrEqual(20 + refilled + 1);
+    expect(admittedA).toBeLessThanOrEqual(20 + refilled);
   });
 
   it('server clock: one clock, so both owners see the same state whatever their own clocks say', async () => {
@@ -721,12 +744,13 @@ describe('6. clocks of two owners', () => {
       await limiterA.check({ tenant: 'x' }, { cost: 0 }),
       await limiterB.check({ tenant: 'x' }, { cost: 0 }),
     ];
+    const t0 = performance.now(); // no later than the server's instant for B's check
     await limiterB.check({ tenant: 'y' }, { cost: 20 });
     let admittedA = 0;
-    const t0 = performance.now();
     for (let i = 0; i < 40; i++)
       if ((await limiterA.check({ tenant: 'y' })).allowed) admittedA += 1;
-    const refilled = ((performance.now() - t0) * 10) / 1_000; // rate 10/s, in real time
+    // Refill since B emptied the bucket, by the server's clock: at most this (rate 10/s).
+    const refilled = ((performance.now() - t0) * 10) / 1_000;
     report(
       `server clock, limiter clocks 10s apart: after A took the burst, B denied with retry-after ` +
         `${ms(deniedB.retryAfterMs)} (one unit: 100ms); remaining seen by A ${first(peekA).remaining.toFixed(3)}, ` +
@@ -737,26 +761,17 @@ describe('6. clocks of two owners', () => {
     expect(deniedB.retryAfterMs).toBeLessThanOrEqual(100);
     // Both read the same state; only the refill between the two reads differs.
     expect(Math.abs(first(peekA).remaining - first(peekB).remaining)).toBeLessThan(1);
-    expect(admittedA).toBeLessThanOrEqual(Math.floor(refilled) + 1);
+    expect(admittedA).toBeLessThanOrEqual(Math.floor(refilled));
   });
 });
 
 describe('7. failover to a promoted replica', () => {
   it('resumes on the store path without restarting the limiter; reports the window and the overshoot', async () => {
     const BURST = 100;
+    const WORKERS = 4;
     const primary = await startServer();
     const replica = await startServer({ replicaOf: primary });
-    // "master_link_status:up" (and the primary's "state=online") come before the primary
-    // streams any write: with diskless sync it waits for the replica's first ACK, sent
-    // once a second. A failover inside that window loses every write. Measure the steady
-    // state instead: wait until a write made now has reached the replica.
-    await primary.client().set('sentinel', '1');
-    const replicaReader = replica.client();
-    await waitFor(async () => ((await replicaReader.exists('sentinel')) === 1 ? true : undefined), {
-      what: 'the replica to receive writes',
-      timeoutMs: 10_000,
-      intervalMs: 20,
-    });
+    // startServer({ replicaOf }) returns once the primary streams writes to the replica.
     const proxy = await startProxy(primary);
     const { store } = connectStore(proxy);
     const limiter = createLimiter({
@@ -782,7 +797,7 @@ describe('7. failover to a promoted replica', () => {
     }
     const recs: Rec[] = [];
     let stop = false;
-    const workers = Array.from({ length: 4 }, async () => {
+    const workers = Array.from({ length: WORKERS }, async () => {
       while (!stop) {
         const start = performance.now();
         const r = await limiter.check({ tenant: 'a' });
@@ -790,7 +805,8 @@ describe('7. failover to a promoted replica', () => {
         await sleep(3);
       }
     });
-    const admittedByStore = (): number => recs.filter((x) => x.r.allowed && byStore(x.r)).length;
+    const admittedByStore = (): number =>
+      recs.filter((x) => x.r.allowed && decidedByStore(x.r)).length;
     await waitFor(() => (admittedByStore() >= 50 ? true : undefined), {
       what: '50 admissions before the failover',
       timeoutMs: 10_000,
@@ -805,14 +821,15 @@ describe('7. failover to a promoted replica', () => {
     proxy.setTarget(replica, { resetExisting: true });
     const promotedAt = performance.now();
     const backAt = await waitFor(
-      () => recs.find((x) => x.start >= promotedAt && byStore(x.r))?.end,
+      () => recs.find((x) => x.start >= promotedAt && decidedByStore(x.r))?.end,
       { what: 'a store decision after the promotion', timeoutMs: 5_000, intervalMs: 5 },
     );
     // Drain the bucket on the new primary.
     await waitFor(
       () =>
-        recs.filter((x) => x.start >= promotedAt && byStore(x.r) && x.r.status === 'OVER_LIMIT')
-          .length >= 20
+        recs.filter(
+          (x) => x.start >= promotedAt && decidedByStore(x.r) && x.r.status === 'OVER_LIMIT',
+        ).length >= 20
           ? true
           : undefined,
       { what: 'the bucket to run dry after the promotion', timeoutMs: 10_000, intervalMs: 5 },
@@ -833,10 +850,23 @@ describe('7. failover to a promoted replica', () => {
         `before the kill (${lostWrites} acknowledged writes lost to async replication, ` +
         `${Math.max(0, consumedOnReplica - admittedBeforeKill)} applied whose replies were lost)`,
     );
-    expect(backAt - promotedAt).toBeLessThan(5_000);
-    // What async replication can lose is bounded by what was written before the kill.
-    expect(overshoot).toBeLessThanOrEqual(admittedBeforeKill);
-    expect(recs.filter((x) => x.start >= backAt && byStore(x.r)).length).toBeGreaterThan(0);
+    // Back within the reconnect interval (25 ms) and a ready check of the promoted replica,
+    // with room for a loaded machine; not after a backoff or the stuck watchdog (2 s).
+    expect(backAt - promotedAt).toBeLessThan(1_000);
+    expect(recs.filter((x) => x.start >= backAt && decidedByStore(x.r)).length).toBeGreaterThan(0);
+    // Meanwhile, the failure mode decided: UNAVAILABLE, never a false OK or OVER_LIMIT.
+    for (const x of recs.filter((y) => !decidedByStore(y.r))) {
+      expect(x.r).toMatchObject({ allowed: false, status: 'UNAVAILABLE' });
+      expect(first(x.r).path).toBe('fail-closed');
+    }
+    // The replica is in steady state, on loopback: it gets each write in the same
+    // event-loop turn of the primary as the reply, so a SIGKILL loses at most the writes
+    // of the last turn, one per worker; the replica holds every other answered write.
+    expect(overshoot).toBeLessThanOrEqual(WORKERS);
+    expect(consumedOnReplica).toBeGreaterThanOrEqual(admittedBeforeKill - WORKERS);
+    // Under-use: a write applied whose caller was not admitted got the failure mode's
+    // answer, so there are at most as many as UNAVAILABLE answers.
+    expect(-overshoot).toBeLessThanOrEqual(unavailable);
   });
 });
 
@@ -867,7 +897,7 @@ describe('8. policy reload under traffic', () => {
             const i = started++;
             try {
               const r = await limiter.check({ tenant: `t${i % 40}` });
-              if (!byStore(r)) failed += 1;
+              if (!decidedByStore(r)) failed += 1;
               const key = r.decisions.map((d) => `${d.policy}:${d.limit}`).join(',');
               limits.set(key, (limits.get(key) ?? 0) + 1);
             } catch {

@@ -242,6 +242,19 @@ describe('Limiter', () => {
         /1025 characters long; the limit is 1024/,
       ],
       [
+        'oversized key (the record fast path too)',
+        () => limiter.check({ [`t${'k'.repeat(256)}`]: 'acme' }),
+        'SLUICE_ERR_DESCRIPTOR_INVALID',
+        /entries\[0\] \(key "tk{63}…"\): key is 257 characters long; the limit is 256/,
+      ],
+      [
+        'too many entries',
+        () =>
+          limiter.check(Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v']))),
+        'SLUICE_ERR_DESCRIPTOR_INVALID',
+        /the descriptor has 33 entries; the limit is 32/,
+      ],
+      [
         'lone surrogate',
         () => limiter.check({ tenant: '\ud800' }),
         'SLUICE_ERR_DESCRIPTOR_INVALID',
@@ -285,7 +298,7 @@ describe('Limiter', () => {
           store: new MemoryStore(),
           policies: [{ name: 'a', match: ['t'], rate: 'fast' }],
         }),
-      ).toThrow(/policies|\[0\]\.rate: Invalid input: expected number, received string/);
+      ).toThrow(/\[0\]\.rate: expected a number, got "fast"/);
     });
 
     it('charges nothing when a check is rejected as invalid', async () => {

@@ -1,32 +1,12 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { register as globalRegistry } from 'prom-client';
 import { ServiceMetrics } from '../../src/metrics/service-metrics.js';
 import { ruleMetricKey } from '../../src/metrics/rule-key.js';
+import { samplesOf, type Sample } from '../support/prometheus-text.js';
 
-interface Sample {
-  readonly name: string;
-  readonly labels: Readonly<Record<string, string>>;
-  readonly value: number;
-}
-
-// Reads the text exposition's sample lines: `name{a="x",b="y"} 3`.
-function samples(text: string): Sample[] {
-  return text
-    .split('\n')
-    .filter((line) => line !== '' && !line.startsWith('#'))
-    .map((line) => {
-      const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-      if (m === null) throw new Error(`not a sample line: ${line}`);
-      const labels: Record<string, string> = {};
-      for (const [, k, v] of (m[2] ?? '').matchAll(
-        /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g,
-      )) {
-        labels[k!] = v!.replace(/\\n/g, '\n').replace(/\\"/g, '"').replace(/\\\\/g, '\\');
-      }
-      return { name: m[1]!, labels, value: Number(m[3]) };
-    });
-}
-
+/** The value of the one sample named `name` whose labels are exactly `labels`. */
 function value(all: Sample[], name: string, labels: Record<string, string>): number | undefined {
   return all.find(
     (s) =>
@@ -46,7 +26,7 @@ describe('ServiceMetrics', () => {
     const { body, contentType } = await m.metrics();
     expect(contentType).toMatch(/^text\/plain; version=0\.0\.4/);
     expect(body).toContain('# TYPE sluice_rule_hits_total counter');
-    const all = samples(body);
+    const all = samplesOf(body);
     const rule = { domain: 'edge', rule: 'tenant.path_/login' };
     expect(value(all, 'sluice_rule_hits_total', { ...rule, outcome: 'total_hits' })).toBe(5);
     expect(value(all, 'sluice_rule_hits_total', { ...rule, outcome: 'over_limit' })).toBe(2);
@@ -63,7 +43,7 @@ describe('ServiceMetrics', () => {
     const m = new ServiceMetrics();
     // limit 20 → near threshold 16: 19 + 3 = 22 is 2 over and 1 near.
     m.recordRuleCheck('edge', 'key8_value8', { limit: 20, usedBefore: 19, hits: 3 });
-    const all = samples((await m.metrics()).body);
+    const all = samplesOf((await m.metrics()).body);
     const at = (outcome: string): number | undefined =>
       value(all, 'sluice_rule_hits_total', { domain: 'edge', rule: 'key8_value8', outcome });
     expect([
@@ -78,7 +58,7 @@ describe('ServiceMetrics', () => {
   it('applies its own near-limit ratio', async () => {
     const m = new ServiceMetrics({ nearLimitRatio: 0.5 });
     m.recordRuleCheck('d', 'r', { limit: 10, usedBefore: 4, hits: 2 }); // threshold 5: 1 near
-    const all = samples((await m.metrics()).body);
+    const all = samplesOf((await m.metrics()).body);
     expect(
       value(all, 'sluice_rule_hits_total', { domain: 'd', rule: 'r', outcome: 'near_limit' }),
     ).toBe(1);
@@ -96,7 +76,7 @@ describe('ServiceMetrics', () => {
     let body = (await m.metrics()).body;
     expect(body).not.toContain('acme-secret-tenant');
     expect(
-      samples(body)
+      samplesOf(body)
         .filter((s) => s.name === 'sluice_rule_hits_total')
         .map((s) => s.labels.rule),
     ).toEqual(Array(5).fill('tenant.path_/login'));
@@ -104,7 +84,7 @@ describe('ServiceMetrics', () => {
     m.recordRuleCheck('edge', ruleMetricKey(parts, true), { limit: 10, usedBefore: 0, hits: 1 });
     body = (await m.metrics()).body;
     expect(
-      value(samples(body), 'sluice_rule_hits_total', {
+      value(samplesOf(body), 'sluice_rule_hits_total', {
         domain: 'edge',
         rule: 'tenant_acme-secret-tenant.path_/login',
         outcome: 'total_hits',
@@ -115,7 +95,7 @@ describe('ServiceMetrics', () => {
   it('escapes label values that need it', async () => {
     const m = new ServiceMetrics();
     m.recordRule('d', 'k_say "hi"\\\n', 'total_hits', 1);
-    const all = samples((await m.metrics()).body);
+    const all = samplesOf((await m.metrics()).body);
     expect(
       value(all, 'sluice_rule_hits_total', {
         domain: 'd',
@@ -123,6 +103,52 @@ describe('ServiceMetrics', () => {
         outcome: 'total_hits',
       }),
     ).toBe(1);
+  });
+
+  it('caps the series of each family, admitting a rule with its five outcomes, and counts drops', async () => {
+    const m = new ServiceMetrics({ maxSeriesPerMetric: 12 });
+    // Rules take five series each: two fit under 12, the third is dropped whole.
+    for (const rule of ['a', 'b', 'c', 'a']) {
+      m.recordRuleCheck('d', rule, { limit: 10, usedBefore: 0, hits: 1 });
+    }
+    m.recordRule('d', 'c', 'total_hits', 1); // still no room for rule c
+    for (let i = 0; i < 20; i++) m.recordDecision({ policy: `p${i}`, status: 'OK', path: 'store' });
+    m.recordDecision({ policy: 'p0', status: 'OK', path: 'store' }); // a known series still counts
+    const all = samplesOf((await m.metrics()).body);
+    const rules = all.filter((x) => x.name === 'sluice_rule_hits_total');
+    expect(new Set(rules.map((x) => x.labels.rule))).toEqual(new Set(['a', 'b']));
+    expect(
+      value(all, 'sluice_rule_hits_total', { domain: 'd', rule: 'a', outcome: 'total_hits' }),
+    ).toBe(2);
+    expect(all.filter((x) => x.name === 'sluice_decisions_total')).toHaveLength(12);
+    expect(
+      value(all, 'sluice_decisions_total', { policy: 'p0', status: 'OK', path: 'store' }),
+    ).toBe(2);
+    expect(
+      value(all, 'sluice_metric_series_dropped_total', { metric: 'sluice_rule_hits_total' }),
+    ).toBe(2);
+    expect(
+      value(all, 'sluice_metric_series_dropped_total', { metric: 'sluice_decisions_total' }),
+    ).toBe(8);
+    expect(() => new ServiceMetrics({ maxSeriesPerMetric: 0 })).toThrow(
+      'maxSeriesPerMetric must be a positive whole number, got 0',
+    );
+  });
+
+  it('shortens a label value over 512 characters to its start and a hash, keeping values apart', async () => {
+    const m = new ServiceMetrics();
+    const long = (tail: string) => `tenant_${'x'.repeat(600)}${tail}`;
+    m.recordRuleCheck('d', long('1'), { limit: 10, usedBefore: 0, hits: 1 });
+    m.recordRuleCheck('d', long('2'), { limit: 10, usedBefore: 0, hits: 1 });
+    const rules = samplesOf((await m.metrics()).body)
+      .filter((x) => x.name === 'sluice_rule_hits_total' && x.labels.outcome === 'total_hits')
+      .map((x) => x.labels.rule!);
+    expect(rules).toHaveLength(2);
+    for (const rule of rules) {
+      expect(rule).toHaveLength(512);
+      expect(rule).toMatch(/^tenant_x{488}…[0-9a-f]{16}$/);
+    }
+    expect(rules[0]).not.toBe(rules[1]);
   });
 
   it('rejects unknown outcomes and bad hit counts', () => {
@@ -141,9 +167,9 @@ describe('ServiceMetrics', () => {
     m.recordDecision({ policy: 'per-tenant', status: 'OK', path: 'fail-open' });
     m.observeDecisionDuration('http', 'ShouldRateLimit', 5);
     m.observeDecisionDuration('grpc', 'Check', 50);
-    m.recordStoreError('SLUICE_ERR_STORE_TIMEOUT');
+    m.recordStoreError('SLUICE_ERR_STORE_TIMEOUT', 'timeout');
     const { body } = await m.metrics();
-    const all = samples(body);
+    const all = samplesOf(body);
     expect(value(all, 'sluice_config_load_total', { result: 'success' })).toBe(2);
     expect(value(all, 'sluice_config_load_total', { result: 'error' })).toBe(1);
     expect(
@@ -167,7 +193,12 @@ describe('ServiceMetrics', () => {
     const grpc = { transport: 'grpc', method: 'Check' };
     expect(value(all, 'sluice_decision_duration_seconds_bucket', { le: '0.01', ...grpc })).toBe(0);
     expect(value(all, 'sluice_decision_duration_seconds_bucket', { le: '0.1', ...grpc })).toBe(1);
-    expect(value(all, 'sluice_store_errors_total', { code: 'SLUICE_ERR_STORE_TIMEOUT' })).toBe(1);
+    expect(
+      value(all, 'sluice_store_errors_total', {
+        code: 'SLUICE_ERR_STORE_TIMEOUT',
+        reason: 'timeout',
+      }),
+    ).toBe(1);
   });
 
   it('keeps each instance in its own registry, never the global one', async () => {
@@ -175,8 +206,19 @@ describe('ServiceMetrics', () => {
     const b = new ServiceMetrics(); // same metric names: no "already registered" error
     a.recordConfigLoad('error');
     expect(
-      value(samples((await b.metrics()).body), 'sluice_config_load_total', { result: 'error' }),
+      value(samplesOf((await b.metrics()).body), 'sluice_config_load_total', { result: 'error' }),
     ).toBeUndefined();
     expect(await globalRegistry.metrics()).not.toContain('sluice_');
+  });
+});
+
+describe('docs/metrics.md', () => {
+  it('lists exactly the metrics ServiceMetrics exposes', async () => {
+    const doc = readFileSync(join(import.meta.dirname, '../../docs/metrics.md'), 'utf8');
+    const documented = [...doc.matchAll(/^\| `(sluice_[a-z_]+)`/gm)].map((m) => m[1]).sort();
+    const exposed = (await new ServiceMetrics().registry.getMetricsAsJSON())
+      .map((m) => m.name)
+      .sort();
+    expect(documented).toEqual(exposed);
   });
 });

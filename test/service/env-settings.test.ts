@@ -1,9 +1,30 @@
 import { describe, expect, it } from 'vitest';
-import { settingsFromEnv } from '../../src/service/env-settings.js';
+import { PolicyError } from '../../src/core/errors.js';
+import {
+  readServiceSettings,
+  readSetting,
+  SERVICE_SETTINGS,
+} from '../../src/service/env-settings.js';
 
-describe('settingsFromEnv: upstream environment variables', () => {
-  it('has upstream defaults (but prefix sl and info logs) when nothing is set', () => {
-    expect(settingsFromEnv({})).toEqual({
+function issuesOf(run: () => unknown): [string, string][] {
+  try {
+    run();
+  } catch (e) {
+    expect(e).toBeInstanceOf(PolicyError);
+    expect((e as PolicyError).code).toBe('SLUICE_ERR_CONFIG_INVALID');
+    return (e as PolicyError).issues.map((i) => [i.path, i.message]);
+  }
+  throw new Error('expected a PolicyError');
+}
+
+describe('readServiceSettings: one validation for environment variables and flags', () => {
+  it("has upstream's defaults (but prefix sl, info logs and the memory store) when nothing is set", () => {
+    expect(readServiceSettings({})).toEqual({
+      port: 8080,
+      grpcPort: 8081,
+      host: '0.0.0.0',
+      grpcHost: '0.0.0.0',
+      storeTimeoutMs: 100,
       keyPrefix: 'sl',
       shadowMode: false,
       quotaMode: false,
@@ -12,24 +33,44 @@ describe('settingsFromEnv: upstream environment variables', () => {
       responseDynamicMetadata: false,
       logLevel: 'info',
       logFormatText: false,
+      decisionMode: 'per-descriptor',
     });
   });
 
-  it('reads every setting', () => {
+  it('reads every setting; a flag wins over its variable', () => {
     expect(
-      settingsFromEnv({
-        CACHE_KEY_PREFIX: 'rl',
-        SHADOW_MODE: 'true',
-        QUOTA_MODE: '1',
-        MERGE_DOMAIN_CONFIG: 'T',
-        NEAR_LIMIT_RATIO: '0.5',
-        LIMIT_RESPONSE_HEADERS_ENABLED: 'True',
-        LIMIT_REMAINING_HEADER: 'X-RateLimit-Remaining',
-        RESPONSE_DYNAMIC_METADATA: 'true',
-        LOG_LEVEL: 'WARNING',
-        LOG_FORMAT: 'json',
-      }),
+      readServiceSettings(
+        {
+          PORT: '9000',
+          GRPC_PORT: '9001',
+          HOST: '127.0.0.1',
+          GRPC_HOST: '::1',
+          REDIS_URL: 'cache.internal:6380',
+          REDIS_AUTH: 's3cret',
+          REDIS_TYPE: 'SINGLE',
+          STORE_TIMEOUT_MS: '250',
+          CACHE_KEY_PREFIX: 'rl',
+          SHADOW_MODE: 'true',
+          QUOTA_MODE: '1',
+          MERGE_DOMAIN_CONFIG: 'T',
+          NEAR_LIMIT_RATIO: '0.5',
+          LIMIT_RESPONSE_HEADERS_ENABLED: 'True',
+          LIMIT_REMAINING_HEADER: 'X-RateLimit-Remaining',
+          RESPONSE_DYNAMIC_METADATA: 'TRUE',
+          LOG_LEVEL: 'WARNING',
+          LOG_FORMAT: 'text',
+          RUNTIME_WATCH_ROOT: 'f',
+          SLUICE_DECISION_MODE: 'all-or-nothing',
+        },
+        [{ setting: 'port', flag: '--port', value: '0' }],
+      ),
     ).toEqual({
+      port: 0,
+      grpcPort: 9001,
+      host: '127.0.0.1',
+      grpcHost: '::1',
+      redis: { type: 'single', url: 'redis://:s3cret@cache.internal:6380' },
+      storeTimeoutMs: 250,
       keyPrefix: 'rl',
       shadowMode: true,
       quotaMode: true,
@@ -42,39 +83,88 @@ describe('settingsFromEnv: upstream environment variables', () => {
       },
       responseDynamicMetadata: true,
       logLevel: 'warn',
-      logFormatText: false,
+      logFormatText: true,
+      decisionMode: 'all-or-nothing',
     });
   });
 
-  it('header names are only read when the headers are enabled', () => {
-    expect(settingsFromEnv({ LIMIT_LIMIT_HEADER: 'X-L' })).not.toHaveProperty('responseHeaders');
+  it('--redis-cluster gives a cluster whatever REDIS_TYPE says', () => {
+    expect(
+      readServiceSettings({ REDIS_TYPE: 'single', REDIS_AUTH: 'app:pw' }, [
+        { setting: 'redisUrl', flag: '--redis-cluster', value: '127.0.0.1:7000,[::1]:7001' },
+        { setting: 'redisType', flag: '--redis-cluster', value: 'cluster' },
+      ]).redis,
+    ).toEqual({
+      type: 'cluster',
+      nodes: [
+        { host: '127.0.0.1', port: 7000 },
+        { host: '::1', port: 7001 },
+      ],
+      username: 'app',
+      password: 'pw',
+    });
   });
 
-  it.each([
-    [{ SHADOW_MODE: 'yes' }, 'SHADOW_MODE="yes": expected a boolean (true/false, 1/0, t/f)'],
-    [{ QUOTA_MODE: 'on' }, 'QUOTA_MODE="on": expected a boolean (true/false, 1/0, t/f)'],
-    [
-      { LIMIT_RESPONSE_HEADERS_ENABLED: 'enabled' },
-      'LIMIT_RESPONSE_HEADERS_ENABLED="enabled": expected a boolean (true/false, 1/0, t/f)',
-    ],
-    [
-      { LIMIT_RESPONSE_HEADERS_ENABLED: 'true', LIMIT_RESET_HEADER: 'Rate Limit' },
-      'LIMIT_RESET_HEADER="Rate Limit": expected an HTTP header name',
-    ],
-    [{ NEAR_LIMIT_RATIO: '1.5' }, 'NEAR_LIMIT_RATIO="1.5": expected a number in (0, 1]'],
-    [{ NEAR_LIMIT_RATIO: '0' }, 'NEAR_LIMIT_RATIO="0": expected a number in (0, 1]'],
-    [{ NEAR_LIMIT_RATIO: 'high' }, 'NEAR_LIMIT_RATIO="high": expected a number in (0, 1]'],
-    [
-      { LOG_LEVEL: 'loud' },
-      'LOG_LEVEL="loud": expected trace, debug, info, warn, warning, error, fatal, panic',
-    ],
-    [{ LOG_FORMAT: 'xml' }, 'LOG_FORMAT="xml": expected json or text'],
-    [{ CACHE_KEY_PREFIX: '' }, 'CACHE_KEY_PREFIX="": expected a non-empty key prefix'],
-  ])('%o is refused: %s', (env, message) => {
-    expect(() => settingsFromEnv(env)).toThrow(message);
+  it("takes exactly Go's strconv.ParseBool spellings, as upstream's envconfig does", () => {
+    for (const t of ['1', 't', 'T', 'TRUE', 'true', 'True'])
+      expect(readSetting('shadowMode', { SHADOW_MODE: t })).toBe(true);
+    for (const f of ['0', 'f', 'F', 'FALSE', 'false', 'False'])
+      expect(readSetting('shadowMode', { SHADOW_MODE: f })).toBe(false);
+    // ParseBool refuses these, so upstream does not start with them either.
+    for (const bad of ['', 'yes', 'no', 'on', 'off', 'tRUE', ' true', '2'])
+      expect(issuesOf(() => readSetting('shadowMode', { SHADOW_MODE: bad }))).toEqual([
+        [
+          'SHADOW_MODE',
+          `expected a boolean (1, t, T, TRUE, true, True, 0, f, F, FALSE, false, False), got ${JSON.stringify(bad)}`,
+        ],
+      ]);
   });
 
-  it('LOG_FORMAT=text is noted (Sluice logs JSON only)', () => {
-    expect(settingsFromEnv({ LOG_FORMAT: 'text' }).logFormatText).toBe(true);
+  it('numbers: whole decimal ports 0-65535, a store deadline from 1 to 60000 ms, a ratio in (0, 1]', () => {
+    expect(readSetting('port', { PORT: '65535' })).toBe(65_535);
+    expect(readSetting('storeTimeoutMs', { STORE_TIMEOUT_MS: '60000' })).toBe(60_000);
+    expect(readSetting('nearLimitRatio', { NEAR_LIMIT_RATIO: '1' })).toBe(1);
+    expect(issuesOf(() => readSetting('port', { PORT: '0x1f90' }))).toEqual([
+      ['PORT', 'expected a whole number from 0 to 65535, got "0x1f90"'],
+    ]);
+    expect(issuesOf(() => readSetting('nearLimitRatio', { NEAR_LIMIT_RATIO: '' }))).toEqual([
+      ['NEAR_LIMIT_RATIO', 'expected a number greater than 0 and at most 1, got ""'],
+    ]);
+  });
+
+  it('header names are checked even while the headers are off, and used only when on', () => {
+    expect(readServiceSettings({ LIMIT_LIMIT_HEADER: 'X-L' })).not.toHaveProperty(
+      'responseHeaders',
+    );
+    expect(issuesOf(() => readServiceSettings({ LIMIT_LIMIT_HEADER: 'X L' }))).toEqual([
+      [
+        'LIMIT_LIMIT_HEADER',
+        'expected an HTTP header name (letters, digits and !#$%&\'*+-.^_`|~), got "X L"',
+      ],
+    ]);
+  });
+
+  it('reports every problem at once, naming the flag when the value came from one', () => {
+    expect(
+      issuesOf(() =>
+        readServiceSettings({ PORT: 'abc', GRPC_PORT: 'also bad', LOG_FORMAT: 'xml' }, [
+          { setting: 'grpcPort', flag: '--grpc-port', value: '-1' },
+          { setting: 'redisUrl', flag: '--redis', value: 'no-port' },
+        ]),
+      ),
+    ).toEqual([
+      ['PORT', 'expected a whole number from 0 to 65535, got "abc"'],
+      ['--grpc-port', 'expected a whole number from 0 to 65535, got "-1"'],
+      ['LOG_FORMAT', 'expected one of json, text, got "xml"'],
+      [
+        '--redis',
+        'expected host:port or a redis:// or rediss:// URL with a host and a port, got "no-port"',
+      ],
+    ]);
+  });
+
+  it('the schema has one entry per variable, each variable once', () => {
+    const names = Object.values(SERVICE_SETTINGS).map((s) => s.env);
+    expect(new Set(names).size).toBe(names.length);
   });
 });

@@ -32,10 +32,10 @@ describe('Redis settings (REDIS_URL, REDIS_AUTH, REDIS_TYPE)', () => {
       'REDIS_TYPE=sentinel: only "single" and "cluster" are supported (Redis Sentinel is not)',
     );
     expect(() => redisUrlFromSettings({ url: 'localhost' })).toThrow(
-      'REDIS_URL: needs a host and a port: "localhost"',
+      'REDIS_URL: expected host:port or a redis:// or rediss:// URL with a host and a port, got "localhost"',
     );
     expect(() => redisUrlFromSettings({ url: 'a b:c' })).toThrow(
-      /REDIS_URL: not host:port or a redis:\/\/ URL/,
+      'REDIS_URL: expected host:port or a redis:// or rediss:// URL with a host and a port, got "a b:c"',
     );
   });
 
@@ -61,10 +61,10 @@ describe('Redis settings (REDIS_URL, REDIS_AUTH, REDIS_TYPE)', () => {
       url: 'redis://127.0.0.1:6379',
     });
     expect(() => redisTargetFromSettings({ url: '127.0.0.1', type: 'cluster' })).toThrow(
-      'REDIS_URL: not a host:port of a Redis Cluster node: "127.0.0.1"',
+      'REDIS_URL: expected host:port of a Redis Cluster node, got "127.0.0.1"',
     );
     expect(() => redisTargetFromSettings({ url: ' , ', type: 'CLUSTER' })).toThrow(
-      'REDIS_URL: needs at least one host:port of a Redis Cluster node',
+      'REDIS_URL: expected a comma-separated list of host:port (Redis Cluster seed nodes), got " , "',
     );
   });
 });

@@ -5,10 +5,9 @@
  * rules' metadata, returned to envoy).
  */
 import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
-import { startService, type RunningService, type ServeOptions } from '../../src/service/main.js';
+import type { RunningService, ServeOptions } from '../../src/service/main.js';
+import { startLoopbackService, stillClock } from '../support/loopback-service.js';
 import { call, connect, type Clients } from './grpc/client.js';
 
 const fixtures = join(import.meta.dirname, 'fixtures/compat');
@@ -72,17 +71,7 @@ function serve(extra: Partial<ServeOptions>): {
   let svc: RunningService;
   let clients: Clients;
   beforeAll(async () => {
-    svc = await startService({
-      envoyConfig: fixtures,
-      host: '127.0.0.1',
-      grpcHost: '127.0.0.1',
-      port: 0,
-      grpcPort: 0,
-      logger: pino({ level: 'silent' }),
-      // 1,700,000,000 s: 20 s into its minute, 800 s into its hour
-      clock: new ManualClock(1_700_000_000_000),
-      ...extra,
-    });
+    svc = await startLoopbackService({ envoyConfig: fixtures, clock: stillClock(), ...extra });
     clients = connect(svc.grpcPort);
   });
   afterAll(async () => {

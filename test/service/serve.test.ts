@@ -2,27 +2,17 @@
  * The service end to end on the embedded memory store with the example configs: a real
  * gRPC client (envoy's RateLimitService) and real HTTP requests against startService().
  */
-import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
-import { startService, type RunningService } from '../../src/service/main.js';
+import type { RunningService } from '../../src/service/main.js';
+import { startExampleService, stillClock } from '../support/loopback-service.js';
 import { call, connect, type Clients } from './grpc/client.js';
 
-const root = join(import.meta.dirname, '../..');
 let svc: RunningService;
-const clock = new ManualClock(1_700_000_000_000);
+const clock = stillClock();
 let clients: Clients;
 
 beforeAll(async () => {
-  svc = await startService({
-    envoyConfig: join(root, 'examples/envoy'),
-    policiesFile: join(root, 'examples/policies.yaml'),
-    host: '127.0.0.1',
-    grpcHost: '127.0.0.1',
-    port: 0,
-    grpcPort: 0,
-    logger: pino({ level: 'silent' }),
+  svc = await startExampleService({
     clock, // time stands still unless a test moves it: no refill between calls
   });
   clients = connect(svc.grpcPort);
@@ -86,8 +76,13 @@ describe('sluice serve (memory store, example configs)', () => {
     const answers = [];
     for (let i = 0; i < 5; i++) answers.push(await check());
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 429]);
-    expect(Number(answers[4]!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    expect(((await answers[4]!.json()) as { policy: string }).policy).toBe('payments-tenant');
+    // payments-tenant: burst 20, 100/s, a transfer costs 5. Four took the burst and the
+    // clock stands still, so the fifth waits exactly 5 units / 100 per s = 50 ms: one
+    // whole second in the header (rounded up).
+    expect(answers[4]!.headers.get('retry-after')).toBe('1');
+    const body = (await answers[4]!.json()) as { policy: string; retryAfterMs: number };
+    expect(body.policy).toBe('payments-tenant');
+    expect(body.retryAfterMs).toBe(50);
   });
 
   it('serves /rlconfig, /healthcheck and /metrics', async () => {

@@ -4,23 +4,16 @@
  * upstream's `REDIS_TYPE=cluster` + `REDIS_URL` list. Together they enforce one global
  * 100/minute limit per tenant, for tenants spread over every primary.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keySlot } from '../../src/stores/redis/slot-groups.js';
-import { freePort } from '../support/free-port.js';
+import { inOneWindow } from '../support/one-window.js';
 import { RedisCluster } from '../support/redis-cluster.js';
-import { sleep, waitFor } from '../support/wait.js';
+import { type Serve, spawnServe, svcRequest as request } from '../support/sluice-serve.js';
 import { call, connect } from './grpc/client.js';
 
-const root = join(import.meta.dirname, '../..');
-const cli = join(root, 'dist/cli/main.js');
 const config = join(import.meta.dirname, 'fixtures', 'redis-svc');
-
-const request = (tenant: string) => ({
-  domain: 'svc',
-  descriptors: [{ entries: [{ key: 'tenant', value: tenant }] }],
-});
 
 const CALLS = 200;
 const children: ChildProcess[] = [];
@@ -39,41 +32,14 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-async function serve(mode: 'flag' | 'env'): Promise<{ grpcPort: number }> {
-  const [httpPort, grpcPort] = [await freePort(), await freePort()];
+async function serve(mode: 'flag' | 'env'): Promise<Serve> {
   const list = cluster.startupNodes.map((n) => `${n.host}:${n.port}`).join(',');
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    PORT: String(httpPort),
-    GRPC_PORT: String(grpcPort),
-    STORE_TIMEOUT_MS: '5000',
-    HOST: '127.0.0.1',
-    GRPC_HOST: '127.0.0.1',
-  };
-  delete env['REDIS_URL'];
-  delete env['REDIS_TYPE'];
-  if (mode === 'env') Object.assign(env, { REDIS_TYPE: 'cluster', REDIS_URL: list });
-  const args = ['serve', '--config', config, ...(mode === 'flag' ? ['--redis-cluster', list] : [])];
-  const child = spawn(process.execPath, [cli, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  const output: string[] = [];
-  child.stdout?.on('data', (b: Buffer) => output.push(b.toString()));
-  child.stderr?.on('data', (b: Buffer) => output.push(b.toString()));
-  await waitFor(
-    async (report) => {
-      if (child.exitCode !== null) throw new Error(`sluice serve exited early: ${output.join('')}`);
-      const r = await fetch(`http://127.0.0.1:${httpPort}/healthcheck`);
-      report(`${r.status}`);
-      return r.status === 200 ? true : undefined;
-    },
-    {
-      what: `sluice serve (${mode}) on :${httpPort}`,
-      timeoutMs: 15_000,
-      intervalMs: 50,
-      fatal: (e) => e instanceof Error && e.message.startsWith('sluice serve exited early'),
-    },
+  const s = await spawnServe(
+    ['--config', config, ...(mode === 'flag' ? ['--redis-cluster', list] : [])],
+    mode === 'env' ? { REDIS_TYPE: 'cluster', REDIS_URL: list } : {},
   );
-  return { grpcPort };
+  children.push(s.child);
+  return s;
 }
 
 describe('sluice serve on one Redis Cluster', () => {
@@ -82,31 +48,36 @@ describe('sluice serve on one Redis Cluster', () => {
     const clients = procs.map((p) => connect(p.grpcPort));
     try {
       await Promise.all(clients.map((c) => call(c.rls, 'ShouldRateLimit', request('warmup'))));
-      const msLeft = 60_000 - (Date.now() % 60_000);
-      if (msLeft < 5_000) await sleep(msLeft + 50);
       // One tenant per primary: pick names until every primary owns one.
-      const byPrimary = new Map<number, string>();
-      for (let i = 0; byPrimary.size < 3; i++) {
-        const tenant = `c-${process.pid}-${Date.now()}-${i}`;
-        // The service's envoy rules key buckets by positional entries: the identity is the value.
-        const key = `sl:{${encodeURIComponent(tenant)}}:x`;
-        const port = (await cluster.nodeForSlot(keySlot(key))).port;
-        if (!byPrimary.has(port)) byPrimary.set(port, tenant);
-      }
-      const tenants = [...byPrimary.values()];
-      const primaries = byPrimary;
-      const began = performance.now();
-      const answers = await Promise.all(
-        tenants.flatMap((tenant) =>
-          Array.from({ length: CALLS }, (_, i) =>
-            call<{ overallCode: string }>(
-              clients[i % 3]!.rls,
-              'ShouldRateLimit',
-              request(tenant),
-            ).then((r) => ({ tenant, proc: i % 3, code: r.overallCode })),
+      const tenantsFor = async (attempt: number): Promise<Map<number, string>> => {
+        const byPrimary = new Map<number, string>();
+        for (let i = 0; byPrimary.size < 3; i++) {
+          const tenant = `c-${process.pid}-${Date.now()}-${attempt}-${i}`;
+          // The service's envoy rules key buckets by positional entries: the identity is the value.
+          const key = `sl:{${encodeURIComponent(tenant)}}:x`;
+          const port = (await cluster.nodeForSlot(keySlot(key))).port;
+          if (!byPrimary.has(port)) byPrimary.set(port, tenant);
+        }
+        return byPrimary;
+      };
+      // All calls in one minute window (the rule is 100 per minute).
+      const { primaries, answers, began } = await inOneWindow(60_000, async (attempt) => {
+        const primaries = await tenantsFor(attempt);
+        const began = performance.now();
+        const answers = await Promise.all(
+          [...primaries.values()].flatMap((tenant) =>
+            Array.from({ length: CALLS }, (_, i) =>
+              call<{ overallCode: string }>(
+                clients[i % 3]!.rls,
+                'ShouldRateLimit',
+                request(tenant),
+              ).then((r) => ({ tenant, proc: i % 3, code: r.overallCode })),
+            ),
           ),
-        ),
-      );
+        );
+        return { primaries, answers, began };
+      });
+      const tenants = [...primaries.values()];
       const callsMs = performance.now() - began;
       const okPer = tenants.map(
         (t) => answers.filter((a) => a.tenant === t && a.code === 'OK').length,

@@ -1,24 +1,26 @@
 /**
  * The service under load, end to end: `sluice serve` processes (the built CLI, dist/) on one
- * real redis-server, config reloads while traffic flows, and SIGTERM with calls in flight.
- * Figures are printed as `[service] …` lines.
+ * real redis-server, and SIGTERM with calls in flight. Figures are printed as
+ * `[service] …` lines. Config reload under traffic is in config-reload.test.ts.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type RunningService } from '../../src/service/main.js';
-import { freePort } from '../support/free-port.js';
-import { RedisServer } from '../support/redis-server.js';
+import { hashTagOf } from '../../src/stores/key.js';
+import { FaultProxy } from '../support/fault-proxy.js';
 import { sleep, waitFor } from '../support/wait.js';
-import { call, connect, type Clients } from './grpc/client.js';
+import { call, connect } from './grpc/client.js';
+import { decisionsByPath } from '../support/prometheus-text.js';
+import { inOneWindow } from '../support/one-window.js';
+import { RedisServer } from '../support/redis-server.js';
+import {
+  type Serve,
+  spawnServe,
+  stopServe,
+  svcRequest as request,
+} from '../support/sluice-serve.js';
 
-const root = join(import.meta.dirname, '../..');
-const cli = join(root, 'dist/cli/main.js');
 const fixtures = join(import.meta.dirname, 'fixtures');
 
 interface RlsAnswer {
@@ -26,77 +28,12 @@ interface RlsAnswer {
   statuses: { code: string; currentLimit: { requestsPerUnit: number } | null }[];
 }
 
-const request = (tenant: string) => ({
-  domain: 'svc',
-  descriptors: [{ entries: [{ key: 'tenant', value: tenant }] }],
-});
-
-/** One spawned `sluice serve`, its ports and its output (kept for failure messages). */
-interface Serve {
-  readonly child: ChildProcess;
-  readonly httpPort: number;
-  readonly grpcPort: number;
-  readonly output: string[];
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
 const spawned: Serve[] = [];
 
 async function serve(configDir: string, redisUrl: string): Promise<Serve> {
-  const [httpPort, grpcPort] = [await freePort(), await freePort()];
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    PORT: String(httpPort),
-    GRPC_PORT: String(grpcPort),
-    // This file proves exactness across processes, not latency: a generous store deadline
-    // keeps a loaded CI machine from turning slow round trips into UNAVAILABLE answers.
-    STORE_TIMEOUT_MS: '5000',
-    HOST: '127.0.0.1',
-    GRPC_HOST: '127.0.0.1',
-  };
-  delete env['REDIS_URL'];
-  const child = spawn(
-    process.execPath,
-    [cli, 'serve', '--config', configDir, '--redis', redisUrl],
-    { env, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  const output: string[] = [];
-  child.stdout?.on('data', (b: Buffer) => output.push(b.toString()));
-  child.stderr?.on('data', (b: Buffer) => output.push(b.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
-  const s: Serve = { child, httpPort, grpcPort, output, exited };
+  const s = await spawnServe(['--config', configDir, '--redis', redisUrl]);
   spawned.push(s);
-  await waitFor(
-    async (report) => {
-      if (child.exitCode !== null || child.signalCode !== null) {
-        throw new Error(`sluice serve exited early: ${output.join('')}`);
-      }
-      const r = await fetch(`http://127.0.0.1:${httpPort}/healthcheck`);
-      const text = await r.text();
-      report(`${r.status} ${text}`);
-      return r.status === 200 && text === 'OK' ? true : undefined;
-    },
-    {
-      what: `sluice serve on :${httpPort} to be healthy`,
-      timeoutMs: 15_000,
-      intervalMs: 50,
-      fatal: (e) => e instanceof Error && e.message.startsWith('sluice serve exited early'),
-    },
-  );
   return s;
-}
-
-/** SIGTERM by PID, then SIGKILL when it has not exited after `timeoutMs`. */
-async function stop(s: Serve, timeoutMs = 5_000): Promise<void> {
-  if (s.child.exitCode !== null || s.child.signalCode !== null || s.child.pid === undefined) return;
-  process.kill(s.child.pid, 'SIGTERM');
-  const done = await Promise.race([s.exited.then(() => true), sleep(timeoutMs).then(() => false)]);
-  if (!done && s.child.exitCode === null && s.child.signalCode === null) {
-    process.kill(s.child.pid, 'SIGKILL');
-    await s.exited;
-  }
 }
 
 let redis: RedisServer;
@@ -105,7 +42,7 @@ beforeAll(async () => {
   redis = await RedisServer.start();
 });
 afterAll(async () => {
-  await Promise.all(spawned.map((s) => stop(s)));
+  await Promise.all(spawned.map((s) => stopServe(s)));
   await redis?.stop();
 });
 
@@ -119,17 +56,26 @@ describe('sluice serve on one Redis', () => {
     try {
       // Open every channel first (an unknown domain never touches the store).
       await Promise.all(clients.map((c) => call(c.rls, 'ShouldRateLimit', request('warmup'))));
-      const msLeft = 60_000 - (Date.now() % 60_000);
-      if (msLeft < 5_000) await sleep(msLeft + 50);
-      const tenant = `t-${process.pid}-${Date.now()}`;
-      const answers = await Promise.all(
-        Array.from({ length: 300 }, (_, i) =>
-          call<RlsAnswer>(clients[i % 3]!.rls, 'ShouldRateLimit', request(tenant)).then((r) => ({
-            proc: i % 3,
-            code: r.overallCode,
-          })),
-        ),
-      );
+      const decisions = () =>
+        Promise.all(
+          procs.map(async (p) =>
+            decisionsByPath(await (await fetch(`http://127.0.0.1:${p.httpPort}/metrics`)).text()),
+          ),
+        );
+      // All 300 calls in one minute window (the rule is 100 per minute).
+      const { answers, before, after } = await inOneWindow(60_000, async (attempt) => {
+        const before = await decisions();
+        const tenant = `t-${process.pid}-${Date.now()}-${attempt}`;
+        const answers = await Promise.all(
+          Array.from({ length: 300 }, (_, i) =>
+            call<RlsAnswer>(clients[i % 3]!.rls, 'ShouldRateLimit', request(tenant)).then((r) => ({
+              proc: i % 3,
+              code: r.overallCode,
+            })),
+          ),
+        );
+        return { answers, before, after: await decisions() };
+      });
       const okPer = [0, 1, 2].map(
         (p) => answers.filter((a) => a.proc === p && a.code === 'OK').length,
       );
@@ -138,135 +84,21 @@ describe('sluice serve on one Redis', () => {
       console.log(
         `[service] 3 processes, 300 calls: OK=${ok} OVER_LIMIT=${over} OK per process=${okPer.join('/')}`,
       );
-      const failOpen = await Promise.all(
-        procs.map(async (p) => {
-          const text = await (await fetch(`http://127.0.0.1:${p.httpPort}/metrics`)).text();
-          return text
-            .split('\n')
-            .filter((l) => l.startsWith('sluice_decisions_total') && l.includes('path="fail-open"'))
-            .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
-        }),
+      const delta = (path: string) => after.map((a, i) => (a[path] ?? 0) - (before[i]![path] ?? 0));
+      console.log(
+        `[service] decisions per process by the store=${delta('store').join('/')} fail-open=${delta('fail-open').join('/')}`,
       );
-      console.log(`[service] fail-open decisions per process=${failOpen.join('/')}`);
       expect(ok).toBe(100);
       expect(over).toBe(200);
+      // Every call was decided by the store, in the process that took it; none was let
+      // through by a failure mode, so the exact 100 is Redis's doing.
+      expect(delta('store')).toEqual([100, 100, 100]);
+      expect(delta('fail-open')).toEqual([0, 0, 0]);
     } finally {
       clients.forEach((c) => c.close());
     }
   });
 });
-
-describe('config reload under load (in-process, memory store)', () => {
-  let dir: string;
-  let running: RunningService;
-  let clients: Clients;
-
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'sluice-reload-'));
-    cpSync(join(fixtures, 'reload'), dir, { recursive: true });
-    running = await startService({
-      envoyConfig: dir,
-      host: '127.0.0.1',
-      grpcHost: '127.0.0.1',
-      port: 0,
-      grpcPort: 0,
-      logger: pino({ level: 'silent' }),
-    });
-    clients = connect(running.grpcPort);
-  });
-  afterAll(async () => {
-    clients?.close();
-    await running?.shutdown();
-    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
-  });
-
-  it('20 rewrites during sustained traffic fail no call; an invalid file keeps the old rules', async () => {
-    const file = join(dir, 'config.yaml');
-    const template = readFileSync(file, 'utf8');
-    const withLimit = (n: number | string) =>
-      template.replace(/requests_per_unit: \d+/, `requests_per_unit: ${n}`);
-    // Atomic replace: the loader never reads a half-written file.
-    const write = (text: string) => {
-      writeFileSync(`${file}.tmp`, text);
-      renameSync(`${file}.tmp`, file);
-    };
-    const base = `http://127.0.0.1:${running.httpPort}`;
-    const counts = { ok: 0, over: 0 };
-    const failures: string[] = [];
-    let writing = true;
-    const grpcLoop = async (n: number) => {
-      for (let i = 0; writing; i++) {
-        try {
-          const r = await call<RlsAnswer>(
-            clients.rls,
-            'ShouldRateLimit',
-            request(`g${n}-${i % 50}`),
-          );
-          if (r.overallCode === 'OK') counts.ok++;
-          else if (r.overallCode === 'OVER_LIMIT') counts.over++;
-          else failures.push(`grpc ${r.overallCode}`);
-        } catch (e) {
-          failures.push(`grpc ${(e as grpc.ServiceError).code} ${(e as Error).message}`);
-        }
-      }
-    };
-    const jsonLoop = async (n: number) => {
-      for (let i = 0; writing; i++) {
-        try {
-          const r = await fetch(`${base}/json`, {
-            method: 'POST',
-            body: JSON.stringify(request(`j${n}-${i % 50}`)),
-          });
-          await r.text();
-          if (r.status === 200) counts.ok++;
-          else if (r.status === 429) counts.over++;
-          else failures.push(`json ${r.status}`);
-        } catch (e) {
-          failures.push(`json ${(e as Error).message}`);
-        }
-      }
-    };
-    const loops = [grpcLoop(0), grpcLoop(1), jsonLoop(0), jsonLoop(1)];
-    for (let i = 0; i < 20; i++) {
-      await sleep(150);
-      write(withLimit(i % 2 === 0 ? 2000 : 1000));
-    }
-    await sleep(300); // past the 100 ms debounce of the last write
-    writing = false;
-    await Promise.all(loops);
-    expect(await running.reload()).toBe(true);
-    const errorsBefore = configLoads(await (await fetch(`${base}/metrics`)).text());
-    console.log(
-      `[service] reload under load: ${counts.ok + counts.over} calls (OK=${counts.ok} OVER_LIMIT=${counts.over}), failed=${failures.length}, config loads success=${errorsBefore.success} error=${errorsBefore.error}`,
-    );
-    expect(failures).toEqual([]);
-    expect(counts.ok).toBeGreaterThan(0);
-    expect(await (await fetch(`${base}/rlconfig`)).text()).toContain(
-      'svc.tenant: unit=MINUTE requests_per_unit=1000',
-    );
-
-    write(withLimit(1000).replace('unit: minute', 'unit: fortnight'));
-    expect(await running.reload()).toBe(false);
-    const r = await call<RlsAnswer>(clients.rls, 'ShouldRateLimit', request('after-invalid'));
-    expect(r.overallCode).toBe('OK');
-    expect(r.statuses[0]?.currentLimit?.requestsPerUnit).toBe(1000);
-    expect(await (await fetch(`${base}/rlconfig`)).text()).toContain(
-      'svc.tenant: unit=MINUTE requests_per_unit=1000',
-    );
-    const after = configLoads(await (await fetch(`${base}/metrics`)).text());
-    expect(after.error).toBeGreaterThanOrEqual(1);
-  });
-});
-
-function configLoads(metrics: string): { success: number; error: number } {
-  const value = (result: string) =>
-    Number(
-      new RegExp(`^sluice_config_load_total\\{result="${result}"\\} (\\d+)`, 'm').exec(
-        metrics,
-      )?.[1] ?? 0,
-    );
-  return { success: value('success'), error: value('error') };
-}
 
 /** How one call of the SIGTERM test ended: answered OK/OVER_LIMIT, or not (and how). */
 interface Result {
@@ -297,45 +129,53 @@ function postJson(port: number, body: string): Promise<Result> {
 
 describe('SIGTERM with calls in flight', () => {
   // Each call charges its own tenant, so the keys in Redis afterwards say which calls the
-  // process decided: an unanswered call with a key was accepted and then lost.
+  // process decided: an unanswered call with a key was accepted and then lost. Redis is
+  // reached through a proxy that delays every command by 300 ms, and SIGTERM is sent as
+  // soon as the first of 100 calls is on its way to Redis; 100 more follow during the
+  // drain. A call without a key and without an answer was never accepted (refused, or
+  // reset in the listen backlog when the listener closed).
   it('finishes every accepted call and exits 0', async () => {
-    const proc = await serve(join(fixtures, 'redis-svc'), redis.url);
+    const proxy = await FaultProxy.start(redis);
+    const proc = await serve(join(fixtures, 'redis-svc'), proxy.url);
     const clients = connect(proc.grpcPort);
     try {
       await call(clients.rls, 'ShouldRateLimit', request('warmup'));
+      proxy.setLatency(300);
       const run = `term${Date.now()}`;
-      let answered = 0;
-      let signalled = 0;
       const pid = proc.child.pid!;
-      const onAnswer = () => {
-        if (++answered === 10) {
-          signalled = performance.now();
-          process.kill(pid, 'SIGTERM');
-        }
-      };
-      const calls = Array.from({ length: 200 }, (_, i) => {
+      const send = (i: number): Promise<Result> => {
         const tenant = `${run}-${i}`;
-        const p: Promise<Result> =
-          i % 2 === 0
-            ? call<RlsAnswer>(clients.rls, 'ShouldRateLimit', request(tenant)).then(
-                (r) => ({
-                  completed: r.overallCode === 'OK' || r.overallCode === 'OVER_LIMIT',
-                  detail: `grpc ${r.overallCode}`,
-                }),
-                (e: grpc.ServiceError) => ({
-                  completed: false,
-                  detail: `grpc ${e.code} ${e.details}`,
-                }),
-              )
-            : postJson(proc.httpPort, JSON.stringify(request(tenant)));
-        return p.finally(onAnswer);
+        return i % 2 === 0
+          ? call<RlsAnswer>(clients.rls, 'ShouldRateLimit', request(tenant)).then(
+              (r) => ({
+                completed: r.overallCode === 'OK' || r.overallCode === 'OVER_LIMIT',
+                detail: `grpc ${r.overallCode}`,
+              }),
+              (e: grpc.ServiceError) => ({
+                completed: false,
+                detail: `grpc ${e.code} ${e.details}`,
+              }),
+            )
+          : postJson(proc.httpPort, JSON.stringify(request(tenant)));
+      };
+      const delayed = proxy.stats().chunksDelayed;
+      const first = Array.from({ length: 100 }, (_, i) => send(i));
+      await waitFor(() => (proxy.stats().chunksDelayed > delayed ? true : undefined), {
+        what: 'the first calls to be on their way to Redis',
+        timeoutMs: 5_000,
+        intervalMs: 2,
       });
-      const results = await Promise.all(calls);
+      const signalled = performance.now();
+      process.kill(pid, 'SIGTERM');
+      const second = Array.from({ length: 100 }, (_, i) => send(100 + i));
+      const results = await Promise.all([...first, ...second]);
       const exit = await Promise.race([proc.exited, sleep(5_000).then(() => 'timeout' as const)]);
       const exitMs = Math.round(performance.now() - signalled);
+      // Bucket keys are `<prefix>:{<tenant>}:<policy>` (src/stores/key.ts): the hash tag
+      // is the tenant, so it names the call.
       const decided = new Set(
-        (await redis.client().keys(`*e0=${run}-*`)).map((k) =>
-          Number(/e0=[^-]+-(\d+)/.exec(k)?.[1]),
+        (await redis.client().keys(`sl:{${run}-*}:*`)).map((k) =>
+          Number(hashTagOf(k.slice('sl:'.length)).slice(run.length + 1)),
         ),
       );
       const rows = results.map((r, i) => ({
@@ -347,7 +187,7 @@ describe('SIGTERM with calls in flight', () => {
         rows.filter((r) => r.transport === t && f(r)).length;
       for (const t of ['grpc', 'http']) {
         console.log(
-          `[service] SIGTERM after 10 of 200 answers, ${t}: completed=${count(t, (r) => r.completed)} not accepted (undecided, no answer)=${count(t, (r) => !r.completed && !r.decided)} accepted but failed=${count(t, (r) => !r.completed && r.decided)}`,
+          `[service] SIGTERM with 100 calls waiting on Redis, 100 more sent after, ${t}: completed=${count(t, (r) => r.completed)} not accepted (undecided, no answer)=${count(t, (r) => !r.completed && !r.decided)} accepted but failed=${count(t, (r) => !r.completed && r.decided)}`,
         );
       }
       const unanswered = [...new Set(rows.filter((r) => !r.completed).map((r) => r.detail))];
@@ -355,10 +195,101 @@ describe('SIGTERM with calls in flight', () => {
         `[service] SIGTERM: exit ${JSON.stringify(exit)} ${exitMs} ms after SIGTERM; unanswered calls ended with: ${unanswered.join(' | ')}`,
       );
       expect(rows.filter((r) => !r.completed && r.decided).map((r) => r.detail)).toEqual([]);
+      // Some calls were waiting on Redis when SIGTERM came, and were finished.
       expect(rows.filter((r) => r.completed)).not.toHaveLength(0);
+      // Every answered call left its key: the lookup sees what the process decided.
+      expect(rows.filter((r) => r.completed && !r.decided)).toEqual([]);
       expect(exit).toEqual({ code: 0, signal: null });
     } finally {
       clients.close();
+      await proxy.close();
     }
+  });
+});
+
+/**
+ * How one keep-alive call ended. `refused`: the connection attempt itself was refused
+ * (ECONNREFUSED before the socket ever connected), so the request was never sent: the
+ * client knows nothing happened and goes elsewhere. `failed`: the request was written to
+ * a connection the server had accepted (a new one that connected, or a reused keep-alive
+ * one) and no complete 200/429 answer came back (a reset, a hang-up, another status).
+ */
+type KeepAliveOutcome = 'completed' | 'refused' | { failed: string };
+
+function keepAlivePost(agent: http.Agent, port: number, body: string): Promise<KeepAliveOutcome> {
+  return new Promise((resolve) => {
+    let connected = false;
+    const req = http.request(
+      { host: '127.0.0.1', port, path: '/json', method: 'POST', agent },
+      (res) => {
+        res.resume();
+        res.on('end', () => {
+          const s = res.statusCode ?? 0;
+          resolve(s === 200 || s === 429 ? 'completed' : { failed: `http ${s}` });
+        });
+        res.on('error', (e) => resolve({ failed: `body ${e.message}` }));
+      },
+    );
+    req.on('socket', (socket) => {
+      if (!socket.connecting)
+        connected = true; // a reused keep-alive connection
+      else socket.once('connect', () => (connected = true));
+    });
+    req.on('error', (e: NodeJS.ErrnoException) =>
+      resolve(
+        e.code === 'ECONNREFUSED' && !connected
+          ? 'refused'
+          : {
+              failed: `${e.code ?? ''} ${e.message}${req.reusedSocket ? ' (reused connection)' : ''}`,
+            },
+      ),
+    );
+    req.end(body);
+  });
+}
+
+describe('SIGTERM under keep-alive HTTP load', () => {
+  it('20 keep-alive clients in a loop: 0 failed calls, every client refused only at connect, exit 0', async () => {
+    const proc = await serve(join(fixtures, 'redis-svc'), redis.url);
+    const pid = proc.child.pid!;
+    const run = `ka${Date.now()}`;
+    let completed = 0;
+    let signalled = false;
+    const failures: string[] = [];
+    const perClient = await Promise.all(
+      Array.from({ length: 20 }, async (_, c) => {
+        const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+        let mine = 0;
+        try {
+          for (let i = 0; i < 100_000; i++) {
+            const outcome = await keepAlivePost(
+              agent,
+              proc.httpPort,
+              JSON.stringify(request(`${run}-${c}-${i % 20}`)),
+            );
+            if (outcome === 'refused') return { completed: mine, refused: true };
+            if (outcome === 'completed') {
+              mine++;
+              if (++completed === 400 && !signalled) {
+                signalled = true;
+                process.kill(pid, 'SIGTERM');
+              }
+            } else failures.push(outcome.failed);
+          }
+          return { completed: mine, refused: false };
+        } finally {
+          agent.destroy();
+        }
+      }),
+    );
+    const exit = await Promise.race([proc.exited, sleep(10_000).then(() => 'timeout' as const)]);
+    const refused = perClient.filter((p) => p.refused).length;
+    console.log(
+      `[service] SIGTERM after 400 keep-alive calls: ${completed} completed, ${failures.length} failed, ${refused} of 20 clients ended refused at connect (never sent); exit ${JSON.stringify(exit)}${failures.length === 0 ? '' : `; failures: ${[...new Set(failures)].join(' | ')}`}`,
+    );
+    expect(signalled).toBe(true);
+    expect(failures).toEqual([]);
+    expect(refused).toBe(20);
+    expect(exit).toEqual({ code: 0, signal: null });
   });
 });

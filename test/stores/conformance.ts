@@ -17,12 +17,19 @@ export interface StoreHarness {
 
 const tb = { rate: 100, periodMs: 1_000, burst: 20 };
 const fw = { limit: 10, windowMs: 1_000 };
+/** The fixed window charging denied requests too (envoyproxy/ratelimit's counting). */
+const fwc = fixedWindow.chargingDenied!(fw);
 
-function req(key: string, cost: number, enforce = true, alg: 'tb' | 'fw' = 'tb'): StoreRequest {
+function req(
+  key: string,
+  cost: number,
+  enforce = true,
+  alg: 'tb' | 'fw' | 'fwc' = 'tb',
+): StoreRequest {
   return {
     key,
     algorithm: (alg === 'tb' ? tokenBucket : fixedWindow) as Algorithm<unknown, unknown>,
-    params: alg === 'tb' ? tb : fw,
+    params: alg === 'tb' ? tb : alg === 'fw' ? fw : fwc,
     cost,
     enforce,
   };
@@ -40,8 +47,11 @@ export function describeStore(name: string, make: () => Promise<StoreHarness>): 
       await h.close();
     });
 
-    async function decide(batch: StoreRequest[], nowMs: number) {
-      const results = await h.store.apply(batch, { nowMs });
+    async function decide(batch: StoreRequest[], nowMs: number, independent = false) {
+      const results = await h.store.apply(batch, {
+        nowMs,
+        ...(independent ? { independent } : {}),
+      });
       return results.map((r) => {
         if (!r.ok) throw r.error;
         return r.decision;
@@ -103,6 +113,67 @@ export function describeStore(name: string, make: () => Promise<StoreHarness>): 
       expect((await decide([req(k, 0)], 40_050))[0]!.remaining).toBeCloseTo(5, 9);
       const ttl = tokenBucket.ttlMs(tb);
       expect((await decide([req(k, 0)], 40_000 + ttl + 1))[0]!.remaining).toBe(20);
+    });
+
+    it('independent: each request is its own batch, in order, in one call', async () => {
+      const a = key('ia');
+      const b = key('ib');
+      await decide([req(b, 18)], 60_000);
+      // b is denied; a is consumed anyway, and the second a sees the first
+      const ds = await decide([req(a, 5), req(b, 5), req(a, 12), req(a, 5)], 60_000, true);
+      expect(ds.map((d) => [d.allowed, d.remaining])).toEqual([
+        [true, 15],
+        [false, 2],
+        [true, 3],
+        [false, 3],
+      ]);
+      const peek = await decide([req(a, 0), req(b, 0)], 60_000);
+      expect(peek.map((d) => d.remaining)).toEqual([3, 2]);
+      // a shadow request is consumed when it fits, whatever the others do
+      const s = key('is');
+      const ds2 = await decide([req(b, 5), req(s, 4, false)], 60_000, true);
+      expect(ds2.map((d) => d.allowed)).toEqual([false, true]);
+      expect((await decide([req(s, 0)], 60_000))[0]!.remaining).toBe(16);
+    });
+
+    it('charges a denied request under params that charge denials, in every kind of call', async () => {
+      const k = key('charged');
+      // 8 fit; 5 more are denied and charged (13); even a peek is over now
+      expect((await decide([req(k, 8, true, 'fwc')], 70_000))[0]).toMatchObject({
+        allowed: true,
+        remaining: 2,
+      });
+      expect((await decide([req(k, 5, true, 'fwc')], 70_000))[0]).toMatchObject({
+        allowed: false,
+        status: 'OVER_LIMIT',
+        remaining: 2,
+      });
+      expect((await decide([req(k, 0, true, 'fwc')], 70_000))[0]).toMatchObject({
+        allowed: false,
+        remaining: 0,
+      });
+      // above the limit: OVER_LIMIT, never fits, charged (window 71: count 11)
+      const big = (await decide([req(key('big'), 11, true, 'fwc')], 71_000))[0]!;
+      expect(big).toMatchObject({ status: 'OVER_LIMIT', remaining: 10, retryAfterMs: Infinity });
+      // in an all-or-nothing batch that another request denies, it is charged all the same,
+      // while the request that fit is not (one hash tag: a Redis Cluster refuses such a
+      // batch across slots)
+      const g = key('g');
+      const [c, t] = [`${g}:c`, `${g}:t`];
+      await decide([req(t, 20)], 72_000);
+      const ds = await decide([req(c, 4, true, 'fwc'), req(t, 1), req(`${g}:u`, 1)], 72_000);
+      expect(ds.map((d) => d.allowed)).toEqual([true, false, true]);
+      expect((await decide([req(c, 0, true, 'fwc')], 72_000))[0]!.remaining).toBe(6);
+      // and independently, twice on one key: the second sees the first (4 + 4 + 4 = 12)
+      const ds2 = await decide([req(c, 4, true, 'fwc'), req(c, 4, true, 'fwc')], 72_000, true);
+      expect(ds2.map((d) => [d.allowed, d.remaining])).toEqual([
+        [true, 2],
+        [false, 2],
+      ]);
+      expect((await decide([req(c, 0, true, 'fwc')], 72_000))[0]).toMatchObject({
+        allowed: false,
+        remaining: 0,
+      });
     });
 
     it('runs window algorithms on the same keys without mixing state', async () => {

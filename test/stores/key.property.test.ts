@@ -2,23 +2,13 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parsePolicies } from '../../src/config/policies.js';
 import { toDescriptor } from '../../src/core/descriptor.js';
-import { bucketKey } from '../../src/stores/key.js';
+import { bucketKey, hashTagOf } from '../../src/stores/key.js';
 
 const [perTenant, perTenantRoute, global] = parsePolicies([
   { name: 'tenant', match: ['tenant'], rate: 1 },
   { name: 'tenant-route', match: ['tenant', 'route'], rate: 1 },
   { name: 'global', match: [{ key: 'kind', value: 'x' }], rate: 1 },
 ]).policies as [never, never, never];
-
-/** The Redis Cluster hash tag rule: the first `{...}` with a non-empty body, else the whole key. */
-function hashTag(key: string): string {
-  const open = key.indexOf('{');
-  if (open >= 0) {
-    const close = key.indexOf('}', open + 1);
-    if (close > open + 1) return key.slice(open + 1, close);
-  }
-  return key;
-}
 
 const hostile = fc
   .oneof(
@@ -54,9 +44,9 @@ describe('bucket keys', () => {
         expect(k1 === k2).toBe(t1 === t2 && r1 === r2);
         const tenantKey = bucketKey(perTenant, toDescriptor({ tenant: t1 }));
         // same identity → same slot; different identity → different tag
-        expect(hashTag(k1)).toBe(hashTag(tenantKey));
-        expect(hashTag(k1) === hashTag(k2)).toBe(t1 === t2);
-        expect(hashTag(k1)).toBe(t1 === '' ? '=' : encodeURIComponent(t1));
+        expect(hashTagOf(k1)).toBe(hashTagOf(tenantKey));
+        expect(hashTagOf(k1) === hashTagOf(k2)).toBe(t1 === t2);
+        expect(hashTagOf(k1)).toBe(t1 === '' ? '=' : encodeURIComponent(t1));
       }),
       { numRuns: 2_000 },
     );
@@ -77,7 +67,7 @@ describe('bucket keys', () => {
     const big = '{'.repeat(5_000) + '}:{'.repeat(1_700);
     const d = toDescriptor({ tenant: big, route: big }, 20_000);
     const k = bucketKey(perTenantRoute, d);
-    expect(hashTag(k)).toBe(encodeURIComponent(big));
+    expect(hashTagOf(k)).toBe(encodeURIComponent(big));
     expect(k).not.toBe(
       bucketKey(perTenantRoute, toDescriptor({ tenant: big, route: `${big}x` }, 20_000)),
     );

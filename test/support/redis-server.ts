@@ -203,7 +203,10 @@ export class RedisServer {
       registry.add(server);
       try {
         await server.launch(timeoutMs);
-        if (options.replicaOf) await server.waitForReplicaLink(timeoutMs);
+        if (options.replicaOf) {
+          await server.waitForReplicaLink(timeoutMs);
+          await waitForStreaming(options.replicaOf, timeoutMs);
+        }
         return server;
       } catch (error) {
         await server.kill().catch(() => undefined);
@@ -572,4 +575,30 @@ export async function addUserWithoutFunctions(admin: Redis, name: string): Promi
     '+@all',
     '-function',
   );
+}
+
+/**
+ * Waits until `primary` streams writes to a replica. `master_link_status:up` comes first:
+ * after a diskless sync the primary holds its stream until the replica's first ACK (sent
+ * once a second), so a WAIT or a failover inside that window sees nothing replicated. A
+ * marker is written and deleted until a WAIT for one replica answers 1 (the key is gone
+ * on both sides afterwards).
+ */
+async function waitForStreaming(primary: RedisServer, timeoutMs: number): Promise<void> {
+  const client = new Redis({ host: HOST, port: primary.port, lazyConnect: false });
+  client.on('error', () => undefined);
+  try {
+    await waitFor(
+      async (report) => {
+        await client.set('sluice-test:replication-marker', '1');
+        await client.del('sluice-test:replication-marker');
+        const acked = Number(await client.call('WAIT', '1', '200'));
+        report(`WAIT 1 answered ${acked}`);
+        return acked >= 1 ? true : undefined;
+      },
+      { what: `primary ${primary.url} to stream writes to its replica`, timeoutMs },
+    );
+  } finally {
+    client.disconnect();
+  }
 }

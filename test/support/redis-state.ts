@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { LUA_ALGORITHM_CODE } from '../../src/stores/redis/lua-args.js';
 
 /** Algorithm codes of packed states: the scripts' own (`ALG[code]` in lua/includes/). */
 export { LUA_ALGORITHM_CODE as STATE_CODE } from '../../src/stores/redis/lua-args.js';
@@ -27,4 +28,18 @@ export function packState(code: number, ...numbers: number[]): Buffer {
   b.writeUInt8(code, 0);
   numbers.forEach((x, i) => b.writeDoubleLE(x, 1 + 8 * i));
   return b;
+}
+
+/** Tokens in a token-bucket state at `key` (as last written), or undefined when absent. */
+export async function tokensIn(redis: Redis, key: string): Promise<number | undefined> {
+  const v = await readState(redis, key, LUA_ALGORITHM_CODE['token-bucket']);
+  return v === null ? undefined : v[0];
+}
+
+/**
+ * Whole units charged to the token bucket of capacity `burst` at `key` (0 when absent);
+ * for buckets that refill too slowly to matter within a test.
+ */
+export async function charged(redis: Redis, key: string, burst: number): Promise<number> {
+  return Math.round(burst - ((await tokensIn(redis, key)) ?? burst));
 }

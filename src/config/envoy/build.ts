@@ -1,7 +1,9 @@
 import type { PolicyIssue } from '../../core/errors.js';
 import type { EnvoyYamlDescriptor, EnvoyYamlRoot } from './decode.js';
+import type { GoNode } from './yaml-tree.js';
 import {
   parseEnvoyUnit,
+  type DecisionMode,
   type EnvoyConfig,
   type EnvoyDescriptorLevel,
   type EnvoyDescriptorNode,
@@ -9,7 +11,12 @@ import {
   type EnvoyRule,
   type EnvoyWildcard,
 } from './envoy-config.js';
-import { parseSluiceExtension, sluiceRuleOptions, type Problem } from './sluice-extension.js';
+import {
+  parseSluiceDomainExtension,
+  parseSluiceExtension,
+  sluiceRuleOptions,
+  type Problem,
+} from './sluice-extension.js';
 import { splitWildcard } from './wildcard.js';
 
 /** One parsed file, ready to be built into a config. */
@@ -18,6 +25,13 @@ export interface EnvoyConfigDocument {
   readonly name: string;
   readonly root: EnvoyYamlRoot;
   readonly warnings: readonly PolicyIssue[];
+}
+
+/** A domain under construction: its `decision` and the file that set it. */
+interface DomainBuilder {
+  readonly level: LevelBuilder;
+  readonly files: string[];
+  decision?: { readonly mode: DecisionMode; readonly file: string };
 }
 
 /** A level under construction. */
@@ -32,9 +46,10 @@ const newLevel = (): LevelBuilder => ({
 });
 
 class Builder {
-  readonly domains: Record<string, { level: LevelBuilder; files: string[] }> = Object.create(
-    null,
-  ) as Record<string, { level: LevelBuilder; files: string[] }>;
+  readonly domains: Record<string, DomainBuilder> = Object.create(null) as Record<
+    string,
+    DomainBuilder
+  >;
   readonly issues: PolicyIssue[] = [];
   readonly warnings: PolicyIssue[] = [];
 
@@ -62,7 +77,23 @@ class Builder {
       this.domains[root.domain] = domain;
     }
     domain.files.push(file);
+    if (root.sluice !== undefined) this.loadDomainSettings(domain, file, root.sluice);
     this.loadLevel(domain.level, file, `${root.domain}.`, root.descriptors);
+  }
+
+  /** A top-level `sluice:` block into its domain (files merged into one domain must agree). */
+  private loadDomainSettings(domain: DomainBuilder, file: string, node: GoNode): void {
+    const problems: Problem[] = [];
+    const ext = parseSluiceDomainExtension(node, 'sluice', problems);
+    const mode = ext.decision;
+    const earlier = domain.decision;
+    if (mode !== undefined && earlier !== undefined && earlier.mode !== mode) {
+      problems.push([
+        'sluice.decision',
+        `"${mode}" conflicts with "${earlier.mode}" set for the same domain in ${earlier.file}`,
+      ]);
+    } else if (mode !== undefined) domain.decision = { mode, file };
+    this.addProblems(file, problems);
   }
 
   /** A descriptor list into a level (upstream: `loadDescriptors`), in file order. */
@@ -198,7 +229,12 @@ export function buildEnvoyConfig(
   const domains = Object.create(null) as Record<string, EnvoyDomain>;
   for (const [name, d] of Object.entries(b.domains)) {
     const descriptors: EnvoyDescriptorLevel = d.level;
-    domains[name] = { domain: name, descriptors, files: d.files };
+    domains[name] = {
+      domain: name,
+      descriptors,
+      files: d.files,
+      ...(d.decision === undefined ? {} : { decision: d.decision.mode }),
+    };
   }
   return { config: deepFreeze({ domains, warnings: b.warnings }), issues: b.issues };
 }

@@ -39,6 +39,8 @@ export interface EnvoyYamlDescriptor {
 export interface EnvoyYamlRoot {
   readonly domain: string;
   readonly descriptors: readonly EnvoyYamlDescriptor[];
+  /** The raw top-level `sluice:` block (the domain's settings), checked when built. */
+  readonly sluice?: GoNode;
 }
 
 /** What decoding found besides the values. */
@@ -169,7 +171,8 @@ function decodeMetadata(node: GoNode, notes: DecodeNotes): Record<string, unknow
 /**
  * Walks a map's assignments as yaml.v2 fills a struct: keys are read as strings,
  * unknown keys ignored (noted as warnings when they are upstream key names, since
- * they were probably meant for another level), repeated keys overwrite.
+ * they were probably meant for another level), repeated keys overwrite (noted by
+ * {@link noteRepeatedKeys}).
  */
 function eachField(
   node: GoNode,
@@ -182,16 +185,6 @@ function eachField(
   if (node.kind !== 'map') {
     typeError(node, goType, notes);
     return false;
-  }
-  // Keys written twice in the same map (a merge key overriding is intended, not noted).
-  const seen = new Set<string>();
-  for (const { key } of node.pairs) {
-    const id = isMergeKey(key) ? undefined : keyIdentity(key);
-    if (id === undefined) continue;
-    if (seen.has(id) && key.kind === 'scalar') {
-      notes.warnings.push([path, `'${key.text}' is given more than once; the last one is used`]);
-    }
-    seen.add(id);
   }
   for (const { key, value } of assignments(node)) {
     const name = decodeString(key, notes);
@@ -325,7 +318,49 @@ function decodeDescriptors(
   );
 }
 
-/** Reports `sluice:` blocks anywhere but on a descriptor (they would be ignored). */
+/**
+ * Notes every key written twice in one map, anywhere in the document (metadata and
+ * `sluice:` blocks included). yaml.v2's `Unmarshal`, which upstream uses, keeps the last
+ * value without a word (only its `UnmarshalStrict` refuses repeats); Sluice keeps the
+ * last value too and says so. A key that overrides what a `<<` merge brought in is
+ * intended and not noted. A node reached through several aliases is noted once.
+ */
+function noteRepeatedKeys(
+  node: GoNode,
+  path: string,
+  notes: DecodeNotes,
+  visited = new Set<GoNode>(),
+): void {
+  if (visited.has(node)) return;
+  visited.add(node);
+  if (node.kind === 'seq') {
+    node.items.forEach((item, i) => noteRepeatedKeys(item, `${path}[${i}]`, notes, visited));
+    return;
+  }
+  if (node.kind !== 'map') return;
+  const seen = new Set<string>();
+  for (const { key, value } of node.pairs) {
+    const id = isMergeKey(key) ? undefined : keyIdentity(key);
+    if (id !== undefined && key.kind === 'scalar') {
+      if (seen.has(id)) {
+        notes.warnings.push([path, `'${key.text}' is given more than once; the last one is used`]);
+      }
+      seen.add(id);
+    }
+    const child =
+      key.kind !== 'scalar' || isMergeKey(key)
+        ? path
+        : path === ''
+          ? key.text
+          : `${path}.${key.text}`;
+    noteRepeatedKeys(value, child, notes, visited);
+  }
+}
+
+/**
+ * Reports `sluice:` blocks anywhere but on a descriptor or at the top level (they would be
+ * ignored).
+ */
 function findMisplacedSluice(node: GoNode, path: string, notes: DecodeNotes, top: boolean): void {
   if (node.kind === 'seq') {
     node.items.forEach((item, i) => findMisplacedSluice(item, `${path}[${i}]`, notes, false));
@@ -335,8 +370,11 @@ function findMisplacedSluice(node: GoNode, path: string, notes: DecodeNotes, top
   for (const { key, value } of collapsed(node)) {
     if (key.kind !== 'scalar') continue;
     const child = path === '' ? key.text : `${path}.${key.text}`;
-    if (key.text === 'sluice' && (top || !/descriptors\[\d+\]$/.test(path))) {
-      notes.problems.push([child, 'a sluice block belongs on a descriptor, beside rate_limit']);
+    if (key.text === 'sluice' && !top && !/descriptors\[\d+\]$/.test(path)) {
+      notes.problems.push([
+        child,
+        'a sluice block belongs on a descriptor, beside rate_limit, or at the top level (the domain)',
+      ]);
     } else if (key.text !== 'metadata' && key.text !== 'sluice') {
       findMisplacedSluice(value, child, notes, false);
     }
@@ -349,12 +387,16 @@ function findMisplacedSluice(node: GoNode, path: string, notes: DecodeNotes, top
  */
 export function decodeRoot(root: GoNode | undefined): { root: EnvoyYamlRoot; notes: DecodeNotes } {
   const notes: DecodeNotes = { typeErrors: [], problems: [], warnings: [] };
-  const out = { domain: '', descriptors: [] as EnvoyYamlDescriptor[] };
+  const out: Mutable<EnvoyYamlRoot> = { domain: '', descriptors: [] };
   if (root !== undefined && !isNullNode(root)) {
+    noteRepeatedKeys(root, '', notes);
     findMisplacedSluice(root, '', notes, true);
-    eachField(root, 'config.YamlRoot', '', notes, new Set(['domain', 'descriptors']), (f, v) => {
+    const fields = new Set(['domain', 'descriptors', 'sluice']);
+    eachField(root, 'config.YamlRoot', '', notes, fields, (f, v) => {
       if (f === 'domain') out.domain = decodeString(v, notes);
-      else out.descriptors = decodeDescriptors(v, '', notes);
+      else if (f === 'descriptors') out.descriptors = decodeDescriptors(v, '', notes);
+      else if (isNullNode(v)) delete out.sluice;
+      else out.sluice = v;
     });
   }
   return { root: out, notes };

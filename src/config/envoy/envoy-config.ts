@@ -151,12 +151,25 @@ export interface EnvoyDescriptorNode {
   readonly path: string;
 }
 
+/**
+ * How the descriptors of one request are charged:
+ * - `per-descriptor`: as envoyproxy/ratelimit counts. Each limited descriptor's counter
+ *   is charged its hits, whatever the other descriptors answer, and its answer is about
+ *   its own counter; a descriptor that appears twice is charged twice. A fixed window is
+ *   charged even when it denies (its count passes the limit until the window ends).
+ * - `all-or-nothing`: one atomic batch; a request that is denied is charged nowhere.
+ */
+export const DECISION_MODES = Object.freeze(['per-descriptor', 'all-or-nothing'] as const);
+export type DecisionMode = (typeof DECISION_MODES)[number];
+
 /** A domain: its top-level descriptors, possibly merged from several files. */
 export interface EnvoyDomain {
   readonly domain: string;
   readonly descriptors: EnvoyDescriptorLevel;
   /** Files that contributed, in load order. */
   readonly files: readonly string[];
+  /** The domain's `sluice.decision`; absent: the service's default. */
+  readonly decision?: DecisionMode;
 }
 
 /** A validated, deep-frozen envoyproxy/ratelimit configuration. */

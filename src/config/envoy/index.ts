@@ -3,12 +3,14 @@
  * (plus the runtime-directory loader). See docs/envoy-config.md.
  */
 export {
+  DECISION_MODES,
   ENVOY_UNITS,
   ENVOY_UNIT_NUMBERS,
   parseEnvoyUnit,
   publicRuleName,
   unitToMs,
   unitToSeconds,
+  type DecisionMode,
   type EnvoyConfig,
   type EnvoyDescriptorLevel,
   type EnvoyDescriptorNode,
@@ -22,10 +24,12 @@ export {
   formatEnvoyConfigError,
   loadEnvoyConfigDir,
   loadEnvoyConfigFiles,
+  loadEnvoyConfigPath,
   parseEnvoyConfigYaml,
   type EnvoyConfigSource,
   type EnvoyDirOptions,
   type EnvoyLoadOptions,
+  type EnvoyPathOptions,
 } from './load.js';
 export { buildEnvoyConfig, type EnvoyConfigDocument } from './build.js';
 export type { EnvoyYamlDescriptor, EnvoyYamlRateLimit, EnvoyYamlRoot } from './decode.js';

@@ -11,9 +11,15 @@ export interface EnvoyLimitOverride {
 /** The limit that applies to one descriptor, and where it came from. */
 export interface ResolvedLimit {
   readonly rule: EnvoyRule;
-  /** Metric key (upstream `FullKey`). */
+  /**
+   * Metric key: upstream's `FullKey` for a configured rule; for an override the
+   * descriptor's keys only (see {@link resolveDescriptorLimit}).
+   */
   readonly statsKey: string;
-  /** Values for the bucket key, one per entry. */
+  /**
+   * Values for the bucket key: one per entry for a configured rule; for an override the
+   * entries' values, then their keys.
+   */
   readonly bucketValues: readonly string[];
   /** `config` when a configured rule matched; `override` when the request supplied it. */
   readonly source: 'config' | 'override';
@@ -36,8 +42,13 @@ export function descriptorKey(domain: string, entries: readonly EnvoyEntry[]): s
  * - unknown domain: `undefined`, even with an override;
  * - an override present: it applies whether or not a configured rule matches, and
  *   replaces it entirely: not shadow, not quota, no name, no `replaces`, no
- *   `detailed_metric`; its metric key is {@link descriptorKey}; its bucket key uses the
- *   request's values; it is a fixed window of one `unit`;
+ *   `detailed_metric`; it is a fixed window of one `unit`. Its bucket key holds the
+ *   request's values and keys, so distinct descriptors never share a bucket. Its metric
+ *   key and `fullKey` are the domain and the descriptor's keys, without values
+ *   (`api.tenant.route`): upstream reports an override under {@link descriptorKey}, with
+ *   the request's values, which lets every client create statistics at will; here the
+ *   request's values never reach a metric label, and its policy (named from `fullKey`)
+ *   is one per key list and limit, not one per value;
  * - otherwise: {@link findRule}.
  *
  * An override's unit must be known: upstream crashes on unit 0 (UNKNOWN); protocol
@@ -51,7 +62,10 @@ export function resolveDescriptorLimit(
 ): ResolvedLimit | undefined {
   if (config.domains[domain] === undefined) return undefined;
   if (override !== undefined) {
-    const fullKey = descriptorKey(domain, entries);
+    const fullKey = descriptorKey(
+      domain,
+      entries.map((e) => ({ key: e.key, value: '' })),
+    );
     const built =
       override.requestsPerUnit === 0
         ? undefined
@@ -74,7 +88,9 @@ export function resolveDescriptorLimit(
     return {
       rule,
       statsKey: fullKey,
-      bucketValues: entries.map((e) => e.value),
+      // Values first: the first bucket value is the store's identity (its Redis Cluster
+      // hash tag), which should spread by value, as for configured rules.
+      bucketValues: [...entries.map((e) => e.value), ...entries.map((e) => e.key)],
       source: 'override',
     };
   }

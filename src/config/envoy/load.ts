@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { PolicyError, formatIssue, type PolicyIssue } from '../../core/errors.js';
+import { EMPTY_FILE, listConfigPath, readConfigFile } from '../read-file.js';
 import { buildEnvoyConfig, type EnvoyConfigDocument } from './build.js';
 import { decodeRoot, unmarshalError } from './decode.js';
 import type { EnvoyConfig } from './envoy-config.js';
@@ -48,6 +49,8 @@ function readDocument(text: string, file: string): EnvoyConfigDocument | FileFai
   if (!parsed.ok)
     return fail(DECODE_PREFIX + parsed.message, parsed.message.startsWith('yaml: line'));
   const root = parsed.root;
+  // Upstream reports an empty file as a file without a domain; say what it is.
+  if (root === undefined) return fail(EMPTY_FILE);
   // Upstream first decodes into a generic map: anything else at the top is an error.
   if (root !== undefined && root.kind !== 'map' && !isNull(root)) {
     const error = unmarshalError(root, 'map[interface {}]interface {}');
@@ -142,6 +145,45 @@ export function loadEnvoyConfigFiles(
   return built.config;
 }
 
+/** Options of {@link loadEnvoyConfigPath}. */
+export interface EnvoyPathOptions extends EnvoyLoadOptions {
+  /** Called before a directory is listed (validate prints upstream's progress lines). */
+  readonly onDirectory?: (path: string) => void;
+  /** Called before each file is read. */
+  readonly onFile?: (file: string) => void;
+}
+
+/**
+ * Loads envoyproxy/ratelimit config from a file, or from a directory's `.yaml`/`.yml`
+ * files in name order: what `sluice serve --config` and `sluice validate` read. Throws
+ * `PolicyError`: `SLUICE_ERR_CONFIG_READ` naming each path that cannot be read and why,
+ * else as {@link loadEnvoyConfigFiles}.
+ */
+export async function loadEnvoyConfigPath(
+  path: string,
+  options: EnvoyPathOptions = { mergeDomainConfig: false },
+): Promise<EnvoyConfig> {
+  const listing = await listConfigPath(path);
+  if (listing.isDirectory) options.onDirectory?.(path);
+  const sources: EnvoyConfigSource[] = [];
+  const unreadable: PolicyIssue[] = [];
+  for (const name of listing.files) {
+    options.onFile?.(name);
+    try {
+      sources.push({ name, text: await readConfigFile(name) });
+    } catch (e) {
+      if (!(e instanceof PolicyError)) throw e;
+      unreadable.push(...e.issues);
+    }
+  }
+  if (unreadable.length > 0) {
+    throw new PolicyError('SLUICE_ERR_CONFIG_READ', unreadable.map(formatIssue).join('\n'), {
+      issues: unreadable,
+    });
+  }
+  return loadEnvoyConfigFiles(sources, { mergeDomainConfig: options.mergeDomainConfig });
+}
+
 /**
  * Formats a load failure like upstream's `config_check` tool prints it: one line
  * `error loading rate limit configs: <file>: <message>` per issue (upstream prints only
@@ -174,8 +216,14 @@ export interface EnvoyDirOptions {
 export async function loadEnvoyConfigDir(
   settings: EnvoyRuntimeSettings,
   options: EnvoyDirOptions = {},
-): Promise<{ config: EnvoyConfig; files: readonly EnvoyRuntimeFile[] }> {
-  const { files, warnings } = await listEnvoyConfigFiles(settings);
+): Promise<{
+  config: EnvoyConfig;
+  files: readonly EnvoyRuntimeFile[];
+  /** The directories walked, and the walk's base: see {@link listEnvoyConfigFiles}. */
+  dirs: readonly string[];
+  base?: string;
+}> {
+  const { files, warnings, dirs, base } = await listEnvoyConfigFiles(settings);
   const sources: EnvoyConfigSource[] = [];
   const read: EnvoyRuntimeFile[] = [];
   for (const f of files) {
@@ -192,5 +240,10 @@ export async function loadEnvoyConfigDir(
     domains: config.domains,
     warnings: Object.freeze([...warnings.map((w) => Object.freeze(w)), ...config.warnings]),
   });
-  return { config: merged, files: Object.freeze(read) };
+  return {
+    config: merged,
+    files: Object.freeze(read),
+    dirs: Object.freeze(dirs),
+    ...(base === undefined ? {} : { base }),
+  };
 }

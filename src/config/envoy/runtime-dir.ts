@@ -1,6 +1,7 @@
 import { readdir, stat } from 'node:fs/promises';
 import { basename, join, relative, sep } from 'node:path';
 import { PolicyError, type PolicyIssue } from '../../core/errors.js';
+import { goBool } from '../env-values.js';
 
 /**
  * Where envoyproxy/ratelimit finds its config files, from the same environment
@@ -35,13 +36,10 @@ export const ENVOY_RUNTIME_DEFAULTS: EnvoyRuntimeSettings = Object.freeze({
   mergeDomainConfig: false,
 });
 
-const TRUE = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
-const FALSE = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False']);
-
 /**
  * Reads {@link EnvoyRuntimeSettings} from environment variables. An unset variable
  * takes the default; a set one is used as is (an empty `RUNTIME_APPDIRECTORY` is
- * empty, as upstream). Booleans take Go's spellings (`1`, `t`, `true`, `TRUE`, ...);
+ * empty, as upstream). Booleans are read as upstream reads them ({@link goBool});
  * anything else throws `PolicyError` (`SLUICE_ERR_CONFIG_INVALID`) naming the variable,
  * where upstream refuses to start.
  */
@@ -53,9 +51,9 @@ export function envoyRuntimeSettingsFromEnv(
   const bool = (name: string, fallback: boolean): boolean => {
     const v = env[name];
     if (v === undefined) return fallback;
-    if (TRUE.has(v)) return true;
-    if (FALSE.has(v)) return false;
-    issues.push({ path: name, message: `expected true or false (or 1/0, t/f); got "${v}"` });
+    const read = goBool.safeParse(v);
+    if (read.success) return read.data;
+    issues.push(...read.error.issues.map((i) => ({ path: name, message: i.message })));
     return fallback;
   };
   const d = ENVOY_RUNTIME_DEFAULTS;
@@ -131,20 +129,26 @@ export const codeOf = (e: unknown): string =>
  * its loader reads everything). Dot files and dot directories are skipped only with
  * `RUNTIME_IGNOREDOTFILES`. Unreadable entries (a symlink to a directory, a missing
  * directory) are skipped with a warning, as upstream logs and skips them. Files are
- * returned sorted by runtime key (upstream's order is random).
+ * returned sorted by runtime key (upstream's order is random). `dirs` lists the
+ * directories walked (the base first), `base` the directory the walk starts from: the
+ * places whose changes make another walk read something else.
  */
-export async function listEnvoyConfigFiles(
-  settings: EnvoyRuntimeSettings,
-): Promise<{ files: EnvoyRuntimeFile[]; warnings: PolicyIssue[] }> {
+export async function listEnvoyConfigFiles(settings: EnvoyRuntimeSettings): Promise<{
+  files: EnvoyRuntimeFile[];
+  warnings: PolicyIssue[];
+  dirs: string[];
+  base?: string;
+}> {
   const warnings: PolicyIssue[] = [];
   const plan = walkPlan(settings);
   if ('none' in plan) {
     warnings.push({ path: '', message: plan.none });
-    return { files: [], warnings };
+    return { files: [], warnings, dirs: [] };
   }
   const { base, prefix } = plan;
   const skipDot = (name: string): boolean => settings.runtimeIgnoreDotFiles && name.startsWith('.');
   const files: EnvoyRuntimeFile[] = [];
+  const dirs: string[] = [];
   const walk = async (dir: string): Promise<void> => {
     let entries;
     try {
@@ -153,6 +157,7 @@ export async function listEnvoyConfigFiles(
       warnings.push({ file: dir, path: '', message: `runtime: error processing: ${codeOf(e)}` });
       return;
     }
+    dirs.push(dir);
     entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const entry of entries) {
       if (skipDot(entry.name)) continue;
@@ -182,5 +187,5 @@ export async function listEnvoyConfigFiles(
     warnings.push({ file: base, path: '', message: `runtime: error processing: ${codeOf(e)}` });
   }
   files.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  return { files, warnings };
+  return { files, warnings, dirs, base };
 }

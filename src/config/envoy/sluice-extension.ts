@@ -1,11 +1,25 @@
 import { ALGORITHMS } from '../../algorithms/index.js';
 import { ALGORITHM_KINDS, type AlgorithmKind, type FailureMode } from '../../core/policy.js';
 import { POLICY_NAME } from '../policies.js';
-import { unitToMs, type EnvoyUnit, type SluiceRuleOptions } from './envoy-config.js';
+import {
+  DECISION_MODES,
+  unitToMs,
+  type DecisionMode,
+  type EnvoyUnit,
+  type SluiceRuleOptions,
+} from './envoy-config.js';
 import { collapsed, type GoNode } from './yaml-tree.js';
 
 /** Fields of a rule's `sluice:` block. */
 export const SLUICE_FIELDS = Object.freeze(['algorithm', 'burst', 'failure_mode', 'name'] as const);
+
+/** Fields of the top-level `sluice:` block, the domain's settings. */
+export const SLUICE_DOMAIN_FIELDS = Object.freeze(['decision'] as const);
+
+/** The top-level `sluice:` block as written. */
+export interface SluiceDomainExtension {
+  readonly decision?: DecisionMode;
+}
 
 const FAILURE_MODES: readonly FailureMode[] = ['open', 'closed', 'stale'];
 const CAPACITY_ALGORITHMS: readonly AlgorithmKind[] = ['token-bucket', 'gcra', 'leaky-bucket'];
@@ -88,6 +102,42 @@ export function parseSluiceExtension(
           path,
           `unknown field '${field}' (expected one of ${SLUICE_FIELDS.join(', ')})`,
         ]);
+    }
+  }
+  return out;
+}
+
+/** Reads the top-level `sluice:` block (the domain's settings); every problem is reported. */
+export function parseSluiceDomainExtension(
+  node: GoNode,
+  path: string,
+  problems: Problem[],
+): SluiceDomainExtension {
+  const out: { -readonly [K in keyof SluiceDomainExtension]: SluiceDomainExtension[K] } = {};
+  if (node.kind !== 'map') {
+    problems.push([path, `expected a map with ${SLUICE_DOMAIN_FIELDS.join(', ')}`]);
+    return out;
+  }
+  for (const { key, value } of collapsed(node)) {
+    const field = scalarText(key) ?? '';
+    const text = scalarText(value);
+    if (field === 'decision') {
+      if (text !== undefined && (DECISION_MODES as readonly string[]).includes(text)) {
+        out.decision = text as DecisionMode;
+      } else {
+        problems.push([
+          `${path}.decision`,
+          `expected one of ${DECISION_MODES.join(', ')}; got ${show(value)}`,
+        ]);
+      }
+    } else {
+      const rule = (SLUICE_FIELDS as readonly string[]).includes(field)
+        ? ` ('${field}' belongs in a descriptor's sluice block)`
+        : '';
+      problems.push([
+        path,
+        `unknown field '${field}' (expected ${SLUICE_DOMAIN_FIELDS.join(', ')})${rule}`,
+      ]);
     }
   }
   return out;

@@ -1,4 +1,11 @@
 import type { DescriptorEntry } from '../../core/descriptor.js';
+import {
+  checkDescriptorCount,
+  checkEntry,
+  checkEntryCount,
+  DEFAULT_DESCRIPTOR_LIMITS,
+  type DescriptorLimits,
+} from '../../core/descriptor-limits.js';
 import { ProtocolError } from '../../core/errors.js';
 import type {
   NativeCheckRequest,
@@ -24,15 +31,24 @@ function bad(message: string, what: string): ProtocolError {
 
 // Decoded messages always have these shapes; the checks stay total so a caller handing
 // in anything else (a test, a future JSON bridge) gets a ProtocolError, not a TypeError.
-function entries(raw: unknown, path: string, what: string): DescriptorEntry[] {
+// `owner` names the descriptor the entries belong to, for the entry-count limit.
+function entries(
+  raw: unknown,
+  path: string,
+  owner: string,
+  what: string,
+  limits: DescriptorLimits,
+): DescriptorEntry[] {
   if (!Array.isArray(raw) || raw.length === 0) {
     throw bad(`${path} must have at least one entry`, what);
   }
+  checkEntryCount(raw.length, owner, limits);
   return raw.map((e: Partial<WireEntry> | null, j) => {
     if (typeof e?.key !== 'string' || e.key.length === 0) {
       throw bad(`${path}[${j}].key is empty`, what);
     }
     if (typeof e.value !== 'string') throw bad(`${path}[${j}].value is not a string`, what);
+    checkEntry(e.key, e.value, `${path}[${j}]`, limits);
     return { key: e.key, value: e.value };
   });
 }
@@ -43,11 +59,15 @@ function wholeNumber(v: unknown): v is number {
 
 const RLS = 'RateLimitRequest';
 
-function rlsDescriptor(d: Partial<WireRlsDescriptor> | null, i: number): RlsDescriptor {
+function rlsDescriptor(
+  d: Partial<WireRlsDescriptor> | null,
+  i: number,
+  limits: DescriptorLimits,
+): RlsDescriptor {
   const at = `descriptors[${i}]`;
   if (typeof d !== 'object' || d === null) throw bad(`${at} is not a message`, RLS);
   const out: { -readonly [K in keyof RlsDescriptor]: RlsDescriptor[K] } = {
-    entries: entries(d.entries, `${at}.entries`, RLS),
+    entries: entries(d.entries, `${at}.entries`, at, RLS, limits),
   };
   if (d.isNegativeHits === true) {
     // Refunds are not supported; charging a refund as a hit would be worse than failing.
@@ -82,19 +102,33 @@ function rlsDescriptor(d: Partial<WireRlsDescriptor> | null, i: number): RlsDesc
  * an empty domain, no descriptors, a descriptor without entries, an empty key, an
  * override with an unknown unit, a `hits_addend` above 2^53 − 1, or a refund
  * (`is_negative_hits`, not supported). Entry values may be empty, as envoy allows.
+ * Descriptors beyond `limits` (too many, too many entries, a key or value too long, a
+ * lone surrogate) throw `PolicyError` (`SLUICE_ERR_DESCRIPTOR_INVALID`) as every entry
+ * point does (see `DescriptorLimits`).
  */
-export function decodeRlsRequest(wire: Partial<WireRlsRequest>): RlsRequest {
+export function decodeRlsRequest(
+  wire: Partial<WireRlsRequest>,
+  limits: DescriptorLimits = DEFAULT_DESCRIPTOR_LIMITS,
+): RlsRequest {
+  // upstream's own words for these two (service/ratelimit.go, shouldRateLimitWorker)
   if (typeof wire.domain !== 'string' || wire.domain.length === 0) {
-    throw bad('domain is required', RLS);
+    throw new ProtocolError(
+      'SLUICE_ERR_PROTOCOL_BAD_REQUEST',
+      'rate limit domain must not be empty',
+    );
   }
   if (!Array.isArray(wire.descriptors) || wire.descriptors.length === 0) {
-    throw bad('descriptors must have at least one descriptor', RLS);
+    throw new ProtocolError(
+      'SLUICE_ERR_PROTOCOL_BAD_REQUEST',
+      'rate limit descriptor list must not be empty',
+    );
   }
+  checkDescriptorCount(wire.descriptors.length, limits);
   const hits = wire.hitsAddend ?? 0;
   if (!wholeNumber(hits)) throw bad('hits_addend must be a whole number', RLS);
   return {
     domain: wire.domain,
-    descriptors: wire.descriptors.map(rlsDescriptor),
+    descriptors: wire.descriptors.map((d, i) => rlsDescriptor(d, i, limits)),
     hitsAddend: Math.max(1, hits),
   };
 }
@@ -104,11 +138,15 @@ const CHECK = 'CheckRequest';
 /**
  * Validates a decoded `sluice.v1.CheckRequest`. Throws `ProtocolError`
  * (`SLUICE_ERR_PROTOCOL_BAD_REQUEST`) for no entries, an empty key, a cost above
- * 2^53 − 1 or an empty policy name. An empty `request_id` means none.
+ * 2^53 − 1 or an empty policy name; `PolicyError` (`SLUICE_ERR_DESCRIPTOR_INVALID`) for
+ * entries beyond `limits`. An empty `request_id` means none.
  */
-export function decodeCheckRequest(wire: Partial<WireCheckRequest>): NativeCheckRequest {
+export function decodeCheckRequest(
+  wire: Partial<WireCheckRequest>,
+  limits: DescriptorLimits = DEFAULT_DESCRIPTOR_LIMITS,
+): NativeCheckRequest {
   const out: { -readonly [K in keyof NativeCheckRequest]: NativeCheckRequest[K] } = {
-    entries: entries(wire.entries, 'entries', CHECK),
+    entries: entries(wire.entries, 'entries', 'the descriptor', CHECK, limits),
   };
   if (wire.cost !== undefined && wire.cost !== null) {
     if (!wholeNumber(wire.cost))

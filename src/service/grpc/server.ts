@@ -1,9 +1,16 @@
 import * as grpc from '@grpc/grpc-js';
+import { DEFAULT_DESCRIPTOR_LIMITS, type DescriptorLimits } from '../../core/descriptor-limits.js';
 import { toCallError } from './call-error.js';
 import { decodeCheckRequest, decodeRlsRequest } from './decode.js';
 import { encodeCheckResponse, encodeRlsResponse } from './encode.js';
 import { HealthService } from './health.js';
 import { HEALTH_SERVICE, RLS_SERVICE, SERVICE_NAMES, SLUICE_SERVICE } from './protos.js';
+import {
+  guardMethod,
+  precheckCheckRequest,
+  precheckRlsRequest,
+  RefusedRequest,
+} from './request-guard.js';
 import type { CallContext, GrpcHandlers } from './types.js';
 import type {
   WireCheckRequest,
@@ -39,6 +46,11 @@ export interface GrpcServerOptions {
   readonly credentials?: grpc.ServerCredentials;
   /** Passed to `new grpc.Server()` (message size limits, keepalive, …). @default {} */
   readonly serverOptions?: grpc.ServerOptions;
+  /**
+   * Bounds on the descriptors of ShouldRateLimit and Check requests; the counts are
+   * checked on the request bytes, before decoding. @default DEFAULT_DESCRIPTOR_LIMITS
+   */
+  readonly descriptorLimits?: DescriptorLimits;
   /**
    * Called with every handler failure that is not a `SluiceError` (the client sees only
    * INTERNAL "internal error"), and the method's path. @default ignore
@@ -77,7 +89,11 @@ function unary<WireReq, WireRes>(
 ): grpc.handleUnaryCall<WireReq, WireRes> {
   return (call, callback) => {
     const { context, answered } = contextOf(call);
-    run(call.request, context).then(
+    const request: WireReq | RefusedRequest = call.request;
+    (request instanceof RefusedRequest
+      ? Promise.reject(request.error)
+      : run(request, context)
+    ).then(
       (response) => {
         answered();
         callback(null, response);
@@ -98,8 +114,9 @@ function formatAddress(host: string, port: number): string {
 
 /**
  * Serves envoy's `RateLimitService`, Sluice's `Check` and `grpc.health.v1.Health` on one
- * gRPC server. Requests are validated before handlers see them (malformed ones fail with
- * INVALID_ARGUMENT); errors map through the error-code registry.
+ * gRPC server. Requests are validated before handlers see them (malformed ones, bytes
+ * that are no protobuf message among them, and ones beyond the descriptor limits fail
+ * with INVALID_ARGUMENT); errors map through the error-code registry.
  */
 export class GrpcServer {
   readonly #server: grpc.Server;
@@ -113,16 +130,29 @@ export class GrpcServer {
     this.#options = options;
     this.#server = new grpc.Server(options.serverOptions ?? {});
     const onError = options.onError ?? (() => {});
-    this.#server.addService(RLS_SERVICE, {
+    const limits = options.descriptorLimits ?? DEFAULT_DESCRIPTOR_LIMITS;
+    const rls = {
+      ...RLS_SERVICE,
+      ShouldRateLimit: guardMethod(RLS_SERVICE.ShouldRateLimit, 'RateLimitRequest', (buf) =>
+        precheckRlsRequest(buf, limits),
+      ),
+    };
+    const sluice = {
+      ...SLUICE_SERVICE,
+      Check: guardMethod(SLUICE_SERVICE.Check, 'CheckRequest', (buf) =>
+        precheckCheckRequest(buf, limits),
+      ),
+    };
+    this.#server.addService(rls, {
       ShouldRateLimit: unary<WireRlsRequest, WireRlsResponse>(async (wire, context) => {
-        const request = decodeRlsRequest(wire);
+        const request = decodeRlsRequest(wire, limits);
         const response = await handlers.shouldRateLimit(request, context);
         return encodeRlsResponse(response, request.descriptors.length);
       }, onError),
     });
-    this.#server.addService(SLUICE_SERVICE, {
+    this.#server.addService(sluice, {
       Check: unary<WireCheckRequest, WireCheckResponse>(async (wire, context) => {
-        const response = await handlers.check(decodeCheckRequest(wire), context);
+        const response = await handlers.check(decodeCheckRequest(wire, limits), context);
         return encodeCheckResponse(response);
       }, onError),
     });
@@ -132,6 +162,14 @@ export class GrpcServer {
   /** The bound port (useful after `listen(host, 0)`); `undefined` before `listen`. */
   get port(): number | undefined {
     return this.#port;
+  }
+
+  /**
+   * Sets what the health service answers for every name: SERVING (true) or NOT_SERVING.
+   * Starts serving; after `shutdown()` it stays NOT_SERVING.
+   */
+  setHealthy(healthy: boolean): void {
+    if (this.#closing === undefined) this.#health.setAll(healthy ? 'SERVING' : 'NOT_SERVING');
   }
 
   /**

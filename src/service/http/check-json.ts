@@ -1,4 +1,5 @@
 import type { Decision } from '../../core/decision.js';
+import { DEFAULT_DESCRIPTOR_LIMITS, type DescriptorLimits } from '../../core/descriptor-limits.js';
 import { ProtocolError } from '../../core/errors.js';
 import { STATUSES as ALL_STATUSES, type Status } from '../../core/status.js';
 import { decodeCheckRequest } from '../grpc/decode.js';
@@ -36,9 +37,13 @@ function isObject(v: unknown): v is Record<string, unknown> {
  * `ProtocolError` (`SLUICE_ERR_PROTOCOL_BAD_REQUEST`) naming the first problem: not an
  * object, an unknown field, both or neither descriptor form, an entry that is not
  * `{key, value}` with a non-empty string key and a string value, a cost that is not a
- * whole number up to 2^53 − 1, a non-string request id, or an empty policy name.
+ * whole number up to 2^53 − 1, a non-string request id, or an empty policy name;
+ * `PolicyError` (`SLUICE_ERR_DESCRIPTOR_INVALID`) for entries beyond `limits`.
  */
-export function decodeCheckJson(body: unknown): NativeCheckRequest {
+export function decodeCheckJson(
+  body: unknown,
+  limits: DescriptorLimits = DEFAULT_DESCRIPTOR_LIMITS,
+): NativeCheckRequest {
   if (!isObject(body)) throw bad('the request must be a JSON object');
   for (const name of Object.keys(body)) {
     if (!FIELDS.has(name)) throw bad(`unknown field "${name}"`);
@@ -69,12 +74,15 @@ export function decodeCheckJson(body: unknown): NativeCheckRequest {
   const cost = given('cost');
   if (cost !== undefined && typeof cost !== 'number') throw bad('cost must be a number');
   // The gRPC decoder is total over any input shape and checks the rest.
-  return decodeCheckRequest({
-    entries: wireEntries,
-    cost,
-    requestId: given('requestId'),
-    policies: given('policies'),
-  } as Partial<WireCheckRequest>);
+  return decodeCheckRequest(
+    {
+      entries: wireEntries,
+      cost,
+      requestId: given('requestId'),
+      policies: given('policies'),
+    } as Partial<WireCheckRequest>,
+    limits,
+  );
 }
 
 const STATUSES: ReadonlySet<string> = new Set(ALL_STATUSES);

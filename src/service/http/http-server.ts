@@ -1,5 +1,7 @@
 import * as http from 'node:http';
+import * as net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { DEFAULT_DESCRIPTOR_LIMITS, type DescriptorLimits } from '../../core/descriptor-limits.js';
 import { ERROR_CODES, type ErrorCode } from '../../core/error-codes.js';
 import { ProtocolError, SluiceError } from '../../core/errors.js';
 import type { MetricsTransport, ServiceMetrics } from '../../metrics/service-metrics.js';
@@ -25,6 +27,21 @@ export interface HttpServerOptions {
   readonly metrics?: ServiceMetrics;
   /** Largest request body accepted, in bytes; larger ones get 413. @default 1_048_576 (1 MiB) */
   readonly maxBodyBytes?: number;
+  /** Bounds on the descriptors of `/json` and `/v1/check` requests. @default DEFAULT_DESCRIPTOR_LIMITS */
+  readonly descriptorLimits?: DescriptorLimits;
+  /**
+   * How long a client may take to send a request's headers, in ms; past it the server
+   * answers 408 and closes the connection. At most `requestTimeoutMs`. @default 10_000
+   */
+  readonly headersTimeoutMs?: number;
+  /**
+   * How long a client may take to send a whole request, headers and body, in ms; past it
+   * the server answers 408 and closes the connection, so a client trickling its body
+   * cannot hold a connection open for long. @default 30_000
+   */
+  readonly requestTimeoutMs?: number;
+  /** How long an idle keep-alive connection stays open, in ms. @default 5_000 */
+  readonly keepAliveTimeoutMs?: number;
   /**
    * How long `shutdown()` keeps serving after `/healthcheck` turns 500, in ms, so load
    * balancers stop sending traffic before new connections are refused. @default 0
@@ -41,11 +58,16 @@ export interface HttpServerOptions {
 export const INTERNAL_ERROR_MESSAGE = 'internal error';
 
 const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
+const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 5_000;
 // Past the limit, a client's upload is read and dropped (so it can read the 413) up to this.
 const DRAIN_BYTES = 8 * 1024 * 1024;
 const JSON_TYPE = 'application/json';
 const TEXT_TYPE = 'text/plain; charset=utf-8';
 const TRANSPORT: MetricsTransport = 'http';
+/** While draining, how long a keep-alive connection may stay idle before it is closed. */
+const DRAIN_IDLE_MS = 500;
 
 type Method = 'GET' | 'HEAD' | 'POST';
 
@@ -123,13 +145,49 @@ function parseJson(body: Buffer): unknown {
   }
 }
 
+function positiveMs(v: number, name: string): number {
+  if (!Number.isSafeInteger(v) || v <= 0) {
+    throw new RangeError(`${name} must be a positive whole number of ms, got ${v}`);
+  }
+  return v;
+}
+
+/** Node's server timeouts from the options; Node's own defaults (300 s) are far too long. */
+function serverTimeouts(options: HttpServerOptions): http.ServerOptions {
+  const headersTimeout = positiveMs(
+    options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS,
+    'headersTimeoutMs',
+  );
+  const requestTimeout = positiveMs(
+    options.requestTimeoutMs ?? Math.max(DEFAULT_REQUEST_TIMEOUT_MS, headersTimeout),
+    'requestTimeoutMs',
+  );
+  if (headersTimeout > requestTimeout) {
+    throw new RangeError(
+      `headersTimeoutMs (${headersTimeout}) must not exceed requestTimeoutMs (${requestTimeout})`,
+    );
+  }
+  return {
+    headersTimeout,
+    requestTimeout,
+    keepAliveTimeout: positiveMs(
+      options.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
+      'keepAliveTimeoutMs',
+    ),
+    // Node looks for expired requests on this period (30 s by default), so a short
+    // timeout needs a shorter period to take effect on time.
+    connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(headersTimeout / 2))),
+  };
+}
+
 /**
  * Sluice over HTTP/1.1 on `node:http`: envoyproxy/ratelimit's HTTP port (`POST /json`,
  * `GET /healthcheck`) and its debug `GET /rlconfig`, plus `GET /metrics` (Prometheus) and
  * Sluice's native `POST /v1/check`. Requests are validated before handlers see them, as
  * over gRPC; every error answers with a JSON body `{"error", "code"}` whose status comes
  * from the error-code registry. Unknown paths are 404 and wrong methods 405 (with
- * `Allow`); bodies over `maxBodyBytes` are 413.
+ * `Allow`); bodies over `maxBodyBytes` are 413; a request not fully sent within
+ * `requestTimeoutMs` is 408.
  *
  * @example
  * ```ts
@@ -142,16 +200,22 @@ export class HttpServer {
   readonly #handlers: HttpHandlers;
   readonly #options: HttpServerOptions;
   readonly #maxBodyBytes: number;
+  readonly #limits: DescriptorLimits;
   readonly #server: http.Server;
   readonly #routes: ReadonlyMap<string, Route>;
   /** Abort controllers of calls whose answer is not written yet. */
   readonly #inFlight = new Set<AbortController>();
+  /** Open connections between requests, and since when (absent while one is served). */
+  readonly #idleSince = new Map<net.Socket, number>();
   #healthy = true;
   #closing = false;
   #port: number | undefined;
   #shutdown: Promise<ShutdownResult> | undefined;
 
-  /** Throws `RangeError` for a `maxBodyBytes` that is not a positive whole number. */
+  /**
+   * Throws `RangeError` for a `maxBodyBytes` or timeout that is not a positive whole
+   * number, or a `headersTimeoutMs` above `requestTimeoutMs`.
+   */
   constructor(handlers: HttpHandlers, options: HttpServerOptions = {}) {
     this.#handlers = handlers;
     this.#options = options;
@@ -168,7 +232,10 @@ export class HttpServer {
       ['/metrics', { methods: ['GET', 'HEAD'], run: (x) => this.#metrics(x) }],
       ['/rlconfig', { methods: ['GET', 'HEAD'], run: (x) => this.#rlconfig(x) }],
     ]);
-    this.#server = http.createServer((req, res) => void this.#handle(req, res));
+    this.#limits = options.descriptorLimits ?? DEFAULT_DESCRIPTOR_LIMITS;
+    this.#server = http.createServer(serverTimeouts(options), (req, res) => {
+      void this.#handle(req, res);
+    });
   }
 
   /** The bound port (useful after `listen(host, 0)`); `undefined` before `listen`. */
@@ -194,6 +261,10 @@ export class HttpServer {
     if (this.#port !== undefined || this.#shutdown !== undefined || this.#server.listening) {
       return Promise.reject(new Error('HttpServer.listen() may be called once, before shutdown()'));
     }
+    this.#server.on('connection', (socket: net.Socket) => {
+      this.#idleSince.set(socket, performance.now());
+      socket.once('close', () => this.#idleSince.delete(socket));
+    });
     return new Promise((resolve, reject) => {
       const onError = (error: Error): void => reject(error);
       this.#server.once('error', onError);
@@ -207,8 +278,9 @@ export class HttpServer {
 
   /**
    * Shuts down gracefully: `/healthcheck` turns 500 at once, requests keep being served
-   * for `drainDelayMs`, then new connections are refused, idle keep-alive connections
-   * are closed, and in-flight requests finish (their answers carry `Connection: close`).
+   * for `drainDelayMs`, then new connections are refused and in-flight requests finish.
+   * Every answer from then on carries `Connection: close`, so a keep-alive connection
+   * closes after its next answer; one that stays idle for half a second is closed.
    * After `timeoutMs` the rest are cut off: their handlers' `signal` aborts and their
    * connections are destroyed. Idempotent: every call returns the first call's promise.
    */
@@ -224,16 +296,34 @@ export class HttpServer {
     this.#closing = true;
     if (!this.#server.listening) return { forced: false };
     return new Promise((resolve) => {
+      // Idle keep-alive connections are not closed at once, as http.Server.close() does:
+      // a client may be writing its next request on one right now, and would see a reset
+      // for a request it sent. A busy connection gets that request answered (with
+      // `Connection: close`) instead; only a connection idle for a while is closed.
+      const closeIdle = (): void => {
+        const now = performance.now();
+        for (const [socket, since] of this.#idleSince) {
+          if (now - since >= DRAIN_IDLE_MS) socket.destroy();
+        }
+      };
+      const poll = setInterval(closeIdle, DRAIN_IDLE_MS / 5);
+      let finished = false;
+      const done = (result: ShutdownResult): void => {
+        if (finished) return;
+        finished = true;
+        clearTimeout(timer);
+        clearInterval(poll);
+        this.#server.close(); // not listening any more: this only stops http's own timers
+        resolve(result);
+      };
       const timer = setTimeout(() => {
         for (const c of this.#inFlight) c.abort(new Error('server shut down'));
         this.#server.closeAllConnections();
-        resolve({ forced: true });
+        done({ forced: true });
       }, timeoutMs);
-      this.#server.close(() => {
-        clearTimeout(timer);
-        resolve({ forced: false });
-      });
-      this.#server.closeIdleConnections();
+      // net.Server's close: stops accepting, and calls back once every connection is gone.
+      net.Server.prototype.close.call(this.#server, () => done({ forced: false }));
+      closeIdle();
     });
   }
 
@@ -242,8 +332,11 @@ export class HttpServer {
     const route = this.#routes.get(path);
     const controller = new AbortController();
     this.#inFlight.add(controller);
+    const socket = req.socket;
+    this.#idleSince.delete(socket);
     res.once('close', () => {
       this.#inFlight.delete(controller);
+      if (!socket.destroyed) this.#idleSince.set(socket, performance.now());
       if (!res.writableFinished) controller.abort(new Error('client closed the connection'));
     });
     const startedMs = performance.now();
@@ -298,7 +391,7 @@ export class HttpServer {
   async #rls(x: Exchange): Promise<void> {
     const body = await this.#json(x);
     if (body === undefined) return;
-    const request = decodeRlsJson(body);
+    const request = decodeRlsJson(body, this.#limits);
     const response = await this.#handlers.shouldRateLimit(request, x.context);
     const out = encodeRlsJson(response, request.descriptors.length);
     // As upstream: 429 when over limit, 200 otherwise (UNKNOWN is never sent).
@@ -308,7 +401,9 @@ export class HttpServer {
   async #check(x: Exchange): Promise<void> {
     const body = await this.#json(x);
     if (body === undefined) return;
-    const response = encodeCheckJson(await this.#handlers.check(decodeCheckJson(body), x.context));
+    const response = encodeCheckJson(
+      await this.#handlers.check(decodeCheckJson(body, this.#limits), x.context),
+    );
     const status = checkHttpStatus(response.status);
     const headers: Record<string, string> = {};
     if (status === 429 || (status === 503 && response.retryAfterMs > 0)) {

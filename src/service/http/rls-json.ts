@@ -1,3 +1,9 @@
+import {
+  checkDescriptorCount,
+  checkEntryCount,
+  DEFAULT_DESCRIPTOR_LIMITS,
+  type DescriptorLimits,
+} from '../../core/descriptor-limits.js';
 import { ProtocolError } from '../../core/errors.js';
 import { decodeRlsRequest } from '../grpc/decode.js';
 import { encodeRlsResponse } from '../grpc/encode.js';
@@ -119,11 +125,14 @@ function entry(raw: unknown, at: string): WireEntry {
   };
 }
 
-function descriptor(raw: unknown, at: string): WireRlsDescriptor {
+function descriptor(raw: unknown, at: string, limits: DescriptorLimits): WireRlsDescriptor {
   const f = message(raw, at, DESCRIPTOR);
   const entriesAt = path(at, 'entries');
+  const rawEntries = list(f.get('entries'), entriesAt);
+  // Counted before reading them: an oversized request costs no more than its check.
+  checkEntryCount(rawEntries.length, at, limits);
   const out: WireRlsDescriptor = {
-    entries: list(f.get('entries'), entriesAt).map((e, i) => entry(e, `${entriesAt}[${i}]`)),
+    entries: rawEntries.map((e, i) => entry(e, `${entriesAt}[${i}]`)),
     limit: null,
     hitsAddend: null,
     isNegativeHits: false,
@@ -149,19 +158,26 @@ function descriptor(raw: unknown, at: string): WireRlsDescriptor {
  * (`SLUICE_ERR_PROTOCOL_BAD_REQUEST`) naming the first problem: a value that is not a
  * JSON object, an unknown or repeated field, a wrong type (a non-string key or value, a
  * negative or fractional `hits_addend`, an unknown unit), or what `decodeRlsRequest`
- * rejects (no domain, no descriptors, no entries, an empty key, …). Entry values may be
+ * rejects (no domain, no descriptors, no entries, an empty key, …), or `PolicyError`
+ * (`SLUICE_ERR_DESCRIPTOR_INVALID`) for descriptors beyond `limits`. Entry values may be
  * left out (they are then empty), as upstream's own example does.
  */
-export function decodeRlsJson(body: unknown): RlsRequest {
+export function decodeRlsJson(
+  body: unknown,
+  limits: DescriptorLimits = DEFAULT_DESCRIPTOR_LIMITS,
+): RlsRequest {
   const f = message(body, 'the request', REQUEST);
-  const descriptors = list(f.get('descriptors'), 'descriptors').map((d, i) =>
-    descriptor(d, `descriptors[${i}]`),
+  const rawDescriptors = list(f.get('descriptors'), 'descriptors');
+  checkDescriptorCount(rawDescriptors.length, limits);
+  const descriptors = rawDescriptors.map((d, i) => descriptor(d, `descriptors[${i}]`, limits));
+  return decodeRlsRequest(
+    {
+      domain: string(f.get('domain'), 'domain'),
+      descriptors,
+      hitsAddend: uint32(f.get('hitsAddend'), 'hits_addend'),
+    },
+    limits,
   );
-  return decodeRlsRequest({
-    domain: string(f.get('domain'), 'domain'),
-    descriptors,
-    hitsAddend: uint32(f.get('hitsAddend'), 'hits_addend'),
-  });
 }
 
 /**

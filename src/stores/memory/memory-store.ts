@@ -153,22 +153,25 @@ export class MemoryStore implements Store {
     if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
     this.#sweep(nowMs);
     let results: StoreResult[];
-    if (batch.length === 1) {
-      // One request: decideBatch's all-or-nothing reduces to "write it when admitted".
-      const r = batch[0]!;
-      const [table, key] = this.#place(r.key);
-      const decision = this.#one(
-        table,
-        key,
-        table.map.get(key),
-        r.algorithm,
-        r.params,
-        r.cost,
-        nowMs,
-        decisionCell(),
-      );
-      this.#release(table);
-      results = [{ ok: true, decision }];
+    if (batch.length === 1 || options.independent === true) {
+      // Batches of one: decideBatch's all-or-nothing reduces to "write it when admitted".
+      results = [];
+      for (let i = 0; i < batch.length; i++) {
+        const r = batch[i]!;
+        const [table, key] = this.#place(r.key);
+        const decision = this.#one(
+          table,
+          key,
+          table.map.get(key),
+          r.algorithm,
+          r.params,
+          r.cost,
+          nowMs,
+          decisionCell(),
+        );
+        this.#release(table);
+        results.push({ ok: true, decision });
+      }
     } else {
       const places = batch.map((r) => this.#place(r.key));
       const states = places.map(([table, key], i) => this.#live(table, key, batch[i]!, nowMs));
@@ -267,7 +270,8 @@ export class MemoryStore implements Store {
 
   /**
    * Decides one request on the bucket `e` (`undefined` when absent) held under `key` in
-   * `table`, and writes its state when admitted with a cost. For an algorithm with an
+   * `table`, and writes its state when admitted with a cost (or denied, under params that
+   * charge denials). For an algorithm with an
    * in-place step, nothing is allocated: the step writes the next state into the table's
    * spare object, which a commit copies into the bucket (a denial leaves it as it was),
    * and the decision into `out`.
@@ -306,7 +310,9 @@ export class MemoryStore implements Store {
     if (inPlace === undefined) {
       const t = algorithm.transition(state, nowMs, cost, params);
       decision = t.decision;
-      if (decision.allowed && cost > 0) write = t.state;
+      if (cost > 0 && (decision.allowed || algorithm.chargesDenied?.(params) === true)) {
+        write = t.state;
+      }
     } else {
       // Only a reused cell can hold one; a new cell stays without the property.
       if (out.delayMs !== undefined) out.delayMs = undefined;
@@ -317,7 +323,8 @@ export class MemoryStore implements Store {
       }
       inPlace.step(state, nowMs, cost, params, next as never, out);
       decision = out as AlgorithmDecision;
-      if (out.allowed && cost > 0) write = next;
+      // A denial is written only under params that charge denials (envoy counting).
+      if (cost > 0 && (out.allowed || algorithm.chargesDenied?.(params) === true)) write = next;
     }
     if (write !== undefined) {
       this.#commit(table, key, e, algorithm, write, nowMs + algorithm.ttlMs(params), expired);

@@ -52,6 +52,22 @@ export class ScriptCoalescer<T, R> {
     });
   }
 
+  /**
+   * Sends several batches of one group together, at once and in order: one call (or, past
+   * `maxBatches`, several, sent in order on the group's connection). Resolves with each
+   * batch's own result, in order.
+   */
+  callAll(group: string | number, batches: readonly T[]): Promise<R[]> {
+    const pending: Pending<T, R>[] = [];
+    const results = batches.map(
+      (batch) => new Promise<R>((resolve, reject) => pending.push({ batch, resolve, reject })),
+    );
+    for (let i = 0; i < pending.length; i += this.#maxBatches) {
+      this.#sendChunk(group, pending.slice(i, i + this.#maxBatches));
+    }
+    return Promise.all(results);
+  }
+
   #flush(): void {
     this.#scheduled = false;
     const queue = this.#queue;

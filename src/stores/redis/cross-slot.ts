@@ -1,5 +1,5 @@
 import type { AlgorithmDecision } from '../../core/decision.js';
-import type { StoreError } from '../../core/errors.js';
+import { PolicyError, StoreError } from '../../core/errors.js';
 import type { Policy } from '../../core/policy.js';
 import type { StoreRequest, StoreResult } from '../store.js';
 import type { SlotGroup } from './slot-groups.js';
@@ -202,6 +202,46 @@ export function crossSlotPair(policies: readonly Policy[]): readonly [Policy, Po
       );
       if (!conflict) return [p, q];
     }
+  }
+  return undefined;
+}
+
+/**
+ * Refuses policy sets under `crossSlot: "reject"` on a Cluster: throws
+ * `SLUICE_ERR_POLICY_CROSS_SLOT` when two policies can match one descriptor while their
+ * buckets live in different slots.
+ */
+export function rejectCrossSlotPolicies(policies: readonly Policy[]): void {
+  const pair = crossSlotPair(policies);
+  if (pair === undefined) return;
+  throw new PolicyError(
+    'SLUICE_ERR_POLICY_CROSS_SLOT',
+    `policies "${pair[0].name}" and "${pair[1].name}" can match one descriptor but keep their buckets in different Redis Cluster slots (different identity keys), and the store's crossSlot strategy is "reject"; give them the same identity keys or use crossSlot "sequential-refund"`,
+  );
+}
+
+/**
+ * Why a batch whose buckets live in `slots` (more than one) slots cannot run across them,
+ * or undefined when the strategy can run it.
+ */
+export function crossSlotRefusal(
+  batch: readonly StoreRequest[],
+  slots: number,
+  strategy: CrossSlotStrategy,
+): StoreError | undefined {
+  // The cross-slot strategy's dry runs and refunds assume a denied request was never
+  // charged: a request that charges denials belongs in an independent call.
+  if (batch.some((r) => r.algorithm.chargesDenied?.(r.params) === true)) {
+    return new StoreError(
+      'SLUICE_ERR_STORE_CROSS_SLOT',
+      `the batch's buckets live in ${slots} Redis Cluster slots and it holds a request that charges denials, which an all-or-nothing batch across slots cannot run; decide such requests independently`,
+    );
+  }
+  if (strategy === 'reject') {
+    return new StoreError(
+      'SLUICE_ERR_STORE_CROSS_SLOT',
+      `the batch's buckets live in ${slots} Redis Cluster slots and the store's crossSlot strategy is "reject"`,
+    );
   }
   return undefined;
 }

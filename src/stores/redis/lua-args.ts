@@ -31,6 +31,7 @@ export function luaParams(kind: AlgorithmKind, p: Params): [number, number, numb
         p['mode'] === 'delay' ? 1 : 0,
       ];
     case 'fixed-window':
+      return [num(p, 'limit'), num(p, 'windowMs'), p['chargeDenied'] === true ? 1 : 0, 0];
     case 'sliding-window-counter':
     case 'sliding-log':
       return [num(p, 'limit'), num(p, 'windowMs'), 0, 0];

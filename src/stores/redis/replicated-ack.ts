@@ -1,4 +1,6 @@
 import { Cluster, type Redis } from 'ioredis';
+import type { StoreRequest } from '../store.js';
+import type { GroupOutcome } from './cross-slot.js';
 
 /**
  * Replicated acknowledgement: after a consuming script, `WAIT replicas timeoutMs` on the
@@ -110,4 +112,47 @@ export async function waitForReplicas(
   } catch {
     stats.failed++;
   }
+}
+
+/**
+ * The replicated acknowledgement of one store: after a call that consumed something, WAIT
+ * on the slot's primary (see waitForReplicas), counted in `stats`.
+ */
+export class ReplicatedAck {
+  readonly stats: ReplicatedAckStats = newReplicatedAckStats();
+  readonly #client: Redis | Cluster;
+  readonly #options: ReplicatedAckOptions | undefined;
+  readonly #degraded: DegradedPrimaries = new WeakMap();
+
+  /** Off when `options` is undefined: nothing is ever waited for. */
+  constructor(client: Redis | Cluster, options: ReplicatedAckOptions | undefined) {
+    this.#client = client;
+    this.#options = options;
+  }
+
+  get on(): boolean {
+    return this.#options !== undefined;
+  }
+
+  /** Waits for replicas when any of `outcomes` (of the batches `batches`) consumed. */
+  async after(
+    batches: readonly (readonly StoreRequest[])[],
+    slot: number,
+    outcomes: readonly GroupOutcome[],
+  ): Promise<void> {
+    if (this.#options === undefined) return;
+    if (!outcomes.some((o, j) => charged(batches[j]!, o))) return;
+    await waitForReplicas(this.#client, slot, this.#options, this.stats, this.#degraded);
+  }
+}
+
+/** Whether a batch's outcome consumed anything (see decideBatch). */
+function charged(items: readonly StoreRequest[], out: GroupOutcome): boolean {
+  if (!out.ok) return false;
+  const chargesDenied = (r: StoreRequest): boolean =>
+    r.algorithm.chargesDenied?.(r.params) === true;
+  const admitted = items.every((r, j) => !r.enforce || out.decisions[j]!.allowed);
+  return items.some(
+    (r, j) => r.cost > 0 && (chargesDenied(r) || (admitted && out.decisions[j]!.allowed)),
+  );
 }

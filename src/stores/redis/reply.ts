@@ -2,13 +2,17 @@ import type { AlgorithmDecision } from '../../core/decision.js';
 import { StoreError } from '../../core/errors.js';
 import type { StoreRequest } from '../store.js';
 
-const STATUS = ['OK', 'OVER_LIMIT', 'INVALID_POLICY'] as const;
+// The scripts share these (lua/includes/constants.lua; test/stores/redis/lua-constants.test.ts).
+/** Decision statuses by their code in a reply. */
+export const STATUS = ['OK', 'OVER_LIMIT', 'INVALID_POLICY'] as const;
 /** Fields per item of refundBatch.lua's text reply. */
-const FIELDS = 5;
+export const REFUND_REPLY_FIELDS = 5;
 /** One item of applyOne.lua's packed reply: struct '<Bdddd'. */
-const ITEM_BYTES = 1 + 4 * 8;
+export const DECISION_BYTES = 1 + 4 * 8;
 /** The packed reply's last field: the instant the batch was decided at, a double. */
-const DECIDED_AT_BYTES = 8;
+export const DECIDED_AT_BYTES = 8;
+/** First field of a domain failure reply `[code, item]`: the item's key is not Sluice state. */
+export const NOT_SLUICE_STATE = -1;
 
 /** One batch's reply from applyBatches.lua, decoded. */
 export interface AppliedBatch {
@@ -30,10 +34,10 @@ export function decodeApplyBatch(
   keys: readonly string[],
 ): AppliedBatch {
   if (Array.isArray(reply)) return fail(domainFailure(reply, batch, keys));
-  if (!Buffer.isBuffer(reply) || reply.length !== batch.length * ITEM_BYTES + DECIDED_AT_BYTES)
+  if (!Buffer.isBuffer(reply) || reply.length !== batch.length * DECISION_BYTES + DECIDED_AT_BYTES)
     throw malformed(reply);
   const decisions = batch.map((r, i): AlgorithmDecision => {
-    const at = i * ITEM_BYTES;
+    const at = i * DECISION_BYTES;
     const status = STATUS[reply.readUInt8(at)];
     if (status === undefined) throw malformed(reply);
     const delay = reply.readDoubleLE(at + 25);
@@ -47,7 +51,7 @@ export function decodeApplyBatch(
     };
     return Number.isNaN(delay) ? d : { ...d, delayMs: delay };
   });
-  const decidedAtMs = reply.readDoubleLE(batch.length * ITEM_BYTES);
+  const decidedAtMs = reply.readDoubleLE(batch.length * DECISION_BYTES);
   if (!Number.isFinite(decidedAtMs)) throw malformed(reply);
   return { decisions, decidedAtMs };
 }
@@ -64,9 +68,9 @@ export function decodeDecisions(
 ): AlgorithmDecision[] {
   if (!Array.isArray(reply)) throw malformed(reply);
   if (typeof reply[0] === 'number' && reply[0] < 0) return fail(domainFailure(reply, batch, keys));
-  if (reply.length !== batch.length * FIELDS) throw malformed(reply);
+  if (reply.length !== batch.length * REFUND_REPLY_FIELDS) throw malformed(reply);
   return batch.map((r, i): AlgorithmDecision => {
-    const j = i * FIELDS;
+    const j = i * REFUND_REPLY_FIELDS;
     const status = STATUS[reply[j] as number];
     if (status === undefined) throw malformed(reply);
     const delay = reply[j + 4] as string;
@@ -88,7 +92,7 @@ function domainFailure(
   batch: readonly StoreRequest[],
   keys: readonly string[],
 ): StoreError {
-  if (reply[0] === -1) {
+  if (reply[0] === NOT_SLUICE_STATE) {
     const item = Number(reply[1]) - 1;
     return new StoreError(
       'SLUICE_ERR_STORE_STATE_CORRUPT',

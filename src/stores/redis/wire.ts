@@ -15,11 +15,18 @@ export interface WireBatch {
   readonly dryRun?: boolean;
 }
 
+// The scripts share these (lua/includes/constants.lua; test/stores/redis/lua-constants.test.ts).
 /** Batch header '<BdHd': flags, now, item count, dedup TTL. */
-const HEADER_BYTES = 1 + 8 + 2 + 8;
+export const HEADER_BYTES = 1 + 8 + 2 + 8;
 /** Item '<BddddddB': code, ttlMs, p1..p4 (the policy's part, cached), then cost, enforce. */
 const POLICY_BYTES = 1 + 5 * 8;
-const ITEM_BYTES = POLICY_BYTES + 8 + 1;
+export const ITEM_BYTES = POLICY_BYTES + 8 + 1;
+/** Header flags: the client's clock is given; the batch has a request id. */
+export const FLAG_CLIENT_CLOCK = 1;
+export const FLAG_DEDUP = 2;
+/** Reply tags: the batch's decisions; the 1-based item whose key is not Sluice state. */
+export const TAG_DECISIONS = 0;
+export const TAG_NOT_SLUICE_STATE = 1;
 /** The most requests one batch can carry (the header's count is 16 bits). */
 export const MAX_BATCH_ITEMS = 0xffff;
 
@@ -52,7 +59,10 @@ export function encodeBatches(batches: readonly WireBatch[]): { keys: string[]; 
   let at = 0;
   for (const b of batches) {
     for (const k of b.keys) keys.push(k);
-    at = packed.writeUInt8((b.nowMs === undefined ? 0 : 1) | (b.dedup ? 2 : 0), at);
+    at = packed.writeUInt8(
+      (b.nowMs === undefined ? 0 : FLAG_CLIENT_CLOCK) | (b.dedup ? FLAG_DEDUP : 0),
+      at,
+    );
     at = packed.writeDoubleLE(b.nowMs ?? 0, at);
     at = packed.writeUInt16LE(b.items.length, at);
     at = packed.writeDoubleLE(b.dedupTtlMs, at);
@@ -80,8 +90,8 @@ export function splitReplies(reply: unknown, count: number): unknown[] {
     const body = reply.subarray(at + 5, at + 5 + length);
     at += 5 + length;
     if (body.length !== length) break;
-    if (tag === 0) out.push(body);
-    else if (tag === 1 && length === 4) out.push([-1, body.readUInt32LE(0)]);
+    if (tag === TAG_DECISIONS) out.push(body);
+    else if (tag === TAG_NOT_SLUICE_STATE && length === 4) out.push([-1, body.readUInt32LE(0)]);
     else throw new TypeError(`applyBatches.lua answered tag ${tag} for batch ${out.length + 1}`);
   }
   if (out.length !== count || at !== reply.length)

@@ -24,4 +24,13 @@ describe('docs/envoy-config.md', () => {
       "match.rule.requestsPerUnit === 100, match.statsKey === 'messaging.to_number'",
     );
   });
+
+  it('the Counting example loads with its domain decided all-or-nothing', () => {
+    const counting = doc.slice(doc.indexOf('## Counting'));
+    const text = /```yaml\n([\s\S]*?)```/.exec(counting)?.[1] ?? '';
+    const config = loadEnvoyConfigFiles([{ name: 'messaging.yaml', text }], {
+      mergeDomainConfig: false,
+    });
+    expect(config.domains.messaging?.decision).toBe('all-or-nothing');
+  });
 });

@@ -94,6 +94,27 @@ describe('upstream validation messages: one fixture per mistake', () => {
     expect(c.domains.shop!.files).toEqual(['shop-a.yaml', 'shop-b.yaml']);
   });
 
+  it('a top-level sluice.decision sets the domain’s decision mode; merged files must agree', () => {
+    expect(loadFixtures(['merge-decision-1.yaml']).domains.shop!.decision).toBe('all-or-nothing');
+    expect(loadFixtures(['shop-a.yaml']).domains.shop!.decision).toBeUndefined();
+    // a file without the block leaves the domain's setting as it is
+    const merged = loadFixtures(['merge-decision-3.yaml', 'merge-decision-1.yaml'], true);
+    expect(merged.domains.shop!.decision).toBe('all-or-nothing');
+    const e = errorOf(() =>
+      loadFixtures(
+        ['merge-decision-1.yaml', 'merge-decision-3.yaml', 'merge-decision-2.yaml'],
+        true,
+      ),
+    );
+    expect(issuesOf(e)).toEqual([
+      [
+        'merge-decision-2.yaml',
+        'sluice.decision',
+        '"per-descriptor" conflicts with "all-or-nothing" set for the same domain in merge-decision-1.yaml',
+      ],
+    ]);
+  });
+
   it('merging is not deep: the same composite key in two files is a duplicate', () => {
     const e = errorOf(() => loadFixtures(['shop-a.yaml', 'shop-c.yaml'], true));
     expect(issuesOf(e)).toEqual([
@@ -185,8 +206,19 @@ describe('Sluice extension validation', () => {
     [
       'sluice-misplaced.yaml',
       'descriptors[0].rate_limit.sluice',
-      'a sluice block belongs on a descriptor, beside rate_limit',
+      'a sluice block belongs on a descriptor, beside rate_limit, or at the top level (the domain)',
     ],
+    [
+      'sluice-domain-bad-decision.yaml',
+      'sluice.decision',
+      'expected one of per-descriptor, all-or-nothing; got "all_or_nothing"',
+    ],
+    [
+      'sluice-domain-unknown-field.yaml',
+      'sluice',
+      "unknown field 'algorithm' (expected decision) ('algorithm' belongs in a descriptor's sluice block)",
+    ],
+    ['sluice-domain-not-a-map.yaml', 'sluice', 'expected a map with decision'],
   ];
 
   it.each(cases)('%s', (file, path, message) => {
@@ -263,12 +295,12 @@ describe('what upstream accepts', () => {
   it('accepts keys at levels where they do nothing, with a warning for each', () => {
     const c = loadFixtures(['ignored-keys.yaml']);
     expect(c.warnings.map((w) => [w.path, w.message])).toEqual([
+      ['descriptors[0].descriptors[0]', "'key' is given more than once; the last one is used"],
       ['', "'unit' has no effect here and is ignored; it belongs in rate_limit"],
       [
         'descriptors[0]',
         "'requests_per_unit' has no effect here and is ignored; it belongs in rate_limit",
       ],
-      ['descriptors[0].descriptors[0]', "'key' is given more than once; the last one is used"],
       ['', 'only the first YAML document is read; 1 more ignored'],
       ['descriptors[0]', 'shadow_mode has no effect without a rate_limit on the same descriptor'],
     ]);
@@ -277,6 +309,24 @@ describe('what upstream accepts', () => {
     // The later "key" wins, as in yaml.v2.
     expect(Object.keys(tenant.children.nodes)).toEqual(['method']);
     expect(c.domains.ignored).toBeUndefined();
+  });
+
+  it('keeps the last of a repeated key anywhere, as yaml.v2 does, with a warning for each', () => {
+    const c = loadFixtures(['repeated-keys.yaml']);
+    expect(c.warnings.map((w) => [w.path, w.message])).toEqual([
+      ['', "'domain' is given more than once; the last one is used"],
+      ['descriptors[0].rate_limit', "'unit' is given more than once; the last one is used"],
+      ['descriptors[0].metadata', "'team' is given more than once; the last one is used"],
+      ['descriptors[0].metadata.owner', "'name' is given more than once; the last one is used"],
+      ['descriptors[0].sluice', "'algorithm' is given more than once; the last one is used"],
+    ]);
+    expect(Object.keys(c.domains)).toEqual(['payments']);
+    const rule = c.domains.payments!.descriptors.nodes.tenant!.rule!;
+    expect(rule).toMatchObject({
+      unit: 'minute',
+      metadata: { team: 'payments', owner: { name: 'b' } },
+      sluice: { algorithm: 'token-bucket', burst: 20 },
+    });
   });
 
   it('returns a deep-frozen config', () => {
@@ -303,7 +353,18 @@ describe('parseEnvoyConfigYaml', () => {
   });
 
   it('leaves whole-config rules (empty domain, units) to loading', () => {
-    expect(parseEnvoyConfigYaml('', 'empty.yaml').root).toEqual({ domain: '', descriptors: [] });
+    expect(parseEnvoyConfigYaml('descriptors: []\n', 'no-domain.yaml').root).toEqual({
+      domain: '',
+      descriptors: [],
+    });
+  });
+
+  it('says an empty file (or one with only comments) is empty, as for a policy file', () => {
+    for (const text of ['', '\n# nothing yet\n']) {
+      const e = errorOf(() => parseEnvoyConfigYaml(text, 'empty.yaml'));
+      expect(e.code).toBe('SLUICE_ERR_CONFIG_INVALID');
+      expect(issuesOf(e)).toEqual([['empty.yaml', '', 'the file is empty']]);
+    }
   });
 });
 

@@ -98,12 +98,14 @@ describe('envoyCacheKey', () => {
 describe('request-supplied limits (descriptor.limit)', () => {
   const c = loadFixtures(['match-depth.yaml']);
 
-  it('replace the configured rule entirely, keyed by the descriptor as sent', () => {
+  it('replace the configured rule entirely: bucket keyed by the values and keys, metric by the keys', () => {
     const e = entries('tenant=acme', 'route=');
     const r = resolveDescriptorLimit(c, 'api', e, { requestsPerUnit: 42, unit: 'hour' })!;
     expect(r.source).toBe('override');
-    expect(r.statsKey).toBe('api.tenant_acme.route');
-    expect(r.bucketValues).toEqual(['acme', '']);
+    // Upstream reports `api.tenant_acme.route`; request values never reach a label here.
+    expect(r.statsKey).toBe('api.tenant.route');
+    expect(r.rule.fullKey).toBe('api.tenant.route');
+    expect(r.bucketValues).toEqual(['acme', '', 'tenant', 'route']);
     expect(r.rule).toMatchObject({
       requestsPerUnit: 42,
       unit: 'hour',
@@ -120,12 +122,20 @@ describe('request-supplied limits (descriptor.limit)', () => {
     });
   });
 
+  it('keep descriptors whose keys join alike apart: their buckets differ', () => {
+    const over = { requestsPerUnit: 1, unit: 'second' } as const;
+    const a = resolveDescriptorLimit(c, 'api', entries('a.b=x', 'c=y'), over)!;
+    const b = resolveDescriptorLimit(c, 'api', entries('a=x', 'b.c=y'), over)!;
+    expect(a.statsKey).toBe(b.statsKey);
+    expect(a.bucketValues).not.toEqual(b.bucketValues);
+  });
+
   it('apply even when no configured rule matches, but never for an unknown domain', () => {
     const e = entries('nothing=here');
     expect(resolveDescriptorLimit(c, 'api', e)).toBeUndefined();
     expect(
       resolveDescriptorLimit(c, 'api', e, { requestsPerUnit: 1, unit: 'second' })?.statsKey,
-    ).toBe('api.nothing_here');
+    ).toBe('api.nothing');
     expect(
       resolveDescriptorLimit(c, 'nope', e, { requestsPerUnit: 1, unit: 'second' }),
     ).toBeUndefined();

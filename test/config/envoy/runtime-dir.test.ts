@@ -71,7 +71,11 @@ describe('envoyRuntimeSettingsFromEnv', () => {
     } catch (e) {
       expect(e).toBeInstanceOf(PolicyError);
       expect((e as PolicyError).issues).toEqual([
-        { path: 'MERGE_DOMAIN_CONFIG', message: 'expected true or false (or 1/0, t/f); got "yes"' },
+        {
+          path: 'MERGE_DOMAIN_CONFIG',
+          message:
+            'expected a boolean (1, t, T, TRUE, true, True, 0, f, F, FALSE, false, False), got "yes"',
+        },
       ]);
     }
   });

@@ -322,13 +322,13 @@ describe('GrpcServer: requests and responses', () => {
       'ShouldRateLimit',
       'no domain',
       { descriptors: [{ entries: [{ key: 'a', value: 'b' }] }] },
-      'bad RateLimitRequest: domain is required',
+      'rate limit domain must not be empty', // upstream's words
     ],
     [
       'ShouldRateLimit',
       'no descriptors',
       { domain: 'd' },
-      'bad RateLimitRequest: descriptors must have at least one descriptor',
+      'rate limit descriptor list must not be empty',
     ],
     [
       'ShouldRateLimit',

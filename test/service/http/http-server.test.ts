@@ -1,3 +1,4 @@
+import * as http from 'node:http';
 import * as net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deferred, ScriptedHandlers } from '../scripted-handlers.js';
@@ -310,19 +311,23 @@ describe('HttpServer', () => {
       [
         'a missing domain',
         '{"descriptors":[{"entries":[{"key":"k","value":"v"}]}]}',
-        /domain is required/,
+        /^rate limit domain must not be empty$/,
       ],
       [
         'an empty domain',
         '{"domain":"","descriptors":[{"entries":[{"key":"k"}]}]}',
-        /domain is required/,
+        /^rate limit domain must not be empty$/,
       ],
       [
         'a non-string domain',
         '{"domain":5,"descriptors":[{"entries":[{"key":"k"}]}]}',
         /domain must be a string/,
       ],
-      ['no descriptors', '{"domain":"edge","descriptors":[]}', /at least one descriptor/],
+      [
+        'no descriptors',
+        '{"domain":"edge","descriptors":[]}',
+        /^rate limit descriptor list must not be empty$/,
+      ],
       [
         'a descriptor without entries',
         '{"domain":"edge","descriptors":[{}]}',
@@ -821,5 +826,46 @@ describe('HttpServer.shutdown', () => {
     const s = await start();
     await expect(s.server.listen('127.0.0.1', 0)).rejects.toThrow(/called once/);
     await s.server.shutdown(1000);
+  });
+});
+
+describe('HttpServer.shutdown with keep-alive connections', () => {
+  /** One GET /healthcheck on `agent`: the status and Connection header, or the error code. */
+  const get = (agent: http.Agent, port: number): Promise<string> =>
+    new Promise((resolve) => {
+      const req = http.get({ host: '127.0.0.1', port, path: '/healthcheck', agent }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(`${res.statusCode} connection: ${res.headers.connection}`));
+      });
+      req.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+    });
+
+  it('answers a request sent on an idle keep-alive connection as the drain begins, with Connection: close', async () => {
+    const s = await start();
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      expect(await get(agent, s.server.port!)).toBe('200 connection: keep-alive');
+      // The connection is idle now; the client reuses it as the server starts draining.
+      const done = s.server.shutdown(5_000);
+      expect(await get(agent, s.server.port!)).toBe('500 connection: close');
+      // The connection closed after that answer, and the listener is gone.
+      expect(await get(agent, s.server.port!)).toBe('ECONNREFUSED');
+      expect(await done).toEqual({ forced: false });
+    } finally {
+      agent.destroy();
+    }
+  });
+
+  it('closes a keep-alive connection that stays idle through the drain, without waiting for the timeout', async () => {
+    const s = await start();
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      expect(await get(agent, s.server.port!)).toBe('200 connection: keep-alive');
+      const t0 = performance.now();
+      expect(await s.server.shutdown(5_000)).toEqual({ forced: false });
+      expect(performance.now() - t0).toBeLessThan(4_000);
+    } finally {
+      agent.destroy();
+    }
   });
 });

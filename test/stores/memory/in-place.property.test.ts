@@ -29,6 +29,7 @@ import type { AlgorithmDecision } from '../../../src/core/decision.js';
 import { MemoryStore, type BucketRef } from '../../../src/stores/memory/memory-store.js';
 import type { StoreRequest } from '../../../src/stores/store.js';
 import { deepFreeze, NUM_RUNS } from '../../algorithms/invariants.js';
+import { dtArb } from '../../support/time-steps.js';
 
 const rate = fc.oneof(
   fc.integer({ min: 1, max: 10_000 }),
@@ -65,16 +66,6 @@ const CASES: readonly Case[] = [
     scaleMs: (p: { windowMs: number }) => p.windowMs,
   },
 ] as unknown as readonly Case[];
-
-/** Time moves: small, none, backwards, fractional, past the TTL. */
-const dtArb = (scaleMs: number): fc.Arbitrary<number> =>
-  fc.oneof(
-    { weight: 4, arbitrary: fc.integer({ min: 0, max: Math.max(1, Math.ceil(scaleMs / 4)) }) },
-    { weight: 2, arbitrary: fc.constant(0) },
-    { weight: 2, arbitrary: fc.integer({ min: -scaleMs, max: -1 }) },
-    { weight: 1, arbitrary: fc.double({ min: -scaleMs, max: scaleMs, noNaN: true }) },
-    { weight: 1, arbitrary: fc.integer({ min: 0, max: 4 * scaleMs }) },
-  );
 
 /** Keys of the store test (see `KEYS`), more than the store may hold. */
 const KEY_COUNT = 5;

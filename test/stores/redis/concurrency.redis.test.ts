@@ -14,7 +14,9 @@ import { RedisStore } from '../../../src/stores/redis/redis-store.js';
 import { RedisServer } from '../../support/redis-server.js';
 import { waitFor } from '../../support/wait.js';
 import type { HammerGo, HammerMessage } from './fixtures/hammer-process.js';
-import { decidedByStore, randomInt, seededRandom } from './redis-helpers.js';
+import { decidedByStore } from '../../support/check-results.js';
+import { race, tenantRouteRound } from '../../support/contention.js';
+import { mulberry32 as seededRandom, randomInt } from '../../support/random.js';
 
 const CONNECTIONS = 64;
 const ATTEMPTS_PER_CONNECTION = 5; // 64 × 5 = 320 attempts per repetition
@@ -44,18 +46,6 @@ function limiters(policies: readonly PolicyInput[]): Limiter[] {
   return stores.map((store) => createLimiter({ store, policies }));
 }
 
-/** Fires `perConnection(i, j)` for every connection i and attempt j at once. */
-function race<T>(
-  ls: readonly Limiter[],
-  perConnection: (l: Limiter, i: number, j: number) => Promise<T>,
-): Promise<T[]> {
-  return Promise.all(
-    ls.flatMap((l, i) =>
-      Array.from({ length: ATTEMPTS_PER_CONNECTION }, (_, j) => perConnection(l, i, j)),
-    ),
-  );
-}
-
 describe('RedisStore under contention (64 connections, server clock)', () => {
   it(`admits exactly the burst: 64 × ${ATTEMPTS_PER_CONNECTION} attempts of cost 1 at capacity 100, ${REPETITIONS} repetitions`, async () => {
     const ls = limiters([{ name: 'hot', match: ['tenant'], burst: 100, ...slow }]);
@@ -64,7 +54,7 @@ describe('RedisStore under contention (64 connections, server clock)', () => {
     const deviations: number[] = [];
     for (let rep = 0; rep < REPETITIONS; rep++) {
       const tenant = `exact-${rep}`;
-      const results = await race(ls, (l) => l.check({ tenant }));
+      const results = await race(ls, ATTEMPTS_PER_CONNECTION, (l) => l.check({ tenant }));
       expect(results.every(decidedByStore)).toBe(true);
       const admitted = results.filter((r) => r.allowed).length;
       expect(results.filter((r) => !r.allowed).every((r) => r.status === 'OVER_LIMIT')).toBe(true);
@@ -95,7 +85,7 @@ describe('RedisStore under contention (64 connections, server clock)', () => {
         const costs = Array.from({ length: CONNECTIONS * ATTEMPTS_PER_CONNECTION }, () =>
           randomInt(random, minCost, maxCost),
         );
-        const results = await race(ls, (l, i, j) =>
+        const results = await race(ls, ATTEMPTS_PER_CONNECTION, (l, i, j) =>
           l.check({ tenant }, { cost: costs[i * ATTEMPTS_PER_CONNECTION + j]! }),
         );
         expect(results.every(decidedByStore)).toBe(true);
@@ -125,45 +115,10 @@ describe('RedisStore under contention (64 connections, server clock)', () => {
       { name: 'tenant', match: ['tenant'], burst: 50, ...slow },
       { name: 'route', match: ['tenant', 'route'], burst: 20, ...slow },
     ]);
-    const routes = ['A', 'B', 'C']; // 3 × 20 = 60 route units > 50 tenant units
     const random = seededRandom(0xa11);
     const summary: string[] = [];
     for (let rep = 0; rep < REPETITIONS; rep++) {
-      const tenant = `both-${rep}`;
-      const n = CONNECTIONS * ATTEMPTS_PER_CONNECTION;
-      const reqs = Array.from({ length: n }, () => ({
-        route: routes[randomInt(random, 0, 2)]!,
-        cost: randomInt(random, 1, 3),
-      }));
-      const results = await race(ls, (l, i, j) => {
-        const q = reqs[i * ATTEMPTS_PER_CONNECTION + j]!;
-        return l.check({ tenant, route: q.route }, { cost: q.cost });
-      });
-      expect(results.every(decidedByStore)).toBe(true);
-      const admittedByRoute = new Map(routes.map((r) => [r, 0]));
-      let admittedTotal = 0;
-      results.forEach((r, k) => {
-        expect(r.decisions.map((d) => d.policy)).toEqual(['tenant', 'route']);
-        if (!r.allowed) return;
-        const q = reqs[k]!;
-        admittedByRoute.set(q.route, admittedByRoute.get(q.route)! + q.cost);
-        admittedTotal += q.cost;
-      });
-      const peek = (route: string) =>
-        ls[0]!.check({ tenant, route }, { cost: 0 }).then((r) => r.decisions);
-      const tenantUsed = 50 - (await peek('A'))[0]!.remaining;
-      // Every admitted unit, and nothing else, left the tenant bucket (±1/h refill).
-      expect(tenantUsed).toBeGreaterThan(admittedTotal - 0.01);
-      expect(tenantUsed).toBeLessThanOrEqual(admittedTotal);
-      expect(admittedTotal).toBeLessThanOrEqual(50);
-      for (const route of routes) {
-        const routeUsed = 20 - (await peek(route))[1]!.remaining;
-        const admitted = admittedByRoute.get(route)!;
-        expect(admitted).toBeLessThanOrEqual(20);
-        expect(routeUsed).toBeGreaterThan(admitted - 0.01);
-        expect(routeUsed).toBeLessThanOrEqual(admitted);
-      }
-      summary.push(`${admittedTotal}=${routes.map((r) => admittedByRoute.get(r)).join('+')}`);
+      summary.push(await tenantRouteRound(ls, ATTEMPTS_PER_CONNECTION, random, `both-${rep}`));
     }
     console.log(
       `[concurrency] tenant 50 + route 20 (A, B, C), admitted units tenant=A+B+C per repetition: ${summary.join(' ')}`,
@@ -215,6 +170,9 @@ describe('RedisStore shared by three Node processes', () => {
         startAtMs: Date.now() + 100,
       };
       for (const child of children) child.send(go);
+      // Once each has fired a wave, all three go on together: they race for the rest.
+      for (const child of children) expect(await next(child)).toEqual({ firstWave: true });
+      for (const child of children) child.send({ resume: true });
       const counts = await Promise.all(children.map(next));
       const admitted = counts.map((c) => ('admitted' in c ? c.admitted : NaN));
       // How long all three were firing at once.
@@ -228,6 +186,10 @@ describe('RedisStore shared by three Node processes', () => {
         BURST,
       ]);
       const total = admitted.reduce((a, b) => a + b, 0);
+      // The three raced: each was still firing when the last one started (the resume
+      // barrier makes sure of it). Without that, an exact total would prove nothing about
+      // contention between processes.
+      expect(overlapMs).toBeGreaterThan(0);
       lines.push(
         `round ${round}: ${admitted.join(' + ')} = ${total} (all three firing together for ${overlapMs} ms)`,
       );

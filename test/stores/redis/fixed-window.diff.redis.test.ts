@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { fixedWindow, type FixedWindowParams } from '../../../src/algorithms/fixed-window.js';
-import { describeDifferential } from './differential.js';
+import { decideBatch } from '../../../src/stores/batch.js';
+import { describeDifferential, expectSameDecisions } from './differential.js';
 import { applyOnOneKey, expectSameBits, requestFor, windowParamsArb } from './diff-helpers.js';
 import { readState, STATE_CODE } from '../../support/redis-state.js';
 
@@ -78,6 +79,84 @@ describeDifferential(
             const applied = await applyOnOneKey(store(), batch, state, nowMs);
             state = applied.state;
             expectSameBits(applied.r, applied.want, (i) => `item ${i} at ${nowMs}`);
+          }
+        }),
+        { numRuns: 300 },
+      );
+    });
+
+    // envoyproxy/ratelimit's counting: denials charged (counts past the limit, costs above
+    // it), in all-or-nothing batches (charged whatever the batch decides) and in
+    // independent calls, mixed with requests that are not charged when denied.
+    it('agrees on charged denials, in batches and in independent calls (300 runs)', async () => {
+      const traffic = fc
+        .record({
+          limit: fc.integer({ min: 1, max: 10 }),
+          windowMs: fc.integer({ min: 60_000, max: 1_000_000 }),
+        })
+        .chain((params) =>
+          fc.record({
+            params: fc.constant(params),
+            startMs: fc.constantFrom(1_000_000.25, 1_700_000_000_000.5),
+            steps: fc.array(
+              fc.record({
+                dtMs: fc.double({ min: -params.windowMs / 2, max: params.windowMs, noNaN: true }),
+                independent: fc.boolean(),
+                items: fc.array(
+                  fc.record({
+                    key: fc.integer({ min: 0, max: 2 }),
+                    cost: fc.integer({ min: 0, max: params.limit + 3 }),
+                    enforce: fc.oneof(
+                      { weight: 4, arbitrary: fc.constant(true) },
+                      { weight: 1, arbitrary: fc.constant(false) },
+                    ),
+                  }),
+                  { minLength: 1, maxLength: 4 },
+                ),
+              }),
+              { minLength: 1, maxLength: 20 },
+            ),
+          }),
+        )
+        .filter(({ params: { windowMs }, startMs, steps }) => {
+          let nowMs = startMs;
+          return steps.every(({ dtMs }) => {
+            nowMs += dtMs;
+            return (Math.floor(nowMs / windowMs) + 1) * windowMs - nowMs >= 100;
+          });
+        });
+      await fc.assert(
+        fc.asyncProperty(traffic, async ({ params, startMs, steps }) => {
+          const run = ++runId;
+          const charging = fixedWindow.chargingDenied!(params);
+          const states = new Map<string, unknown>();
+          let nowMs = startMs;
+          for (const step of steps) {
+            nowMs += step.dtMs;
+            // key 0 charges denials, keys 1 and 2 do not: a key is one or the other for the
+            // whole run, as a policy is
+            const batch = step.items.map((it) =>
+              request(
+                `{fwc${run}}:k${it.key}`,
+                it.key === 0 ? charging : params,
+                it.key === 0 || it.cost <= params.limit ? it.cost : params.limit,
+                it.enforce,
+              ),
+            );
+            const r = await store().apply(batch, { nowMs, independent: step.independent });
+            const outcome = decideBatch(
+              batch,
+              batch.map((b) => states.get(b.key)),
+              nowMs,
+              step.independent,
+            );
+            outcome.writes.forEach((w, i) => {
+              if (w !== undefined) states.set(batch[i]!.key, w);
+            });
+            expectSameDecisions(
+              r,
+              outcome.decisions.map((decision) => ({ ok: true as const, decision })),
+            );
           }
         }),
         { numRuns: 300 },

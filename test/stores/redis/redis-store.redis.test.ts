@@ -19,8 +19,11 @@ import type { AlgorithmDecision } from '../../../src/core/decision.js';
 import { PolicyError, StoreError } from '../../../src/core/errors.js';
 import type { PolicyInput } from '../../../src/config/policies.js';
 import { createLimiter } from '../../../src/limiter/limiter.js';
+import { hashTagOf } from '../../../src/stores/key.js';
 import { RedisStore } from '../../../src/stores/redis/redis-store.js';
 import type { StoreRequest, StoreResult } from '../../../src/stores/store.js';
+import { decidedByStore } from '../../support/check-results.js';
+import { FaultProxy } from '../../support/fault-proxy.js';
 import { RedisServer } from '../../support/redis-server.js';
 import { packState, readState, STATE_CODE } from '../../support/redis-state.js';
 import { sleep, waitFor } from '../../support/wait.js';
@@ -349,6 +352,42 @@ describe('RedisStore: a key that holds something else', () => {
   });
 });
 
+describe('RedisStore: replicated acknowledgement of independent calls', () => {
+  it('waits for the replica once per call that charged something, charged denials included', async () => {
+    const primary = await RedisServer.start();
+    const replica = await RedisServer.start({ replicaOf: primary });
+    const store = new RedisStore({
+      client: primary.client(),
+      clock: 'client',
+      replicatedAck: { replicas: 1, timeoutMs: 500 },
+    });
+    try {
+      const counting = fixedWindow.chargingDenied!({ limit: 2, windowMs: 60_000 });
+      const t = 1_700_000_010_000;
+      const call = (costs: number[]) =>
+        store.apply(
+          costs.map((c, i) => req(fixedWindow, counting, `{ack${i}}:w`, c)),
+          { nowMs: t, independent: true },
+        );
+      await call([1, 1]);
+      expect(store.replicatedAckStats.waits).toBe(1);
+      await call([0, 0]); // reads only: nothing to acknowledge
+      expect(store.replicatedAckStats.waits).toBe(1);
+      // both denied (1 + 5 > 2), and both charged: acknowledged
+      const denied = await call([5, 5]);
+      expect(denied.map((r) => r.ok && r.decision.allowed)).toEqual([false, false]);
+      expect(store.replicatedAckStats).toMatchObject({ waits: 2, short: 0, failed: 0 });
+      expect(await readState(replica.client(), 'sl:{ack0}:w', STATE_CODE['fixed-window'])).toEqual([
+        28_333_333, 6,
+      ]);
+    } finally {
+      await store.close();
+      await replica.stop();
+      await primary.stop();
+    }
+  });
+});
+
 describe('RedisStore: a new store under a burst', () => {
   it('answers calls made before its connection is ready, without an EventEmitter leak warning', async () => {
     const warnings: string[] = [];
@@ -432,13 +471,6 @@ function part(v: string): string {
   return v === '' ? '=' : encodeRule(v);
 }
 
-/** Redis Cluster's hash tag: the text between the first `{` and the next `}`, if non-empty. */
-function hashTag(key: string): string | undefined {
-  const open = key.indexOf('{');
-  const close = key.indexOf('}', open + 1);
-  return open >= 0 && close > open + 1 ? key.slice(open + 1, close) : undefined;
-}
-
 describe('RedisStore: injective keys with hostile descriptor values', () => {
   // Values that break naive key building: braces move a naive hash tag, `:` `=` `&` fake
   // separators, newlines and spaces, percent signs that look already encoded, non-ASCII,
@@ -502,9 +534,7 @@ describe('RedisStore: injective keys with hostile descriptor values', () => {
     // One unit from every (tenant, route/user) pair: each per-route and per-pair bucket
     // once, each tenant bucket once per pair with that tenant.
     const consumed = await Promise.all(tuples.map((t) => check(t, 1)));
-    expect(consumed.every((r) => r.allowed && r.decisions.every((d) => d.path === 'store'))).toBe(
-      true,
-    );
+    expect(consumed.every((r) => r.allowed && decidedByStore(r))).toBe(true);
     const peeks = await Promise.all(tuples.map((t) => check(t, 0)));
     for (const r of peeks) {
       const remaining = Object.fromEntries(r.decisions.map((d) => [d.policy, d.remaining]));
@@ -544,7 +574,7 @@ describe('RedisStore: injective keys with hostile descriptor values', () => {
       slotClient.call('CLUSTER', 'KEYSLOT', k).then(Number);
     const byTag = new Map<string, string[]>();
     for (const k of stored) {
-      const tag = hashTag(k)!;
+      const tag = hashTagOf(k);
       byTag.set(tag, [...(byTag.get(tag) ?? []), k]);
     }
     const tenantSlots = new Set<number>();
@@ -575,5 +605,28 @@ describe('RedisStore: injective keys with hostile descriptor values', () => {
       `[redis-store] ${stored.size} keys from ${VALUES.length} hostile values (${tuples.length} pairs × 3 policies): ` +
         `${byTag.size} hash tags, each the encoded identity; ${VALUES.length} tenants in ${tenantSlots.size} distinct slots`,
     );
+  });
+});
+
+describe('RedisStore: close() on a frozen Redis', () => {
+  it('gives QUIT up after stuckAfterMs and disconnects, so a shutdown never hangs', async () => {
+    const server = await RedisServer.start();
+    const proxy = await FaultProxy.start(server);
+    try {
+      const store = RedisStore.connect(proxy.url, { stuckAfterMs: 300 });
+      await store.ready();
+      proxy.blackhole('both'); // QUIT is swallowed and never answered
+      const t0 = performance.now();
+      await store.close();
+      const closedMs = performance.now() - t0;
+      console.log(
+        `[redis-store] close() on a frozen Redis returned after ${closedMs.toFixed(0)} ms`,
+      );
+      expect(closedMs).toBeGreaterThanOrEqual(290);
+      expect(closedMs).toBeLessThan(5_000);
+    } finally {
+      await proxy.close();
+      await server.stop();
+    }
   });
 });

@@ -24,7 +24,7 @@ import { decodeDecisions } from '../../../src/stores/redis/reply.js';
 import { refundBatchScript } from '../../../src/stores/redis/scripts.js';
 import type { StoreRequest } from '../../../src/stores/store.js';
 import { RedisServer } from '../../support/redis-server.js';
-import { dtArb } from '../../algorithms/invariants.js';
+import { dtArb } from '../../support/time-steps.js';
 import { expectSameDecisions } from './differential.js';
 import { burstParamsArb, periodMsArb, rateArb, windowParamsArb } from './diff-helpers.js';
 

@@ -25,6 +25,7 @@ Code outside functions therefore runs at library load, where only part of the AP
 (no `struct`, no `redis.call`).
 ]]
 local ALG = {}
+--- @include "includes/constants"
 --- @include "includes/common"
 --- @include "includes/tokenBucket"
 --- @include "includes/gcra"
@@ -43,10 +44,10 @@ local function applyBatches(KEYS, ARGV)
   local b = 0
   while pos <= #blob do
     local flags, now, n, dedupTtl
-    flags, now, n, dedupTtl, pos = struct.unpack('<BdHd', blob, pos)
-    if flags % 2 == 0 then now = serverNowMs() end
+    flags, now, n, dedupTtl, pos = struct.unpack(BATCH_HEADER, blob, pos)
+    if bit.band(flags, FLAG_CLIENT_CLOCK) == 0 then now = serverNowMs() end
     local dedup = nil
-    if flags >= 2 then dedup = KEYS[k + n + 1] end
+    if bit.band(flags, FLAG_DEDUP) ~= 0 then dedup = KEYS[k + n + 1] end
     b = b + 1
     replies[b], pos = applyOne(KEYS, k, blob, pos, n, now, dedup, dedupTtl)
     k = k + n

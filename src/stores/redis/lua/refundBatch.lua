@@ -18,6 +18,7 @@ Reply     5 fields per item (status, then %.17g strings; '' for no delay): a cos
           Sluice state (nothing is written then).
 ]]
 local ALG = {}
+--- @include "includes/constants"
 --- @include "includes/common"
 --- @include "includes/tokenBucket"
 --- @include "includes/gcra"
@@ -34,14 +35,13 @@ else
   now = tonumber(ARGV[1])
 end
 
-local FIRST = 3
-local n = (#ARGV - FIRST + 1) / 8
+local n = (#ARGV - REFUND_FIRST_ARG + 1) / REFUND_ITEM_ARGS
 local marker = KEYS[n + 1]
 local done = marker ~= nil and redis.call('EXISTS', marker) == 1
 
 local items = {}
 for i = 1, n do
-  local b = FIRST + (i - 1) * 8
+  local b = REFUND_FIRST_ARG + (i - 1) * REFUND_ITEM_ARGS
   items[i] = {
     key = KEYS[i], alg = ALG[tonumber(ARGV[b])], cost = tonumber(ARGV[b + 1]),
     ttl = tonumber(ARGV[b + 2]), at = tonumber(ARGV[b + 3]),
@@ -50,7 +50,7 @@ for i = 1, n do
   }
   -- check every key before writing any, so a foreign value leaves the batch untouched
   local _, ok = items[i].alg.load(items[i].key)
-  if not ok then return { -1, i } end
+  if not ok then return { NOT_SLUICE_STATE, i } end
 end
 
 local reply = {}
@@ -65,7 +65,7 @@ for i = 1, n do
   local it = items[i]
   local s = it.alg.load(it.key)
   local _, status, remaining, retry, reset, delay = it.alg.step(s, now, 0, it.p1, it.p2, it.p3, it.p4)
-  local j = (i - 1) * 5
+  local j = (i - 1) * REFUND_REPLY_FIELDS
   reply[j + 1] = status
   reply[j + 2] = fmt(remaining)
   reply[j + 3] = fmt(retry)

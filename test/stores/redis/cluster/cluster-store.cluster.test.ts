@@ -6,15 +6,22 @@
  * have their own files (one cluster each, since they change the topology).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Algorithm } from '../../../../src/algorithms/algorithm.js';
+import { fixedWindow } from '../../../../src/algorithms/fixed-window.js';
 import type { PolicyInput } from '../../../../src/config/policies.js';
+import { toDescriptor } from '../../../../src/core/descriptor.js';
 import { PolicyError } from '../../../../src/core/errors.js';
 import { createLimiter, type Limiter } from '../../../../src/limiter/limiter.js';
-import { bucketKey } from '../../../../src/stores/key.js';
+import { bucketKey, dedupKey } from '../../../../src/stores/key.js';
 import { RedisStore } from '../../../../src/stores/redis/redis-store.js';
 import { keySlot } from '../../../../src/stores/redis/slot-groups.js';
+import type { StoreRequest } from '../../../../src/stores/store.js';
 import { RedisCluster } from '../../../support/redis-cluster.js';
 import { describeStore } from '../../conformance.js';
-import { decidedByStore, randomInt, seededRandom } from '../redis-helpers.js';
+import { decidedByStore } from '../../../support/check-results.js';
+import { race, tenantRouteRound } from '../../../support/contention.js';
+import { mulberry32 as seededRandom, randomInt } from '../../../support/random.js';
+import { waitFor } from '../../../support/wait.js';
 
 const CONNECTIONS = 64;
 const ATTEMPTS = 5; // 64 × 5 = 320 attempts per repetition
@@ -37,11 +44,6 @@ function store(options: Partial<ConstructorParameters<typeof RedisStore>[0]> = {
   const s = new RedisStore({ client: cluster.client(), ...options });
   stores.push(s);
   return s;
-}
-
-/** Fires `ATTEMPTS` calls per limiter at once. */
-function race<T>(ls: readonly Limiter[], f: (l: Limiter, i: number, j: number) => Promise<T>) {
-  return Promise.all(ls.flatMap((l, i) => Array.from({ length: ATTEMPTS }, (_, j) => f(l, i, j))));
 }
 
 describeStore('RedisStore on Redis Cluster (client clock)', async () => {
@@ -79,9 +81,14 @@ describe('RedisStore on Redis Cluster', () => {
     const s = store({ prefix: 'spread' });
     const l = createLimiter({ store: s, policies: [{ name: 'api', match: ['tenant'], ...slow }] });
     const tenants = Array.from({ length: 10_000 }, (_, i) => `tenant-${i}`);
+    const undecided: string[] = [];
     for (let i = 0; i < tenants.length; i += 500) {
-      await Promise.all(tenants.slice(i, i + 500).map((tenant) => l.check({ tenant })));
+      const rs = await Promise.all(tenants.slice(i, i + 500).map((tenant) => l.check({ tenant })));
+      for (const r of rs) if (!decidedByStore(r)) undecided.push(JSON.stringify(r));
     }
+    // Every tenant was decided by the store, so each wrote its key (a check that failed
+    // would look like a gap in the spread).
+    expect(undecided.slice(0, 3)).toEqual([]);
     const primaries = await cluster.primaries();
     // only this test's keys: another test's bucket may still be alive on a primary
     const sizes = await Promise.all(
@@ -117,7 +124,17 @@ describe('RedisStore on Redis Cluster', () => {
         }),
       );
     await s.ready();
-    await waitUntilLoaded(libraries, nodes.length);
+    // Each node lists exactly one Sluice library of this build.
+    await waitFor(
+      async (report) => {
+        const seen = await libraries();
+        report(JSON.stringify(seen));
+        return seen.length === nodes.length && seen.every((names) => names.length === 1)
+          ? true
+          : undefined;
+      },
+      { what: 'the function library on every node', timeoutMs: 10_000, intervalMs: 20 },
+    );
     const before = await fcalls();
     const tenants = Array.from({ length: 300 }, (_, i) => `fcall-${i}`);
     await Promise.all(tenants.map((tenant) => l.check({ tenant })));
@@ -144,7 +161,7 @@ describe('RedisStore on Redis Cluster', () => {
       const admitted: number[] = [];
       for (let rep = 0; rep < REPETITIONS; rep++) {
         const tenant = `exact-${rep}`;
-        const results = await race(ls, (l) => l.check({ tenant }));
+        const results = await race(ls, ATTEMPTS, (l) => l.check({ tenant }));
         expect(results.every(decidedByStore)).toBe(true);
         admitted.push(results.filter((r) => r.allowed).length);
       }
@@ -159,40 +176,10 @@ describe('RedisStore on Redis Cluster', () => {
         { name: 'tenant', match: ['tenant'], burst: 50, ...slow },
         { name: 'route', match: ['tenant', 'route'], identity: ['tenant'], burst: 20, ...slow },
       ]);
-      const routes = ['A', 'B', 'C'];
       const random = seededRandom(7);
       const summary: string[] = [];
       for (let rep = 0; rep < REPETITIONS; rep++) {
-        const tenant = `both-${rep}`;
-        const reqs = Array.from({ length: CONNECTIONS * ATTEMPTS }, () => ({
-          route: routes[randomInt(random, 0, 2)]!,
-          cost: randomInt(random, 1, 3),
-        }));
-        const results = await race(ls, (l, i, j) => {
-          const q = reqs[i * ATTEMPTS + j]!;
-          return l.check({ tenant, route: q.route }, { cost: q.cost });
-        });
-        expect(results.every(decidedByStore)).toBe(true);
-        const byRoute = new Map(routes.map((r) => [r, 0]));
-        let total = 0;
-        results.forEach((r, k) => {
-          if (!r.allowed) return;
-          byRoute.set(reqs[k]!.route, byRoute.get(reqs[k]!.route)! + reqs[k]!.cost);
-          total += reqs[k]!.cost;
-        });
-        const peek = (route: string) =>
-          ls[0]!.check({ tenant, route }, { cost: 0 }).then((r) => r.decisions);
-        const tenantUsed = 50 - (await peek('A'))[0]!.remaining;
-        expect(total).toBeLessThanOrEqual(50);
-        expect(tenantUsed).toBeGreaterThan(total - 0.01);
-        expect(tenantUsed).toBeLessThanOrEqual(total);
-        for (const route of routes) {
-          const used = 20 - (await peek(route))[1]!.remaining;
-          expect(byRoute.get(route)!).toBeLessThanOrEqual(20);
-          expect(used).toBeGreaterThan(byRoute.get(route)! - 0.01);
-          expect(used).toBeLessThanOrEqual(byRoute.get(route)!);
-        }
-        summary.push(`${total}=${routes.map((r) => byRoute.get(r)).join('+')}`);
+        summary.push(await tenantRouteRound(ls, ATTEMPTS, random, `both-${rep}`));
       }
       console.log(`[cluster] tenant 50 + route 20, admitted tenant=A+B+C: ${summary.join(' ')}`);
     });
@@ -214,12 +201,20 @@ describe('RedisStore on Redis Cluster', () => {
         { length: CONNECTIONS * ATTEMPTS },
         () => tenants[randomInt(random, 0, 7)]!,
       );
-      const results = await race(ls, (l, i, j) =>
-        l.check({ env: 'prod', tenant: reqs[i * ATTEMPTS + j]! }),
-      );
+      const latencyMs: number[] = [];
+      const started = performance.now();
+      const results = await race(ls, ATTEMPTS, async (l, i, j) => {
+        const t0 = performance.now();
+        const r = await l.check({ env: 'prod', tenant: reqs[i * ATTEMPTS + j]! });
+        latencyMs[i * ATTEMPTS + j] = performance.now() - t0;
+        return r;
+      });
+      const raceMs = performance.now() - started;
       expect(results.every(decidedByStore)).toBe(true);
       const admittedBy = new Map(tenants.map((t) => [t, 0]));
+      const attemptsBy = new Map(tenants.map((t) => [t, 0]));
       results.forEach((r, k) => {
+        attemptsBy.set(reqs[k]!, attemptsBy.get(reqs[k]!)! + 1);
         if (r.allowed) admittedBy.set(reqs[k]!, admittedBy.get(reqs[k]!)! + 1);
       });
       const admitted = results.filter((r) => r.allowed).length;
@@ -239,12 +234,31 @@ describe('RedisStore on Redis Cluster', () => {
         expect(used).toBeLessThanOrEqual(admittedBy.get(t)!);
         tenantUsed += used;
       }
-      expect(admitted).toBeLessThanOrEqual(100);
+      // Exactly what an atomic batch admits: the global bucket is never refunded (its slot
+      // is last: larger capacity), so it denies only once 100 were admitted; until then only
+      // a tenant bucket denies, and only when its 30 were admitted (what a check held in a
+      // partial-consumption window was then admitted too: the global one did not deny).
+      const permitted = Math.min(
+        100,
+        tenants.reduce((n, t) => n + Math.min(30, attemptsBy.get(t)!), 0),
+      );
+      expect(permitted).toBe(100); // the seeded spread wants more than the global budget
+      expect(admitted).toBe(permitted);
       expect(100 - globalLeft).toBeGreaterThan(admitted - 0.01);
       expect(100 - globalLeft).toBeLessThanOrEqual(admitted);
-      const windows = conns.flatMap((c, i) =>
+      // A check is refunded exactly when its tenant slot admitted and the global slot then
+      // denied: its tenant decision is the read after the refund (allowed), the global one
+      // a denial. A check its tenant denied consumed nothing, so it has nothing to refund.
+      const expectRefunded = results.filter(
+        (r) =>
+          !r.allowed &&
+          r.decisions.find((d) => d.policy === 'tenant')!.allowed &&
+          !r.decisions.find((d) => d.policy === 'global')!.allowed,
+      ).length;
+      const windowsBy = conns.map((c, i) =>
         c.crossSlotStats.partialWindowsMs.slice(before[i]!.partialWindowsMs.length),
       );
+      const windows = windowsBy.flat();
       const refunded = conns.reduce(
         (n, c, i) => n + c.crossSlotStats.refunded - before[i]!.refunded,
         0,
@@ -257,25 +271,87 @@ describe('RedisStore on Redis Cluster', () => {
       const pct = (p: number) =>
         windows[Math.min(windows.length - 1, Math.floor(p * windows.length))] ?? 0;
       console.log(
-        `[cluster] global 100 + tenant 30 × 8, 64 × ${ATTEMPTS} checks: admitted ${admitted} (global used ${(100 - globalLeft).toFixed(3)}, tenants used ${tenantUsed.toFixed(3)}); ` +
-          `${refunded} refunded checks, ${failures} refund failures; partial-consumption window ms p50 ${pct(0.5).toFixed(2)} p99 ${pct(0.99).toFixed(2)} max ${(windows.at(-1) ?? 0).toFixed(2)}`,
+        `[cluster] global 100 + tenant 30 × 8, 64 × ${ATTEMPTS} checks in ${raceMs.toFixed(0)} ms: admitted ${admitted} (global used ${(100 - globalLeft).toFixed(3)}, tenants used ${tenantUsed.toFixed(3)}); ` +
+          `${refunded} refunded checks (${expectRefunded} denied by the global slot after their tenant slot admitted), ${failures} refund failures; partial-consumption window ms p50 ${pct(0.5).toFixed(2)} p99 ${pct(0.99).toFixed(2)} max ${(windows.at(-1) ?? 0).toFixed(2)}`,
       );
       expect(failures).toBe(0);
+      expect(expectRefunded).toBeGreaterThan(0);
+      expect(refunded).toBe(expectRefunded);
+      // One window per refunded check, each inside a check of the store that recorded it
+      // (the refund is awaited before the check answers).
+      expect(windows).toHaveLength(refunded);
+      windowsBy.forEach((ws, i) => {
+        const longest = Math.max(...latencyMs.slice(i * ATTEMPTS, (i + 1) * ATTEMPTS));
+        for (const w of ws) expect(w).toBeLessThanOrEqual(longest);
+      });
 
       // Unloaded: one caller, the global budget spent, so every check consumes its tenant
       // bucket (checked first: smaller capacity), is denied by the global one, and refunds.
       const one = conns[0]!;
       const from = one.crossSlotStats.partialWindowsMs.length;
+      const refundedBefore = one.crossSlotStats.refunded;
+      const seqLatencyMs: number[] = [];
       for (let i = 0; i < 50; i++) {
+        const t0 = performance.now();
         const r = await ls[0]!.check({ env: 'prod', tenant: 'seq' });
+        seqLatencyMs.push(performance.now() - t0);
         expect(r.allowed).toBe(false);
+        expect(r.decisions.find((d) => d.policy === 'global')!.allowed).toBe(false);
       }
-      const seq = one.crossSlotStats.partialWindowsMs.slice(from).sort((a, b) => a - b);
+      const seqWindows = one.crossSlotStats.partialWindowsMs.slice(from);
+      expect(one.crossSlotStats.refunded - refundedBefore).toBe(50);
+      expect(seqWindows).toHaveLength(50);
+      seqWindows.forEach((w, i) => expect(w).toBeLessThanOrEqual(seqLatencyMs[i]!));
+      const seq = [...seqWindows].sort((a, b) => a - b);
       const left = (await ls[0]!.check({ env: 'prod', tenant: 'seq' }, { cost: 0 })).decisions;
       expect(left.find((d) => d.policy === 'tenant')!.remaining).toBeGreaterThan(29.99);
       console.log(
         `[cluster] global spent, 50 sequential checks: ${seq.length} refunds, partial-consumption window ms p50 ${seq[25]!.toFixed(2)} max ${seq.at(-1)!.toFixed(2)}; tenant bucket after: full`,
       );
+    });
+
+    it('a retried request id is refunded once: the refund marker beside its dedup record', async () => {
+      const policies: PolicyInput[] = [
+        { name: 'global', match: [{ key: 'env', value: 'prod' }], burst: 100, ...slow },
+        { name: 'tenant', match: ['tenant'], burst: 30, ...slow },
+      ];
+      // A store of its own: a fresh global bucket (the other tests' limiters share theirs).
+      const m = store({ prefix: 'marker' });
+      const lm = createLimiter({ store: m, policies });
+      const d = (tenant: string) => ({ env: 'prod', tenant });
+      const left = async (tenant: string) =>
+        (await lm.check(d(tenant), { cost: 0 })).decisions.find((x) => x.policy === 'tenant')!
+          .remaining;
+      // 10 of tenant a's 30 taken, and the global budget spent down to 5.
+      expect((await lm.check(d('a'), { cost: 10 })).allowed).toBe(true);
+      expect((await lm.check(d('b'), { cost: 30 })).allowed).toBe(true);
+      expect((await lm.check(d('c'), { cost: 30 })).allowed).toBe(true);
+      expect((await lm.check(d('e'), { cost: 25 })).allowed).toBe(true);
+      expect(await left('a')).toBeCloseTo(20, 2);
+      // Cost 8 fits tenant a (20 left) but not the global bucket (5 left): a's slot consumes,
+      // the global slot denies, a's 8 are refunded and the marker is written.
+      const first = await lm.check(d('a'), { cost: 8, requestId: 'rid-1' });
+      expect(first).toMatchObject({ allowed: false, status: 'OVER_LIMIT' });
+      expect(first.decisions.find((x) => x.policy === 'global')!.allowed).toBe(false);
+      expect(await left('a')).toBeCloseTo(20, 2);
+      // The retry: tenant a's slot replays its recorded admission (charging nothing), the
+      // global slot its denial, and the refund finds the marker: nothing is given back a
+      // second time. Without the marker a's bucket would gain 8 units it never lost.
+      const retry = await lm.check(d('a'), { cost: 8, requestId: 'rid-1' });
+      expect(retry).toMatchObject({ allowed: false, status: 'OVER_LIMIT' });
+      expect(await left('a')).toBeCloseTo(20, 2);
+      expect(m.crossSlotStats.refunded).toBe(2);
+      // The marker, beside the tenant slot's dedup record, for the dedup record's lifetime.
+      const tenantKey = bucketKey(lm.policies[1]!, toDescriptor(d('a')));
+      const marker = `${m.redisKey(dedupKey(tenantKey, 'rid-1'))}:refund`;
+      const direct = cluster.client();
+      expect(await direct.exists(marker)).toBe(1);
+      const pttl = await direct.pttl(marker);
+      expect(pttl).toBeGreaterThan(0);
+      expect(pttl).toBeLessThanOrEqual(60_000); // dedupTtlMs, 60 s by default
+      // Another id is a new request: consumed and refunded again, the bucket unchanged.
+      await lm.check(d('a'), { cost: 8, requestId: 'rid-2' });
+      expect(await left('a')).toBeCloseTo(20, 2);
     });
   });
 
@@ -301,6 +377,39 @@ describe('RedisStore on Redis Cluster', () => {
     });
   });
 
+  it('independent calls need no cross-slot strategy; a charged denial is refused across slots', async () => {
+    // (the default cross-slot strategy, sequential-refund, would run a batch across slots)
+    const s = store({ clock: 'client', prefix: 'ind' });
+    await s.ready();
+    const fw = { limit: 10, windowMs: 60_000 };
+    const counting = fixedWindow.chargingDenied!(fw);
+    const req = (tenant: string, cost: number, params: typeof fw = counting): StoreRequest => ({
+      key: `{${tenant}}:api`,
+      algorithm: fixedWindow as Algorithm<unknown, unknown>,
+      params,
+      cost,
+      enforce: true,
+    });
+    const [a, b] = ['acme', 'globex'];
+    expect(keySlot(`{${a}}`)).not.toBe(keySlot(`{${b}}`));
+    const nowMs = 1_700_000_000_000;
+    const results = await s.apply([req(a, 6), req(b, 11), req(a, 6), req(b, 1)], {
+      nowMs,
+      independent: true,
+    });
+    expect(results.map((r) => r.ok && [r.decision.status, r.decision.remaining])).toEqual([
+      ['OK', 4],
+      ['OVER_LIMIT', 10], // 11 > 10, charged: 11
+      ['OVER_LIMIT', 4], // 6 + 6 > 10, charged: 12
+      ['OVER_LIMIT', 0], // 11 + 1 > 10
+    ]);
+    const across = await s.apply([req(a, 1), req(b, 1, fw)], { nowMs });
+    expect(across).toEqual([
+      { ok: false, error: expect.objectContaining({ code: 'SLUICE_ERR_STORE_CROSS_SLOT' }) },
+      { ok: false, error: expect.objectContaining({ code: 'SLUICE_ERR_STORE_CROSS_SLOT' }) },
+    ]);
+  });
+
   it('tracks the busiest identities, hashed, in a bounded top-k', async () => {
     const s = store({ hotKeys: 4, prefix: 'hot' });
     const l = createLimiter({
@@ -315,16 +424,3 @@ describe('RedisStore on Redis Cluster', () => {
     expect(JSON.stringify(top)).not.toContain('whale');
   });
 });
-
-/** Waits until each of `count` nodes lists exactly one Sluice library of this build. */
-async function waitUntilLoaded(libraries: () => Promise<string[][]>, count: number): Promise<void> {
-  const deadline = performance.now() + 10_000;
-  for (;;) {
-    const seen = await libraries();
-    if (seen.length === count && seen.every((names) => names.length === 1)) return;
-    if (performance.now() > deadline) {
-      throw new Error(`function library not on every node: ${JSON.stringify(seen)}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}

@@ -10,15 +10,10 @@
 -- window or log entry of this consumption): doubles travel exactly. Tag 1: the item's key
 -- holds something that is not Sluice state; body '<I4' the 1-based item.
 local NAN = 0 / 0
-local ITEM = '<Bdddd'
-local ITEM_IN = '<BddddddB'
-local ITEM_IN_BYTES = 1 + 6 * 8 + 1
 
 -- A one-item batch's whole framed reply in one pack: each string made in Lua is hashed
 -- and interned, so fewer, larger strings cost Redis less.
 local ONE_REPLY = '<BI4Bddddd'
--- struct.size(ITEM) + 8 (a constant: `struct` does not exist while a function library loads)
-local ONE_BODY_BYTES = 33 + 8
 
 local function packItem(status, remaining, retry, reset, delay)
   if delay == nil then delay = NAN end
@@ -26,12 +21,12 @@ local function packItem(status, remaining, retry, reset, delay)
 end
 
 local function framed(body)
-  return struct.pack('<BI4', 0, #body) .. body
+  return struct.pack('<BI4', TAG_DECISIONS, #body) .. body
 end
 
 -- Tag 1 for item i, and the position after the batch's items, where the next batch starts.
 local function corrupt(i, first, n)
-  return struct.pack('<BI4I4', 1, 4, i), first + n * ITEM_IN_BYTES
+  return struct.pack('<BI4I4', TAG_NOT_SLUICE_STATE, 4, i), first + n * ITEM_IN_BYTES
 end
 
 local function applyOne(KEYS, ko, blob, pos, n, now, dedup, dedupTtl)
@@ -45,15 +40,17 @@ local function applyOne(KEYS, ko, blob, pos, n, now, dedup, dedupTtl)
     if alg.decide then
       local ok, status, remaining, retry, reset = alg.decide(key, now, cost, ttl, p1, p2, p3)
       if not ok then return corrupt(1, first, n) end
-      return struct.pack(ONE_REPLY, 0, ONE_BODY_BYTES, status, remaining, retry, reset, NAN, now), pos
+      return struct.pack(ONE_REPLY, TAG_DECISIONS, ONE_BODY_BYTES, status, remaining, retry, reset, NAN, now), pos
     end
     local s, ok = alg.load(key, now, p1, p2, p3, p4)
     if not ok then return corrupt(1, first, n) end
     local state, status, remaining, retry, reset, delay = alg.step(s, now, cost, p1, p2, p3, p4)
     -- a cost-0 request only reads: nothing to write
-    if status == 0 and cost > 0 then alg.save(key, state, now, ttl, p1, p2, p3, p4) end
+    if cost > 0 and (status == STATUS_OK or (alg.chargesDenied and alg.chargesDenied(p1, p2, p3, p4))) then
+      alg.save(key, state, now, ttl, p1, p2, p3, p4)
+    end
     if delay == nil then delay = NAN end
-    return struct.pack(ONE_REPLY, 0, ONE_BODY_BYTES, status, remaining, retry, reset, delay, now), pos
+    return struct.pack(ONE_REPLY, TAG_DECISIONS, ONE_BODY_BYTES, status, remaining, retry, reset, delay, now), pos
   end
 
   if dedup then
@@ -73,6 +70,8 @@ local function applyOne(KEYS, ko, blob, pos, n, now, dedup, dedupTtl)
     code, it.ttl, it.p1, it.p2, it.p3, it.p4, it.cost, enforce, pos = struct.unpack(ITEM_IN, blob, pos)
     it.alg = ALG[code]
     it.enforce = enforce == 1
+    -- charged whether admitted or denied, whatever the rest of the batch decides
+    it.charges = it.alg.chargesDenied ~= nil and it.alg.chargesDenied(it.p1, it.p2, it.p3, it.p4)
     if original[it.key] == nil then
       local s, ok = it.alg.load(it.key, now, it.p1, it.p2, it.p3, it.p4)
       if not ok then return corrupt(i, first, n) end
@@ -83,18 +82,20 @@ local function applyOne(KEYS, ko, blob, pos, n, now, dedup, dedupTtl)
     if s == ABSENT then s = nil end
     it.state, it.status, it.remaining, it.retry, it.reset, it.delay =
       it.alg.step(s, now, it.cost, it.p1, it.p2, it.p3, it.p4)
-    if it.status == 0 then current[it.key] = it.state end
-    if it.enforce and it.status ~= 0 then admitted = false end
+    if it.status == STATUS_OK or it.charges then current[it.key] = it.state end
+    if it.enforce and it.status ~= STATUS_OK then admitted = false end
     items[i] = it
   end
 
   local reply = {}
   for i = 1, n do
     local it = items[i]
-    if admitted then
+    if it.charges then
+      if it.cost > 0 then it.alg.save(it.key, it.state, now, it.ttl, it.p1, it.p2, it.p3, it.p4) end
+    elseif admitted then
       -- a cost-0 request only reads: nothing to write
-      if it.status == 0 and it.cost > 0 then it.alg.save(it.key, it.state, now, it.ttl, it.p1, it.p2, it.p3, it.p4) end
-    elseif it.status == 0 then
+      if it.status == STATUS_OK and it.cost > 0 then it.alg.save(it.key, it.state, now, it.ttl, it.p1, it.p2, it.p3, it.p4) end
+    elseif it.status == STATUS_OK then
       -- nothing is consumed: report the unconsumed capacity, as a cost-0 read of the original
       local s = original[it.key]
       if s == ABSENT then s = nil end

@@ -50,8 +50,8 @@ local function loadPacked(key, code, count)
   if not ok then return false end
   if v == nil then return true, false end
   local tag = string.byte(v, 1)
-  -- (code 6, the sliding log, keeps a sorted set: a string with it is foreign)
-  if tag ~= code then return tag ~= nil and ALG[tag] ~= nil and tag ~= 6, false end
+  -- (the sliding log, keeps a sorted set: a string with it is foreign)
+  if tag ~= code then return tag ~= nil and ALG[tag] ~= nil and tag ~= CODE_SLIDING_LOG, false end
   if #v ~= 1 + 8 * count then return false end
   local _, a, b, c = struct.unpack(STATE_FORMAT[count], v)
   if count == 1 then return finite(a), true, a end

@@ -1,14 +1,15 @@
 -- Fixed window: a line-for-line port of src/algorithms/fixed-window.ts.
--- Params: p1 limit, p2 windowMs. State: packed doubles (window, count), where window is
--- floor(nowMs / windowMs) of the window the count belongs to. One key per bucket: the
--- value carries the window number, so backwards time reads it exactly as the TS does.
+-- Params: p1 limit, p2 windowMs, p3 1 when denied requests are charged too (chargeDenied).
+-- State: packed doubles (window, count), where window is floor(nowMs / windowMs) of the
+-- window the count belongs to. One key per bucket: the value carries the window number, so
+-- backwards time reads it exactly as the TS does.
 local FW_FIELDS = { 'window', 'count' }
-ALG[4] = {
+ALG[CODE_FIXED_WINDOW] = {
   load = function(key)
-    return loadNumbers(key, FW_FIELDS, 4)
+    return loadNumbers(key, FW_FIELDS, CODE_FIXED_WINDOW)
   end,
 
-  step = function(s, now, cost, limit, windowMs)
+  step = function(s, now, cost, limit, windowMs, charge)
     local nowWindow = math.floor(now / windowMs)
     -- A later window starts empty; an earlier one (time went backwards) is read as the
     -- state's window, count kept.
@@ -23,31 +24,44 @@ ALG[4] = {
       return 0
     end
 
-    if cost > limit then return { window = window, count = count }, 2, limit - count, 0, 0 end
+    local charged = charge == 1
+    if cost > limit and not charged then return { window = window, count = count }, STATUS_INVALID_POLICY, limit - count, 0, 0 end
     -- Counts are whole units, so the comparison is exact: no FIT_EPSILON.
     if count + cost <= limit then
       local used = count + cost
-      return { window = window, count = used }, 0, limit - used, 0, resetAfter(used)
+      return { window = window, count = used }, STATUS_OK, limit - used, 0, resetAfter(used)
     end
-    -- The next window starts empty and cost <= limit, so it fits then.
-    return { window = window, count = count }, 1, limit - count, untilEnd, resetAfter(count)
+    -- A denial reports the capacity it found (none, once a charged count passed the limit).
+    local found = math.max(0, limit - count)
+    if charged then
+      -- A cost above the limit never fits; any other fits the next window, which starts empty.
+      local retry = untilEnd
+      if cost > limit then retry = math.huge end
+      return { window = window, count = count + cost }, STATUS_OVER_LIMIT, found, retry, untilEnd
+    end
+    return { window = window, count = count }, STATUS_OVER_LIMIT, found, untilEnd, resetAfter(count)
+  end,
+
+  -- Whether a denial is charged too, so its state must be written (chargesDenied in the TS).
+  chargesDenied = function(limit, windowMs, charge)
+    return charge == 1
   end,
 
   save = function(key, s, now, ttl, limit, windowMs)
     -- Once the state's window has ended, the next step reads count 0 in the window of
     -- now, exactly as from no state: expire then (later than now + windowMs after
     -- backwards time), never before.
-    setState(key, struct.pack('<Bdd', 4, s.window, s.count), (s.window + 1) * windowMs - now)
+    setState(key, struct.pack('<Bdd', CODE_FIXED_WINDOW, s.window, s.count), (s.window + 1) * windowMs - now)
   end,
 }
 
 -- refundState() of src/algorithms/refund.ts: only the window the units were taken in
 -- holds them; a later window never did.
-ALG[4].refund = function(key, s, now, at, cost, ttl, limit, windowMs)
+ALG[CODE_FIXED_WINDOW].refund = function(key, s, now, at, cost, ttl, limit, windowMs)
   if s.window ~= math.floor(at / windowMs) then return end
   -- A refund may come after the window ended (a slow cross-slot check, or a clock that
   -- went back): keep the state at least the algorithm's TTL instead of a life that may
   -- already be over, so a later check on a clock behind still sees what the window held.
-  setState(key, struct.pack('<Bdd', 4, s.window, math.max(0, s.count - cost)),
+  setState(key, struct.pack('<Bdd', CODE_FIXED_WINDOW, s.window, math.max(0, s.count - cost)),
     math.max(ttl, (s.window + 1) * windowMs - now))
 end

@@ -19,14 +19,14 @@ end
 local function gcraStep(tat0, now, cost, rate, periodMs, burst)
   local tat = math.max(tat0 or now, now)
   local ahead = tat - now
-  if cost > burst then return tat0 or now, 2, gcraFreeUnits(ahead, rate, periodMs, burst), 0, 0 end
+  if cost > burst then return tat0 or now, STATUS_INVALID_POLICY, gcraFreeUnits(ahead, rate, periodMs, burst), 0, 0 end
   local newAhead = ahead + gcraEmissionMs(cost, rate, periodMs)
   local over = newAhead - gcraEmissionMs(burst, rate, periodMs)
   if cost == 0 or over <= gcraSlackMs(tat, rate, periodMs, burst) then
-    return tat + gcraEmissionMs(cost, rate, periodMs), 0,
+    return tat + gcraEmissionMs(cost, rate, periodMs), STATUS_OK,
       gcraFreeUnits(newAhead, rate, periodMs, burst), 0, newAhead
   end
-  return tat0 or now, 1, gcraFreeUnits(ahead, rate, periodMs, burst), over, ahead
+  return tat0 or now, STATUS_OVER_LIMIT, gcraFreeUnits(ahead, rate, periodMs, burst), over, ahead
 end
 
 local function gcraSave(key, tat, now, ttl)
@@ -35,12 +35,12 @@ local function gcraSave(key, tat, now, ttl)
   -- fit slack (1e-4 ms at epoch ms): ttl, the algorithm's ttlMs, is kept as the floor
   -- (what MemoryStore keeps, and what the differential tests rely on), and tat - now
   -- wins only when the slack pushes it past ttl.
-  setState(key, struct.pack('<Bd', 2, tat), math.max(ttl, tat - now))
+  setState(key, struct.pack('<Bd', CODE_GCRA, tat), math.max(ttl, tat - now))
 end
 
-ALG[2] = {
+ALG[CODE_GCRA] = {
   load = function(key)
-    return loadNumbers(key, GCRA_FIELDS, 2)
+    return loadNumbers(key, GCRA_FIELDS, CODE_GCRA)
   end,
 
   step = function(s, now, cost, rate, periodMs, burst)
@@ -53,19 +53,19 @@ ALG[2] = {
     gcraSave(key, s.tat, now, ttl)
   end,
 
-  -- A one-request batch on scalars (see ALG[1].decide).
+  -- A one-request batch on scalars (see ALG[CODE_TOKEN_BUCKET].decide).
   decide = function(key, now, cost, ttl, rate, periodMs, burst)
-    local ok, present, tat0 = loadPacked(key, 2, 1)
+    local ok, present, tat0 = loadPacked(key, CODE_GCRA, 1)
     if not ok then return false end
     if not present then tat0 = nil end
     local tat, status, remaining, retry, reset = gcraStep(tat0, now, cost, rate, periodMs, burst)
     -- a cost-0 request only reads: nothing to write
-    if status == 0 and cost > 0 then gcraSave(key, tat, now, ttl) end
+    if status == STATUS_OK and cost > 0 then gcraSave(key, tat, now, ttl) end
     return true, status, remaining, retry, reset
   end,
 }
 
 -- refundState() of src/algorithms/refund.ts: move the TAT back by cost, never before now.
-ALG[2].refund = function(key, s, now, at, cost, ttl, rate, periodMs)
-  ALG[2].save(key, { tat = math.max(now, s.tat - gcraEmissionMs(cost, rate, periodMs)) }, now, ttl)
+ALG[CODE_GCRA].refund = function(key, s, now, at, cost, ttl, rate, periodMs)
+  ALG[CODE_GCRA].save(key, { tat = math.max(now, s.tat - gcraEmissionMs(cost, rate, periodMs)) }, now, ttl)
 end

@@ -10,9 +10,9 @@ local function leakyBucketFitSlack(ts, rate, periodMs)
   return FIT_EPSILON + (2 * math.abs(ts) * DBL_EPSILON * rate) / periodMs
 end
 
-ALG[3] = {
+ALG[CODE_LEAKY_BUCKET] = {
   load = function(key)
-    return loadNumbers(key, LB_FIELDS, 3)
+    return loadNumbers(key, LB_FIELDS, CODE_LEAKY_BUCKET)
   end,
 
   step = function(s, now, cost, rate, periodMs, capacity, mode)
@@ -25,16 +25,16 @@ ALG[3] = {
       level = math.max(0, s.level - (elapsed * rate) / periodMs)
       ts = math.max(s.ts, now)
     end
-    if cost > capacity then return { level = level, ts = ts }, 2, capacity - level, 0, 0 end
+    if cost > capacity then return { level = level, ts = ts }, STATUS_INVALID_POLICY, capacity - level, 0, 0 end
     local lag = ts - now
     if level + cost <= capacity + leakyBucketFitSlack(ts, rate, periodMs) then
       local after = math.min(capacity, level + cost)
       local delay = nil
       if mode == 1 then delay = lag + leakyBucketLeakMs(level, rate, periodMs) end
-      return { level = after, ts = ts }, 0, capacity - after, 0,
+      return { level = after, ts = ts }, STATUS_OK, capacity - after, 0,
         lag + leakyBucketLeakMs(after, rate, periodMs), delay
     end
-    return { level = level, ts = ts }, 1, capacity - level,
+    return { level = level, ts = ts }, STATUS_OVER_LIMIT, capacity - level,
       lag + leakyBucketLeakMs(level + cost - capacity, rate, periodMs),
       lag + leakyBucketLeakMs(level, rate, periodMs)
   end,
@@ -42,13 +42,13 @@ ALG[3] = {
   save = function(key, s, now, ttl)
     -- the state is as of s.ts (later than now after backwards time) and empties within
     -- ttl of it: expire from there
-    setState(key, struct.pack('<Bdd', 3, s.level, s.ts), ttl + math.max(0, s.ts - now))
+    setState(key, struct.pack('<Bdd', CODE_LEAKY_BUCKET, s.level, s.ts), ttl + math.max(0, s.ts - now))
   end,
 }
 
 -- refundState() of src/algorithms/refund.ts: leak to now, then take cost out (floored at 0).
-ALG[3].refund = function(key, s, now, at, cost, ttl, rate, periodMs)
+ALG[CODE_LEAKY_BUCKET].refund = function(key, s, now, at, cost, ttl, rate, periodMs)
   local elapsed = math.max(0, now - s.ts)
   local level = math.max(0, s.level - (elapsed * rate) / periodMs)
-  ALG[3].save(key, { level = math.max(0, level - cost), ts = math.max(s.ts, now) }, now, ttl)
+  ALG[CODE_LEAKY_BUCKET].save(key, { level = math.max(0, level - cost), ts = math.max(s.ts, now) }, now, ttl)
 end

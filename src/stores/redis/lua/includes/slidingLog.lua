@@ -18,7 +18,7 @@ local function slidingLogExpiresAt(e, windowMs)
   return e[1] + windowMs
 end
 
-ALG[6] = {
+ALG[CODE_SLIDING_LOG] = {
   load = function(key)
     local r = redis.pcall('ZRANGE', key, 0, -1, 'WITHSCORES')
     if r.err then return nil, false end
@@ -57,7 +57,7 @@ ALG[6] = {
       return slidingLogExpiresAt(last, windowMs) - now
     end
 
-    if cost > limit then return { entries = entries }, 2, limit - used, 0, 0 end
+    if cost > limit then return { entries = entries }, STATUS_INVALID_POLICY, limit - used, 0, 0 end
     -- Costs are whole units, so the comparison is exact: no FIT_EPSILON.
     if used + cost <= limit then
       -- Cost 0 only reads: no entry. After backwards time the entry is stamped at the
@@ -68,7 +68,7 @@ ALG[6] = {
         for i = 1, #entries do nextEntries[i] = entries[i] end
         nextEntries[#nextEntries + 1] = { math.max(now, newest ~= nil and newest[1] or now), cost }
       end
-      return { entries = nextEntries }, 0, limit - used - cost, 0,
+      return { entries = nextEntries }, STATUS_OK, limit - used - cost, 0,
         resetAfter(nextEntries[#nextEntries])
     end
     -- The cost fits once enough of the oldest entries have expired: find the last of those.
@@ -78,7 +78,7 @@ ALG[6] = {
       i = i + 1
       freed = freed + entries[i][2]
     end
-    return { entries = entries }, 1, limit - used,
+    return { entries = entries }, STATUS_OVER_LIMIT, limit - used,
       waitUntil(now, slidingLogExpiresAt(entries[i], windowMs)), resetAfter(newest)
   end,
 
@@ -107,7 +107,7 @@ ALG[6] = {
 -- refundState() of src/algorithms/refund.ts: remove one entry of exactly cost units at the
 -- earliest stamp >= at that has one. The members at that stamp are rewritten numbered
 -- 0..k-2, so the numbering rule above (n = entries already at the score) still holds.
-ALG[6].refund = function(key, s, now, at, cost)
+ALG[CODE_SLIDING_LOG].refund = function(key, s, now, at, cost)
   local entries = s.entries
   local pick = nil
   for i = 1, #entries do

@@ -49,9 +49,9 @@ local function swcRetryAfter(s, now, cost, limit, windowMs)
   return wait + 4 * math.max(1, math.abs(at), math.abs(now)) * DBL_EPSILON
 end
 
-ALG[5] = {
+ALG[CODE_SLIDING_WINDOW_COUNTER] = {
   load = function(key)
-    return loadNumbers(key, SWC_FIELDS, 5)
+    return loadNumbers(key, SWC_FIELDS, CODE_SLIDING_WINDOW_COUNTER)
   end,
 
   step = function(state, now, cost, limit, windowMs)
@@ -64,27 +64,27 @@ ALG[5] = {
       return 0
     end
 
-    if cost > limit then return s, 2, math.max(0, limit - estimate), 0, 0 end
+    if cost > limit then return s, STATUS_INVALID_POLICY, math.max(0, limit - estimate), 0, 0 end
     if swcFits(estimate, cost, limit) then
       local current = s.current + cost
-      return { window = s.window, current = current, previous = s.previous }, 0,
+      return { window = s.window, current = current, previous = s.previous }, STATUS_OK,
         math.max(0, limit - estimate - cost), 0, resetAfter(current)
     end
-    return s, 1, math.max(0, limit - estimate),
+    return s, STATUS_OVER_LIMIT, math.max(0, limit - estimate),
       swcRetryAfter(s, now, cost, limit, windowMs), resetAfter(s.current)
   end,
 
   save = function(key, s, now, ttl, limit, windowMs)
     -- From window + 2 on, the state rolls to a fresh one: expire then (later than
     -- now + 2 * windowMs after backwards time), never before.
-    setState(key, struct.pack('<Bddd', 5, s.window, s.current, s.previous),
+    setState(key, struct.pack('<Bddd', CODE_SLIDING_WINDOW_COUNTER, s.window, s.current, s.previous),
       (s.window + 2) * windowMs - now)
   end,
 }
 
 -- refundState() of src/algorithms/refund.ts: from current while the state is the window
 -- of the consumption, from previous once it has moved one window on.
-ALG[5].refund = function(key, s, now, at, cost, ttl, limit, windowMs)
+ALG[CODE_SLIDING_WINDOW_COUNTER].refund = function(key, s, now, at, cost, ttl, limit, windowMs)
   local w = math.floor(at / windowMs)
   local r
   if s.window == w then
@@ -95,6 +95,6 @@ ALG[5].refund = function(key, s, now, at, cost, ttl, limit, windowMs)
     return
   end
   -- As for fixed windows: at least the algorithm's TTL, never a life already over.
-  setState(key, struct.pack('<Bddd', 5, r.window, r.current, r.previous),
+  setState(key, struct.pack('<Bddd', CODE_SLIDING_WINDOW_COUNTER, r.window, r.current, r.previous),
     math.max(ttl, (r.window + 2) * windowMs - now))
 end

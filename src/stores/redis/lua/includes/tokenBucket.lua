@@ -17,24 +17,24 @@ local function tokenBucketStep(tokens0, ts0, now, cost, rate, periodMs, burst)
     tokens = math.min(burst, tokens0 + (elapsed * rate) / periodMs)
     ts = math.max(ts0, now)
   end
-  if cost > burst then return tokens, ts, 2, tokens, 0, 0 end
+  if cost > burst then return tokens, ts, STATUS_INVALID_POLICY, tokens, 0, 0 end
   local lag = ts - now
   if tokens + tokenBucketFitSlack(ts, rate, periodMs) >= cost then
     local left = math.max(0, tokens - cost)
-    return left, ts, 0, left, 0, lag + ((burst - left) * periodMs) / rate
+    return left, ts, STATUS_OK, left, 0, lag + ((burst - left) * periodMs) / rate
   end
-  return tokens, ts, 1, tokens,
+  return tokens, ts, STATUS_OVER_LIMIT, tokens,
     lag + ((cost - tokens) * periodMs) / rate, lag + ((burst - tokens) * periodMs) / rate
 end
 
 local function tokenBucketSave(key, tokens, ts, now, ttl)
   -- the state is as of ts (later than now after backwards time): expire from there
-  setState(key, struct.pack('<Bdd', 1, tokens, ts), ttl + math.max(0, ts - now))
+  setState(key, struct.pack('<Bdd', CODE_TOKEN_BUCKET, tokens, ts), ttl + math.max(0, ts - now))
 end
 
-ALG[1] = {
+ALG[CODE_TOKEN_BUCKET] = {
   load = function(key)
-    return loadNumbers(key, TB_FIELDS, 1)
+    return loadNumbers(key, TB_FIELDS, CODE_TOKEN_BUCKET)
   end,
 
   step = function(s, now, cost, rate, periodMs, burst)
@@ -56,20 +56,20 @@ ALG[1] = {
   -- A one-request batch: load, step and save on scalars, with no table per check.
   -- Returns (ok, status, remaining, retryAfterMs, resetAfterMs); ok as for load.
   decide = function(key, now, cost, ttl, rate, periodMs, burst)
-    local ok, present, tokens0, ts0 = loadPacked(key, 1, 2)
+    local ok, present, tokens0, ts0 = loadPacked(key, CODE_TOKEN_BUCKET, 2)
     if not ok then return false end
     if not present then tokens0, ts0 = nil, nil end
     local tokens, ts, status, remaining, retry, reset =
       tokenBucketStep(tokens0, ts0, now, cost, rate, periodMs, burst)
     -- a cost-0 request only reads: nothing to write
-    if status == 0 and cost > 0 then tokenBucketSave(key, tokens, ts, now, ttl) end
+    if status == STATUS_OK and cost > 0 then tokenBucketSave(key, tokens, ts, now, ttl) end
     return true, status, remaining, retry, reset
   end,
 }
 
 -- refundState() of src/algorithms/refund.ts: refill to now, then give cost back (capped).
-ALG[1].refund = function(key, s, now, at, cost, ttl, rate, periodMs, burst)
+ALG[CODE_TOKEN_BUCKET].refund = function(key, s, now, at, cost, ttl, rate, periodMs, burst)
   local elapsed = math.max(0, now - s.ts)
   local tokens = math.min(burst, s.tokens + (elapsed * rate) / periodMs)
-  ALG[1].save(key, { tokens = math.min(burst, tokens + cost), ts = math.max(s.ts, now) }, now, ttl)
+  ALG[CODE_TOKEN_BUCKET].save(key, { tokens = math.min(burst, tokens + cost), ts = math.max(s.ts, now) }, now, ttl)
 end

@@ -1,0 +1,70 @@
+import type { Logger } from 'pino';
+import type { RedisStore } from '../stores/redis/redis-store.js';
+
+/** Options of {@link waitForRedis}. */
+export interface RedisWaitOptions {
+  readonly log: Logger;
+  /** Called once, when the connection is ready (not after `stop()`). */
+  readonly onReady: () => void;
+  /** Least time between two `waiting for Redis` lines, in ms; doubles after each. @default 1_000 */
+  readonly firstGapMs?: number;
+  /** Most time between two `waiting for Redis` lines, in ms. @default 30_000 */
+  readonly maxGapMs?: number;
+}
+
+/** A wait for the store's first connection. */
+export interface RedisWait {
+  /** Resolves when the connection is ready. */
+  readonly ready: Promise<void>;
+  /** Whether the connection is not ready yet. */
+  readonly waiting: boolean;
+  /** Stops logging and calling `onReady` (shutdown while waiting). */
+  stop(): void;
+}
+
+/**
+ * Waits for a RedisStore's first connection and says why it is not there yet: the first
+ * failed attempt logs `waiting for Redis: <reason>` (warn; a refused connection, a
+ * rejected password), later ones with a backoff (1 s, 2 s, 4 s … 30 s between lines, as
+ * upstream spaces its retries), each with the attempts so far. ioredis keeps retrying
+ * meanwhile; once connected, `Redis connected` (info) follows when there was a wait.
+ */
+export function waitForRedis(store: RedisStore, options: RedisWaitOptions): RedisWait {
+  const { log } = options;
+  const maxGapMs = options.maxGapMs ?? 30_000;
+  let gapMs = options.firstGapMs ?? 1_000;
+  const startedMs = performance.now();
+  let attempts = 0;
+  let nextLogMs = startedMs;
+  let waiting = true;
+  let stopped = false;
+  const onError = (error: Error): void => {
+    attempts++;
+    const now = performance.now();
+    if (stopped || now < nextLogMs) return;
+    log.warn(
+      { attempts, waitedMs: Math.round(now - startedMs) },
+      `waiting for Redis: ${error.message}`,
+    );
+    nextLogMs = now + gapMs;
+    gapMs = Math.min(gapMs * 2, maxGapMs);
+  };
+  const ready = store.ready({ onError }).then(() => {
+    waiting = false;
+    if (stopped) return;
+    if (attempts > 0) {
+      log.info(
+        { attempts, waitedMs: Math.round(performance.now() - startedMs) },
+        'Redis connected',
+      );
+    }
+    options.onReady();
+  });
+  return {
+    ready,
+    get waiting() {
+      return waiting;
+    },
+    stop: () => void (stopped = true),
+  };
+}

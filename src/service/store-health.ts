@@ -1,0 +1,92 @@
+import type { Logger } from 'pino';
+import type { StoreError, StoreFailureReason } from '../core/errors.js';
+import type { StoreCallEnd, StoreCallObserver } from '../limiter/limiter.js';
+import type { ServiceMetrics } from '../metrics/service-metrics.js';
+
+/** A failed store call's reason as counted: the store's, or what the caller did. */
+export type CountedFailureReason = StoreFailureReason | 'deadline' | 'cancelled';
+
+/** Options of {@link StoreHealth}. */
+export interface StoreHealthOptions {
+  readonly log: Logger;
+  readonly metrics?: ServiceMetrics;
+  /**
+   * Whether the store's connection is up now. A timeout while it is down counts as
+   * `connection`: calls wait for a reconnect within their deadline, so a dead Redis
+   * shows as timeouts. @default always up
+   */
+  readonly connected?: () => boolean;
+  /** @default performance.now */
+  readonly nowMs?: () => number;
+}
+
+interface Failing {
+  readonly sinceMs: number;
+  readonly reasons: Partial<Record<CountedFailureReason, number>>;
+  failures: number;
+}
+
+/**
+ * Watches the limiter's store calls: counts every failed call by reason in
+ * `sluice_store_errors_total`, and logs the store's state changes, not each call. The
+ * first failure logs `store failing: <reason>` (error level); the next answered call
+ * logs `store healthy again` (info) with the failures counted meanwhile, by reason.
+ * A call ended by its caller (deadline, cancellation) is counted but says nothing
+ * about the store, so it changes no state.
+ */
+export class StoreHealth implements StoreCallObserver {
+  readonly #log: Logger;
+  readonly #metrics: ServiceMetrics | undefined;
+  readonly #connected: () => boolean;
+  readonly #nowMs: () => number;
+  #failing: Failing | undefined;
+
+  constructor(options: StoreHealthOptions) {
+    this.#log = options.log;
+    this.#metrics = options.metrics;
+    this.#connected = options.connected ?? (() => true);
+    this.#nowMs = options.nowMs ?? (() => performance.now());
+  }
+
+  /** Whether the last store call that says anything about the store failed. */
+  get failing(): boolean {
+    return this.#failing !== undefined;
+  }
+
+  answered(): void {
+    const failing = this.#failing;
+    if (failing === undefined) return;
+    this.#failing = undefined;
+    this.#log.info(
+      {
+        failures: failing.failures,
+        reasons: failing.reasons,
+        failingMs: Math.round(this.#nowMs() - failing.sinceMs),
+      },
+      'store healthy again',
+    );
+  }
+
+  failed(error: StoreError, endedBy: StoreCallEnd): void {
+    const reason: CountedFailureReason =
+      endedBy === 'cancel'
+        ? 'cancelled'
+        : endedBy === 'deadline'
+          ? 'deadline'
+          : error.reason === 'timeout' && !this.#connected()
+            ? 'connection'
+            : error.reason;
+    this.#metrics?.recordStoreError(error.code, reason);
+    if (endedBy !== 'store') return;
+    let failing = this.#failing;
+    if (failing === undefined) {
+      this.#failing = failing = { sinceMs: this.#nowMs(), reasons: {}, failures: 0 };
+      this.#log.error(
+        { reason, code: error.code, error: error.message },
+        `store failing: ${reason}`,
+      );
+    }
+    failing.failures++;
+    failing.reasons[reason] = (failing.reasons[reason] ?? 0) + 1;
+  }
+}

@@ -1,0 +1,224 @@
+import { Cluster, Redis, ReplyError } from 'ioredis';
+import { StoreError } from '../../core/errors.js';
+import type { StoreApplyOptions } from '../store.js';
+import { asRedisError } from './redis-errors.js';
+
+/** A script call's reply, or the StoreError it failed with. */
+export type CallOutcome = { ok: true; reply: unknown } | { ok: false; error: StoreError };
+
+/**
+ * The store's own connection (a duplicate of the given client under settings that never
+ * resend a command), with the in-flight bound, the wait for ready and the stuck watchdog.
+ */
+export class SafeConnection {
+  readonly client: Redis | Cluster;
+  readonly #maxInFlight: number;
+  readonly #stuckAfterMs: number;
+  #inFlight = 0;
+  /** When the oldest command still without any reply was sent (performance.now). */
+  #unansweredSince: number | undefined;
+  /** When the connection was made but not yet ready (its ready check may be lost). */
+  #connectSince: number | undefined;
+  #ready: Promise<void> | undefined;
+
+  constructor(client: Redis | Cluster, maxInFlight: number, stuckAfterMs: number) {
+    this.client = safeConnection(client);
+    this.#maxInFlight = maxInFlight;
+    this.#stuckAfterMs = stuckAfterMs;
+    const own = this.client;
+    if (own instanceof Cluster) {
+      // Connect each node as soon as ioredis learns of it: with no cluster offline queue,
+      // a command for a node whose connection is still being made would fail at once.
+      own.on('+node', (node: Redis) => {
+        if (!node.options.readOnly && node.status === 'wait') node.connect().catch(() => undefined);
+      });
+    }
+    // Connection errors surface per call as StoreError; without a listener ioredis
+    // would report each one as an unhandled 'error' event.
+    own.on('error', () => undefined);
+    own.on('connect', () => (this.#connectSince = performance.now()));
+    own.on('ready', () => (this.#connectSince = undefined));
+    own.on('close', () => {
+      this.#connectSince = undefined;
+      this.#unansweredSince = undefined;
+    });
+  }
+
+  /** See RedisStore.ready. */
+  async ready(onError: ((error: Error) => void) | undefined): Promise<void> {
+    if (onError === undefined || this.client.status === 'ready') {
+      await this.#whenReady(undefined);
+      return;
+    }
+    this.client.on('error', onError);
+    try {
+      await this.#whenReady(undefined);
+    } finally {
+      this.client.off('error', onError);
+    }
+  }
+
+  /**
+   * Resolves when the connection is ready, or rejects when `signal` aborts first or the
+   * client has ended. All waiters share one 'ready' listener.
+   */
+  #whenReady(signal: AbortSignal | undefined): Promise<void> {
+    const client = this.client;
+    if (client.status === 'ready') return Promise.resolve();
+    if (client.status === 'end') {
+      return Promise.reject(
+        new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', 'Redis connection is closed', {
+          reason: 'connection',
+        }),
+      );
+    }
+    this.#ready ??= new Promise<void>((resolve) => {
+      client.once('ready', () => {
+        this.#ready = undefined;
+        resolve();
+      });
+    });
+    return signal === undefined
+      ? this.#ready
+      : Promise.race([this.#ready, aborted(signal, client)]);
+  }
+
+  /**
+   * Sends one script call under the stuck watchdog: a command unanswered for
+   * `stuckAfterMs` means a dead link (see #checkStuck). Never rejects.
+   */
+  script(send: () => Promise<unknown>): Promise<CallOutcome> {
+    this.#unansweredSince ??= performance.now();
+    return send().then(
+      (reply): CallOutcome => {
+        this.#unansweredSince = undefined;
+        return { ok: true, reply };
+      },
+      (cause: unknown): CallOutcome => {
+        // An error reply still proves the connection works; a connection error does not.
+        if (cause instanceof ReplyError) this.#unansweredSince = undefined;
+        return { ok: false, error: asRedisError(cause) };
+      },
+    );
+  }
+
+  /**
+   * Runs `call` within the in-flight bound, once the connection is ready. Promise chains
+   * rather than `await`: on the hot path (connection ready) this is one hop per check.
+   */
+  call<T>(
+    call: () => Promise<T>,
+    fail: (error: StoreError) => T,
+    /** Read only when the connection is not ready: its `signal` may be made on demand. */
+    options: StoreApplyOptions | undefined,
+  ): Promise<T> {
+    this.#checkStuck();
+    if (this.#inFlight >= this.#maxInFlight) {
+      return Promise.resolve(
+        fail(
+          new StoreError(
+            'SLUICE_ERR_STORE_UNAVAILABLE',
+            `Redis: ${this.#inFlight} calls already waiting (maxInFlight)`,
+            { reason: 'overloaded' },
+          ),
+        ),
+      );
+    }
+    this.#inFlight++;
+    const sent =
+      this.client.status === 'ready'
+        ? call()
+        : this.#whenReady(options?.signal ?? AbortSignal.timeout(this.#stuckAfterMs)).then(call);
+    return sent.then(
+      (result) => {
+        this.#inFlight--;
+        return result;
+      },
+      (cause: unknown) => {
+        this.#inFlight--;
+        return fail(asRedisError(cause));
+      },
+    );
+  }
+
+  /** Calls waiting for Redis now (bounded by `maxInFlight`). */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /**
+   * Closes the connection: a polite `QUIT`, or after `stuckAfterMs` without its reply (a
+   * frozen or partitioned Redis) a disconnect, so closing never hangs.
+   */
+  async close(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const stuck = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.#stuckAfterMs);
+    });
+    await Promise.race([this.client.quit().then(() => undefined), stuck]).catch(() => undefined);
+    clearTimeout(timer);
+    if (this.client.status !== 'end') this.client.disconnect();
+  }
+
+  /**
+   * Replies come back in order, so a command unanswered for `stuckAfterMs`, or a
+   * connection stuck before ready for as long, means the link is silently dead (e.g. a
+   * partition that swallows packets). The socket is destroyed, not ended: a polite FIN
+   * would be swallowed too. ioredis then reconnects and fails what was pending (their
+   * outcome is unknown, and reported so).
+   */
+  #checkStuck(): void {
+    const since = Math.min(this.#unansweredSince ?? Infinity, this.#connectSince ?? Infinity);
+    if (performance.now() - since < this.#stuckAfterMs) return;
+    this.#unansweredSince = undefined;
+    this.#connectSince = undefined;
+    if (this.client instanceof Cluster) this.client.disconnect(true);
+    else this.client.stream?.destroy();
+  }
+}
+
+/** ioredis settings under which a command is sent at most once, and only when asked. */
+const SAFE = { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 } as const;
+
+/**
+ * The Cluster equivalent. ioredis's node connections never reconnect and fail what they
+ * had sent with "Connection is closed." when they drop, and the Cluster resends commands
+ * failed that way after `retryDelayOnFailover`: that would replay a consume that may have
+ * been applied, so it is 0 (off). Redirections (`MOVED`, `ASK`), `TRYAGAIN` and
+ * `CLUSTERDOWN` are replies saying the command did not run, so ioredis follows or retries
+ * them (at most `maxRedirections` times). `scaleReads: "master"`: admission never runs on
+ * a replica (applyBatch writes, so ioredis would send it to the primary anyway).
+ */
+const SAFE_CLUSTER = {
+  lazyConnect: false,
+  enableOfflineQueue: false,
+  retryDelayOnFailover: 0,
+  scaleReads: 'master',
+  maxRedirections: 16,
+} as const;
+
+function safeConnection(client: Redis | Cluster): Redis | Cluster {
+  if (client instanceof Cluster) {
+    return client.duplicate(undefined, {
+      ...SAFE_CLUSTER,
+      redisOptions: { ...client.options.redisOptions, ...SAFE },
+    } as never);
+  }
+  return client.duplicate({ ...SAFE, enableOfflineQueue: false, lazyConnect: false } as never);
+}
+
+/** Rejects when `signal` aborts; never settles otherwise. */
+function aborted(signal: AbortSignal, client: Redis | Cluster): Promise<never> {
+  return new Promise((_, reject) => {
+    const fail = (): void =>
+      reject(
+        new StoreError(
+          'SLUICE_ERR_STORE_UNAVAILABLE',
+          `Redis is not connected (status ${client.status})`,
+          { reason: 'connection' },
+        ),
+      );
+    if (signal.aborted) fail();
+    else signal.addEventListener('abort', fail, { once: true });
+  });
+}
