@@ -2,9 +2,9 @@ import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
  * The tests `npm run mutation` runs against each mutant: the fast unit and property tests
- * of the mutated modules (src/algorithms, src/stores/batch.ts and key.ts, src/limiter),
- * all in-process. The Redis suites are left out: they need servers and minutes per run,
- * and the code they add (Lua) is not mutated.
+ * of the mutated modules (src/algorithms, src/stores/batch.ts and key.ts, src/limiter).
+ * The `*.redis.test.ts` and `*.cluster.test.ts` suites are left out: they take minutes
+ * per run, and what they add over these (the Lua scripts) is not mutated.
  */
 export default defineConfig({
   test: {
