@@ -1,5 +1,5 @@
 import { watch, type FSWatcher } from 'node:fs';
-import { lstat, readlink, stat } from 'node:fs/promises';
+import { lstat, readdir, readlink, realpath, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
 
 /** A path whose changes reload the config. */
@@ -164,6 +164,7 @@ export class ConfigWatcher {
         this.#dirs.delete(dir);
       }
     }
+    const fresh: string[] = [];
     for (const [dir, names] of wanted) {
       const id = await stat(dir).then(
         (s) => `${s.dev}:${s.ino}`,
@@ -193,9 +194,33 @@ export class ConfigWatcher {
           this.#changed();
         });
         this.#dirs.set(dir, d);
+        if (names.has(ANY)) fresh.push(dir);
       } catch (error) {
         this.#onWatchError(error, dir);
       }
     }
+    if (fresh.length > 0 && (await this.#unread(fresh))) this.#changed();
+  }
+
+  /**
+   * Whether a directory watched only now already holds a config file that the last load
+   * did not read. A directory is learnt from the load that lists it (`config/team/` made
+   * after the reload began), so a file written into it before its watch was armed raised
+   * no event: it is caught here instead.
+   */
+  async #unread(dirs: readonly string[]): Promise<boolean> {
+    const read = new Set<string>();
+    for (const p of this.#paths) {
+      if (!p.entries) read.add(await realpath(p.path).catch(() => resolve(p.path)));
+    }
+    for (const dir of dirs) {
+      const names = await readdir(dir).catch(() => [] as string[]);
+      for (const name of names) {
+        if (!/\.ya?ml$/.test(name)) continue;
+        const file = await realpath(join(dir, name)).catch(() => undefined);
+        if (file !== undefined && !read.has(file)) return true;
+      }
+    }
+    return false;
   }
 }
