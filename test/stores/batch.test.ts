@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Algorithm } from '../../src/algorithms/algorithm.js';
+import { fixedWindow, type FixedWindowState } from '../../src/algorithms/fixed-window.js';
 import { tokenBucket, type TokenBucketState } from '../../src/algorithms/token-bucket.js';
 import { decideBatch } from '../../src/stores/batch.js';
 import type { StoreRequest } from '../../src/stores/store.js';
@@ -63,6 +64,63 @@ describe('decideBatch', () => {
       [true, 0],
     ]);
     expect(writes).toEqual([bucket(6), bucket(2), undefined, bucket(0)]);
+  });
+
+  it('independent: each request is a batch of its own, reading what the ones before it wrote', () => {
+    const { decisions, writes } = decideBatch(
+      [request('a', 4), request('b', 5), request('a', 4), request('a', 4), request('a', 0)],
+      [bucket(10), bucket(4), bucket(10), bucket(10), bucket(10)],
+      t0,
+      true,
+    );
+    // a: 10 - 4 = 6; b: 5 > 4 denied, alone; a: 6 - 4 = 2; a: 4 > 2 denied; a: a read
+    expect(decisions.map((d) => [d.allowed, d.remaining])).toEqual([
+      [true, 6],
+      [false, 4],
+      [true, 2],
+      [false, 2],
+      [true, 2],
+    ]);
+    expect(writes).toEqual([bucket(6), undefined, bucket(2), undefined, undefined]);
+  });
+
+  it('charges a request whose params charge denials, whatever the rest of the batch decides', () => {
+    // fixed window of 3 per minute that counts denied requests too
+    const counting = fixedWindow.chargingDenied!(
+      fixedWindow.paramsSchema.parse({ limit: 3, window: '1m' }),
+    );
+    const counted = (key: string, cost: number, enforce = true): StoreRequest => ({
+      key,
+      algorithm: fixedWindow as Algorithm<unknown, unknown>,
+      params: counting,
+      cost,
+      enforce,
+    });
+    const w = Math.floor(t0 / 60_000);
+    const window = (count: number): FixedWindowState => ({ window: w, count });
+    // b is denied, so a is not charged; c counts its denial (2 + 2 > 3) and d its admission
+    const denied = decideBatch(
+      [request('a', 3), request('b', 5), counted('c', 2), counted('d', 1), counted('e', 0)],
+      [bucket(10), bucket(4), window(2), window(0), window(3)],
+      t0,
+    );
+    expect(denied.decisions.map((d) => [d.allowed, d.remaining])).toEqual([
+      [true, 10],
+      [false, 4],
+      [false, 1],
+      [true, 2],
+      [true, 0],
+    ]);
+    expect(denied.writes).toEqual([undefined, undefined, window(4), window(1), undefined]);
+    // admitted as a whole: a shadow counting denial is written along with the admissions,
+    // after the count the earlier request on its key left (2 + 1 = 3, then 3 + 1 > 3)
+    const admitted = decideBatch(
+      [counted('c', 1), request('a', 3), counted('c', 1, false)],
+      [window(2), bucket(10), window(2)],
+      t0,
+    );
+    expect(admitted.decisions.map((d) => d.allowed)).toEqual([true, true, false]);
+    expect(admitted.writes).toEqual([window(3), bucket(7), window(4)]);
   });
 
   it('reads an absent state as a fresh bucket', () => {
