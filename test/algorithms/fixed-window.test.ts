@@ -113,6 +113,19 @@ describe('fixed-window: known answers', () => {
     expect(fixedWindow.ttlMs(params)).toBe(1_000);
     expect(fixedWindow.capacity(params)).toBe(10);
   });
+
+  it('charging denials: a denied cost equal to the limit fits the next window', () => {
+    const params = fixedWindow.chargingDenied!(
+      fixedWindow.paramsSchema.parse({ limit: 10, window: 1_000 }),
+    );
+    // count 1 in window 5: 1 + 10 > 10 denied (charged); the next window starts empty and
+    // holds 10: retry at 6000, 600 ms after 5400 (not never, as for a cost above 10)
+    const { state } = fixedWindow.transition(undefined, 5_400, 1, params);
+    expect(fixedWindow.transition(state, 5_400, 10, params).decision).toMatchObject({
+      allowed: false,
+      retryAfterMs: 600,
+    });
+  });
 });
 
 describe('fixed-window: params', () => {
