@@ -16,7 +16,6 @@
  * Then, in process and without HTTP, µs per `limiter.check` alone and per the middleware's
  * core (`EdgeLimiter.decide`: API key lookup, the same check, headers). Nothing here asserts.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
 import os from 'node:os';
@@ -26,6 +25,7 @@ import express from 'express';
 import { createLimiter } from '../src/limiter/limiter.js';
 import { MemoryStore } from '../src/stores/memory/memory-store.js';
 import { byApiKey, createHttpRateLimit, EdgeLimiter } from '../src/http.js';
+import { serveToParent, startServeChild } from './lib/serve-child.js';
 
 const root = path.join(import.meta.dirname, '..');
 const TENANTS = 1_000;
@@ -59,15 +59,7 @@ function serve(mode: Mode): void {
   } else {
     app.get('/transfers/:id/status', handler);
   }
-  const server = createServer(app);
-  server.listen(0, '127.0.0.1', () => {
-    const address = server.address();
-    process.stdout.write(`port ${typeof address === 'object' && address ? address.port : 0}\n`);
-  });
-  process.stdin.on('data', () => {
-    const u = process.cpuUsage();
-    process.stdout.write(`cpu ${u.user + u.system}\n`);
-  });
+  serveToParent(createServer(app));
 }
 
 interface Row {
@@ -83,39 +75,8 @@ interface Row {
   readonly loadAverage1m: number;
 }
 
-function lines(child: ChildProcess, onLine: (line: string) => void): void {
-  let buf = '';
-  child.stdout!.on('data', (c: Buffer) => {
-    buf += c.toString();
-    let nl;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      onLine(buf.slice(0, nl));
-      buf = buf.slice(nl + 1);
-    }
-  });
-}
-
-async function startServer(mode: Mode) {
-  const child = spawn(
-    process.execPath,
-    [...process.execArgv, path.join(root, 'bench/http-middleware.ts'), '--serve', mode],
-    { stdio: ['pipe', 'pipe', 'inherit'] },
-  );
-  const waiting: ((line: string) => void)[] = [];
-  lines(child, (line) => waiting.shift()?.(line));
-  const next = () => new Promise<string>((resolve) => waiting.push(resolve));
-  const port = Number((await next()).split(' ')[1]);
-  const cpuMicros = async () => {
-    const line = next();
-    child.stdin!.write('\n');
-    return Number((await line).split(' ')[1]);
-  };
-  const stop = () =>
-    new Promise<void>((resolve) => {
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-    });
-  return { port, cpuMicros, stop };
+function startServer(mode: Mode) {
+  return startServeChild(path.join(root, 'bench/http-middleware.ts'), mode);
 }
 
 function load(port: number, seconds: number): Promise<autocannon.Result> {

@@ -12,7 +12,6 @@
  *
  * Prints markdown tables and writes bench/results/overload-<date>.json. Nothing asserts.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
 import os from 'node:os';
@@ -23,6 +22,7 @@ import { createHttpRateLimit, EdgeLimiter } from '../src/http.js';
 import { createLimiter } from '../src/limiter/limiter.js';
 import { createAdmissionBoundary, type AdmissionBoundaryOptions } from '../src/overload.js';
 import { MemoryStore } from '../src/stores/memory/memory-store.js';
+import { serveToParent, startServeChild } from './lib/serve-child.js';
 
 const root = path.join(import.meta.dirname, '..');
 const quick = process.argv.includes('--quick');
@@ -56,44 +56,15 @@ function serve(mode: Mode): void {
   app.get('/items/:id', limits.route(), (req, res) => {
     res.json({ item: req.params['id'] });
   });
-  const server = createServer(app);
-  server.listen(0, '127.0.0.1', () => {
-    const a = server.address();
-    process.stdout.write(`port ${typeof a === 'object' && a ? a.port : 0}\n`);
-  });
-  process.stdin.on('data', () => {
-    const u = process.cpuUsage();
-    process.stdout.write(`cpu ${u.user + u.system}\n`);
-  });
-}
-
-function lines(child: ChildProcess, onLine: (line: string) => void): void {
-  let buf = '';
-  child.stdout!.on('data', (c: Buffer) => {
-    buf += c.toString();
-    let nl;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      onLine(buf.slice(0, nl));
-      buf = buf.slice(nl + 1);
-    }
-  });
+  serveToParent(createServer(app));
 }
 
 async function throughExpress(round: number, mode: Mode) {
-  const child = spawn(
-    process.execPath,
-    [...process.execArgv, path.join(root, 'bench/overload.ts'), '--serve', mode],
-    { stdio: ['pipe', 'pipe', 'inherit'] },
-  );
-  const waiting: ((line: string) => void)[] = [];
-  lines(child, (line) => waiting.shift()?.(line));
-  const next = () => new Promise<string>((resolve) => waiting.push(resolve));
-  const port = Number((await next()).split(' ')[1]);
-  const cpu = async () => {
-    const line = next();
-    child.stdin!.write('\n');
-    return Number((await line).split(' ')[1]);
-  };
+  const {
+    port,
+    cpuMicros: cpu,
+    stop,
+  } = await startServeChild(path.join(root, 'bench/overload.ts'), mode);
   const load = (seconds: number) =>
     autocannon({
       url: `http://127.0.0.1:${port}/items/1`,
@@ -115,10 +86,7 @@ async function throughExpress(round: number, mode: Mode) {
       loadAverage1m: Math.round(os.loadavg()[0]! * 100) / 100,
     };
   } finally {
-    await new Promise<void>((resolve) => {
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-    });
+    await stop();
   }
 }
 
