@@ -76,6 +76,10 @@ const PATHS: Readonly<Record<string, DecisionPath>> = {
   FAIL_CLOSED: 'fail-closed',
   STALE: 'stale',
   SHADOW: 'shadow',
+  LOCAL: 'local',
+  CACHE: 'cache',
+  BATCH: 'batch',
+  LEASE: 'lease',
 };
 
 const STATUSES: ReadonlySet<string> = new Set<Status>([

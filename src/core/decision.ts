@@ -1,7 +1,17 @@
 import type { Status } from './status.js';
 
 /** Which path produced a decision. */
-export type DecisionPath = 'store' | 'fail-open' | 'fail-closed' | 'stale' | 'shadow';
+export type DecisionPath =
+  | 'store'
+  | 'fail-open'
+  | 'fail-closed'
+  | 'stale'
+  | 'shadow'
+  /** Answered by a pipeline stage (see `StagePath`). */
+  | 'local'
+  | 'cache'
+  | 'batch'
+  | 'lease';
 
 /**
  * What an algorithm's transition decides for one bucket: everything a {@link Decision}

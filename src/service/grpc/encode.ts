@@ -91,6 +91,10 @@ const PATHS: Readonly<Record<Decision['path'], string>> = {
   'fail-closed': 'FAIL_CLOSED',
   stale: 'STALE',
   shadow: 'SHADOW',
+  local: 'LOCAL',
+  cache: 'CACHE',
+  batch: 'BATCH',
+  lease: 'LEASE',
 };
 
 type Fields = Omit<WireDecision, 'path' | 'policy'>;
