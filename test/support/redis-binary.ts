@@ -3,13 +3,12 @@
  * `*.redis.test.ts` and `*.cluster.test.ts` suites run against. Those suites must fail loudly
  * when Redis is missing (STYLE.md §5), so nothing here skips.
  */
-import { spawn } from 'node:child_process';
-import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
+import { installDebianPackages, isAlive, run, which, withInstallLock } from './debian-package.js';
 import { sleep } from './wait.js';
+
+export { isAlive };
 
 /** Absolute paths of the Redis binaries and the server's version (e.g. `7.0.15`). */
 export interface RedisBinaries {
@@ -21,11 +20,6 @@ export interface RedisBinaries {
   version: string;
 }
 
-/** Directories searched after `PATH`, in order. */
-const EXTRA_DIRS = ['/usr/bin', '/usr/local/bin'];
-const POLICY_RC_D = '/usr/sbin/policy-rc.d';
-const INSTALL_LOCK = path.join(os.tmpdir(), 'sluice-redis-install.lock');
-const LOCK_WAIT_MS = 10 * 60_000;
 const INSTALL_HINT =
   'Install them with `sudo apt-get install redis-server` (Debian/Ubuntu; this also brings ' +
   'redis-cli through redis-tools), or put both redis-server and redis-cli on PATH.';
@@ -96,113 +90,10 @@ async function findBinaries(): Promise<RedisBinaries | undefined> {
   return { server, cli, version };
 }
 
-async function which(name: string): Promise<string | undefined> {
-  const dirs = (process.env['PATH'] ?? '').split(path.delimiter).filter((dir) => dir !== '');
-  for (const dir of [...dirs, ...EXTRA_DIRS]) {
-    const candidate = path.resolve(dir, name);
-    try {
-      await fs.access(candidate, fsConstants.X_OK);
-      return candidate;
-    } catch {
-      // not here; keep looking
-    }
-  }
-  return undefined;
-}
-
-/** Holds a cross-process lock (an exclusive-create file holding our PID) while `body` runs. */
-async function withInstallLock<T>(body: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + LOCK_WAIT_MS;
-  for (;;) {
-    try {
-      const handle = await fs.open(INSTALL_LOCK, 'wx');
-      await handle.writeFile(String(process.pid));
-      await handle.close();
-      break;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    const holder = Number(await fs.readFile(INSTALL_LOCK, 'utf8').catch(() => ''));
-    if (Number.isInteger(holder) && holder > 0 && !isAlive(holder)) {
-      // The holder died mid-install; its lock is stale.
-      await fs.rm(INSTALL_LOCK, { force: true });
-      continue;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(
-        `waited ${LOCK_WAIT_MS} ms for the redis install lock ${INSTALL_LOCK} held by PID ${holder}`,
-      );
-    }
-    await sleep(250);
-  }
-  try {
-    return await body();
-  } finally {
-    const holder = await fs.readFile(INSTALL_LOCK, 'utf8').catch(() => '');
-    if (holder === String(process.pid)) await fs.rm(INSTALL_LOCK, { force: true });
-  }
-}
-
 async function installDebianPackage(): Promise<void> {
   const portWasBusy = await isListening(6379);
-  const restorePolicy = await blockServiceStarts();
-  try {
-    const args = [
-      '-o',
-      'DPkg::Lock::Timeout=300',
-      'install',
-      '-y',
-      '--no-install-recommends',
-      'redis-server',
-    ];
-    let result = await run('apt-get', args);
-    if (
-      result.code !== 0 &&
-      /Unable to locate package|has no installation candidate/.test(result.stdout)
-    ) {
-      const update = await run('apt-get', ['-o', 'DPkg::Lock::Timeout=300', 'update']);
-      if (update.code !== 0) {
-        throw new Error(`apt-get update exited ${update.code}:\n${tail(update.stdout)}`);
-      }
-      result = await run('apt-get', args);
-    }
-    if (result.code !== 0) {
-      throw new Error(
-        `apt-get install redis-server exited ${result.code}:\n${tail(result.stdout)}\n${INSTALL_HINT}`,
-      );
-    }
-  } finally {
-    await restorePolicy();
-  }
+  await installDebianPackages(['redis-server'], INSTALL_HINT);
   if (!portWasBusy && (await isListening(6379))) await stopSystemRedis();
-}
-
-/**
- * Puts a `policy-rc.d` that exits 101 ("action forbidden") in place so that invoke-rc.d in the
- * package's postinst starts no service. Returns a function restoring what was there before.
- */
-async function blockServiceStarts(): Promise<() => Promise<void>> {
-  const previous = await fs
-    .readFile(POLICY_RC_D)
-    .then(async (content) => ({ content, mode: (await fs.stat(POLICY_RC_D)).mode }))
-    .catch(() => undefined);
-  await fs.mkdir(path.dirname(POLICY_RC_D), { recursive: true });
-  await fs.writeFile(
-    POLICY_RC_D,
-    '#!/bin/sh\n# sluice test harness: no services during install\nexit 101\n',
-    {
-      mode: 0o755,
-    },
-  );
-  await fs.chmod(POLICY_RC_D, 0o755);
-  return async () => {
-    if (previous) {
-      await fs.writeFile(POLICY_RC_D, previous.content);
-      await fs.chmod(POLICY_RC_D, previous.mode & 0o7777);
-    } else {
-      await fs.rm(POLICY_RC_D, { force: true });
-    }
-  };
 }
 
 /** Stops a system redis that the package install started on 6379 despite policy-rc.d. */
@@ -239,33 +130,4 @@ function isListening(port: number): Promise<boolean> {
       resolve(false);
     });
   });
-}
-
-/** True when a process with this PID exists (EPERM still means it exists). */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** Runs a command without a shell; resolves with its exit code and interleaved stdout+stderr. */
-function run(command: string, args: readonly string[]): Promise<{ code: number; stdout: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(command, args, {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-    });
-    let stdout = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.on('error', (error) => resolve({ code: -1, stdout: `${stdout}\n${error.message}` }));
-    child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 128 : -1), stdout }));
-  });
-}
-
-function tail(text: string, lines = 30): string {
-  return text.trimEnd().split('\n').slice(-lines).join('\n');
 }
