@@ -187,6 +187,7 @@ program
             : { responseHeaders: settings.responseHeaders }),
           responseDynamicMetadata: settings.responseDynamicMetadata,
           decisionMode: settings.decisionMode,
+          decisionLogSampleRate: settings.decisionLogSampleRate,
           logger,
         });
         const stop = (): void => {
