@@ -121,20 +121,32 @@ export function renderStatusPage(s: StatusSnapshot): string {
 <body>
 <h1>Sluice status</h1>
 <p class="meta">Generated ${e(s.generatedAt)}; started ${e(s.startedAt)}. Reload the page for fresh figures; <a href="?format=json">JSON</a>.</p>
+<section id="policies">
 <h2>Policies in force</h2>
 <p class="meta">Loaded ${e(s.config.loadedAt)} from ${files}.</p>
 ${rejected}
 ${policies}
+</section>
+<section id="decisions">
 <h2>Decisions</h2>
 ${decisions}
+</section>
+<section id="shadow">
 <h2>Shadow policies</h2>
 ${shadowTable}
+</section>
+<section id="hot-keys">
 <h2>Hot keys</h2>
 ${hot}
+</section>
+<section id="store">
 <h2>Store (${e(s.store.kind)})</h2>
 ${store}
+</section>
+<section id="leases">
 <h2>Leases</h2>
 ${leases}
+</section>
 </body>
 </html>
 `;
