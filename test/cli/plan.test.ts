@@ -3,6 +3,7 @@
  * JSON, and the messages for bad arguments. The arithmetic itself is checked in
  * test/capacity/capacity-plan.test.ts.
  */
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { CapacityPlan } from '../../src/capacity/capacity-plan.js';
@@ -37,6 +38,16 @@ describe('sluice plan', () => {
       '  Redis CPU per decision, token-bucket: 14.25 µs (bench/results/2026-11-30.md',
     );
     expect(r.stdout).toContain('  Redis memory per bucket, token-bucket: 187 B (docs/redis.md');
+  });
+
+  it('docs/operations.md shows what it prints for the payments example', async () => {
+    const doc = await readFile(join(root, 'docs/operations.md'), 'utf8');
+    const shown =
+      /sluice plan --policies examples\/policies.yaml --peak-rps 50000 --tenants 10000\n```\n\n```text\n([\s\S]*?)```/.exec(
+        doc,
+      );
+    expect(shown, 'the plan block in docs/operations.md').not.toBeNull();
+    expect(shown![1]).toBe((await runSluice(args)).stdout);
   });
 
   it('--json prints the same plan as one JSON document', async () => {
