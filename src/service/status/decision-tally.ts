@@ -46,6 +46,7 @@ export class DecisionTally {
     this.#nowMs = options.nowMs ?? (() => performance.now());
   }
 
+  /** Counts one decision under its policy's name, in the second `nowMs()` falls in. */
   record(decision: Decision): void {
     let row = this.#rows.get(decision.policy);
     if (row === undefined) {
