@@ -190,10 +190,13 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   });
   // The ports open whether Redis is there or not: until it is, health says NOT_SERVING
   // (gRPC) and 500 (`/healthcheck`), and calls take their rule's failure mode.
+  let refusedAtStart: ((error: Error) => void) | undefined;
+  const refused = new Promise<Error>((resolve) => (refusedAtStart = resolve));
   const redisWait =
     store instanceof RedisStore
       ? waitForRedis(store, {
           log,
+          onRefused: (error) => refusedAtStart?.(error),
           onReady: () => {
             http.setHealthy(true);
             grpc.setHealthy(true);
@@ -202,11 +205,21 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       : undefined;
   if (redisWait !== undefined) {
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      redisWait.ready,
-      new Promise((resolve) => (timer = setTimeout(resolve, REDIS_CONNECT_GRACE_MS))),
+    const refusal = await Promise.race([
+      redisWait.ready.then(() => undefined),
+      refused,
+      new Promise<undefined>((resolve) => {
+        timer = setTimeout(() => resolve(undefined), REDIS_CONNECT_GRACE_MS);
+      }),
     ]);
     clearTimeout(timer);
+    refusedAtStart = undefined;
+    if (refusal !== undefined) {
+      // A replica at start is a mistake in the settings, not an outage: refuse to start.
+      redisWait.stop();
+      await store.close();
+      throw refusal;
+    }
     if (redisWait.waiting) {
       http.setHealthy(false);
       grpc.setHealthy(false);

@@ -61,6 +61,7 @@ export class RedisStore implements Store {
       options.client,
       this.#settings.maxInFlight,
       this.#settings.stuckAfterMs,
+      this.#settings.roleCheckMs,
     );
     this.#cluster = this.#connection.client instanceof Cluster;
     this.#apply = coalescedApply(this.#connection, options.maxBatchesPerCall);
@@ -107,9 +108,11 @@ export class RedisStore implements Store {
   }
 
   /**
-   * Resolves once the store's connection is ready (calls before that wait for it, within
-   * their deadline). Meanwhile `onError` hears each failed attempt to connect (a refused
-   * connection, a rejected password); ioredis keeps retrying.
+   * Resolves once the store's connection is ready and, on a standalone server, the server
+   * has said it is a primary (calls before that wait for it, within their deadline).
+   * Meanwhile `onError` hears each failed attempt to connect (a refused connection, a
+   * rejected password); ioredis keeps retrying. Rejects with `SLUICE_ERR_STORE_REPLICA`
+   * when the server is a replica: the store never decides there (see docs/redis.md).
    */
   ready(options: { readonly onError?: (error: Error) => void } = {}): Promise<void> {
     return this.#connection.ready(options.onError);
