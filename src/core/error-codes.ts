@@ -135,6 +135,13 @@ export const ERROR_CODES = Object.freeze({
     summary:
       'The Redis server is a replica (its primary named), or the client is set to read from replicas: the store decides only on a primary, never on a copy that may be stale.',
   },
+  SLUICE_ERR_STORE_NOT_REPLICATED: {
+    family: 'store',
+    httpStatus: 503,
+    grpcStatus: GRPC_UNAVAILABLE,
+    summary:
+      'Strict replicated acknowledgement: a consume was applied on the primary but its replicas did not acknowledge it in time, so it is not admitted (its units stay charged).',
+  },
   SLUICE_ERR_STORE_CLOSED: {
     family: 'store',
     httpStatus: 503,

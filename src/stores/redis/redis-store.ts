@@ -230,15 +230,14 @@ export class RedisStore implements Store {
           dedup: rid !== undefined,
           dedupTtlMs,
         }));
-        const outcomes = await this.#connection.call(
-          () => this.#apply.callAll(g.slot, wires),
-          (error) => wires.map(() => failed(error)),
-          options,
-        );
-        await this.#ack.after(
+        const outcomes = await this.#ack.after(
           wires.map((w) => w.items),
           g.slot,
-          outcomes,
+          await this.#connection.call(
+            () => this.#apply.callAll(g.slot, wires),
+            (error) => wires.map(() => failed(error)),
+            options,
+          ),
         );
         outcomes.forEach((o, j) => {
           results[g.indices[j]!] = o.ok ? { ok: true, decision: o.decisions[0]! } : o;
@@ -313,7 +312,7 @@ export class RedisStore implements Store {
     // one script's keys must share a slot on a Cluster.
     const decided = this.#connection.call(() => this.#apply.call(slot, wire), failed, options);
     if (dryRun || !this.#ack.on) return decided;
-    return decided.then((out) => this.#ack.after([items], slot, [out]).then(() => out));
+    return decided.then((out) => this.#ack.after([items], slot, [out]).then((acked) => acked[0]!));
   }
 
   /** One refundBatch call giving back `indices` (of one slot) consumed at `decidedAtMs`. */

@@ -60,7 +60,8 @@ export interface RedisStoreOptions {
   /**
    * After each consuming call, `WAIT replicas timeoutMs` on the primary that ran it, so
    * a failover loses fewer admitted consumes (less overshoot) at the cost of latency.
-   * Fewer acknowledgements than asked leave the decision as it is; they are counted in
+   * Fewer acknowledgements than asked leave the decision as it is (unless `strict`: then
+   * the policy's failure mode decides); they are counted in
    * {@link RedisStore.replicatedAckStats}. @default undefined (off)
    */
   readonly replicatedAck?: ReplicatedAckOptions;
