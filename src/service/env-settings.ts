@@ -97,12 +97,10 @@ export const SERVICE_SETTINGS = {
   redisAuth: setting('REDIS_AUTH', anyText, ''),
   redisType: setting(
     'REDIS_TYPE',
-    oneOf(
-      { single: 'single', cluster: 'cluster' } as const,
-      'single or cluster (Redis Sentinel is not supported)',
-    ),
+    oneOf({ single: 'single', cluster: 'cluster', sentinel: 'sentinel' } as const),
     'single',
   ),
+  redisSentinelAuth: setting('REDIS_SENTINEL_AUTH', anyText, ''),
   storeTimeoutMs: setting(
     'STORE_TIMEOUT_MS',
     wholeNumber(1, MAX_STORE_TIMEOUT_MS, ' of milliseconds'),
@@ -253,9 +251,9 @@ export function readServiceSettings(
 ): Readonly<ServiceSettings> {
   const result = parse(Object.keys(SERVICE_SETTINGS) as SettingKey[], env, flags);
   const issues = 'issues' in result ? [...result.issues] : [];
-  // The URL's form depends on REDIS_TYPE: checked once the three Redis settings read well,
+  // The URL's form depends on REDIS_TYPE: checked once the Redis settings read well,
   // whatever else is wrong, so that every problem is reported at once.
-  const r = parse(['redisUrl', 'redisAuth', 'redisType'], env, flags);
+  const r = parse(['redisUrl', 'redisAuth', 'redisType', 'redisSentinelAuth'], env, flags);
   let redis: RedisTarget | undefined;
   if (!('issues' in r) && r.values.redisUrl !== undefined) {
     try {
@@ -263,6 +261,7 @@ export function readServiceSettings(
         url: r.values.redisUrl,
         auth: r.values.redisAuth,
         type: r.values.redisType,
+        sentinelAuth: r.values.redisSentinelAuth,
         urlSetting: r.source['redisUrl']!,
       });
     } catch (e) {

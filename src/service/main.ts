@@ -5,7 +5,7 @@ import { descriptorLimits, type DescriptorLimits } from '../core/descriptor-limi
 import { formatIssue, PolicyError } from '../core/errors.js';
 import { ServiceMetrics } from '../metrics/service-metrics.js';
 import { MemoryStore } from '../stores/memory/memory-store.js';
-import { RedisStore } from '../stores/redis/redis-store.js';
+import { RedisStore, type SentinelTarget } from '../stores/redis/redis-store.js';
 import type { Store } from '../stores/store.js';
 import { checkServeOptionValues } from './env-settings.js';
 import { createGrpcServer } from './grpc/server.js';
@@ -43,6 +43,12 @@ export interface ServeOptions extends ConfigSources, Partial<DescriptorLimits> {
     readonly username?: string;
     readonly password?: string;
   };
+  /**
+   * A primary found through Redis Sentinel (`REDIS_TYPE=sentinel`: `REDIS_URL` is the
+   * master name then the Sentinels, `REDIS_SENTINEL_AUTH`). Exclusive with `redisUrl`
+   * and `redisCluster`.
+   */
+  readonly redisSentinel?: SentinelTarget;
   /** Key prefix in Redis (`CACHE_KEY_PREFIX`). @default "sl" */
   readonly keyPrefix?: string;
   /** Upstream's `SHADOW_MODE`. @default false */
@@ -115,15 +121,17 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   const prefix = options.keyPrefix ?? 'sl';
   const cluster = options.redisCluster;
   const store: Store =
-    cluster !== undefined
-      ? RedisStore.connectCluster(cluster.nodes, {
-          prefix,
-          ...(cluster.username === undefined ? {} : { username: cluster.username }),
-          ...(cluster.password === undefined ? {} : { password: cluster.password }),
-        })
-      : options.redisUrl === undefined
-        ? new MemoryStore()
-        : RedisStore.connect(options.redisUrl, { prefix });
+    options.redisSentinel !== undefined
+      ? RedisStore.connectSentinel(options.redisSentinel, { prefix })
+      : cluster !== undefined
+        ? RedisStore.connectCluster(cluster.nodes, {
+            prefix,
+            ...(cluster.username === undefined ? {} : { username: cluster.username }),
+            ...(cluster.password === undefined ? {} : { password: cluster.password }),
+          })
+        : options.redisUrl === undefined
+          ? new MemoryStore()
+          : RedisStore.connect(options.redisUrl, { prefix });
   const storeHealth = new StoreHealth({
     log,
     metrics,

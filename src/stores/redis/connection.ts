@@ -17,6 +17,8 @@ export type CallOutcome = { ok: true; reply: unknown } | { ok: false; error: Sto
 export class SafeConnection {
   readonly client: Redis | Cluster;
   readonly #guard: PrimaryGuard | undefined;
+  /** Found through Sentinel: a refusal is a failover in progress, not a mistake. */
+  readonly #sentinel: boolean;
   readonly #maxInFlight: number;
   readonly #stuckAfterMs: number;
   #inFlight = 0;
@@ -38,6 +40,15 @@ export class SafeConnection {
     this.#stuckAfterMs = stuckAfterMs;
     const own = this.client;
     this.#guard = own instanceof Cluster ? undefined : new PrimaryGuard(own, roleCheckMs);
+    const guard = this.#guard;
+    this.#sentinel = own instanceof Redis && own.options.sentinels != null;
+    if (guard !== undefined && this.#sentinel) {
+      // Through Sentinel, a server that is no longer the primary means a failover the
+      // connection has not seen yet: reconnect, so ioredis asks the Sentinels again.
+      guard.onChange(() => {
+        if (guard.refusal !== undefined) own.disconnect(true);
+      });
+    }
     if (own instanceof Cluster) {
       // Connect each node as soon as ioredis learns of it: with no cluster offline queue,
       // a command for a node whose connection is still being made would fail at once.
@@ -84,7 +95,7 @@ export class SafeConnection {
     const client = this.client;
     if (this.#usable()) return Promise.resolve();
     const refusal = this.#guard?.refusal;
-    if (refusal !== undefined) return Promise.reject(refusal);
+    if (refusal !== undefined && !this.#sentinel) return Promise.reject(refusal);
     if (client.status === 'end') {
       return Promise.reject(
         new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', 'Redis connection is closed', {
@@ -105,8 +116,9 @@ export class SafeConnection {
         if (guard === undefined) settle();
       };
       const off = guard?.onChange(() => {
-        if (guard.refusal !== undefined) settle(guard.refusal);
-        else if (this.#usable()) settle();
+        if (guard.refusal !== undefined) {
+          if (!this.#sentinel) settle(guard.refusal);
+        } else if (this.#usable()) settle();
       });
       client.on('ready', onReady);
     });

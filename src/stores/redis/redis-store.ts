@@ -1,3 +1,4 @@
+import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis } from 'ioredis';
 import { PolicyError, StoreError } from '../../core/errors.js';
 import type { Policy } from '../../core/policy.js';
@@ -29,6 +30,22 @@ export type { RedisStoreOptions } from './store-options.js';
 export interface ClusterNode {
   readonly host: string;
   readonly port: number;
+}
+
+/** A primary found through Redis Sentinel (see {@link RedisStore.connectSentinel}). */
+export interface SentinelTarget {
+  /** The master name the Sentinels monitor (`sentinel monitor <name> …`). */
+  readonly name: string;
+  /** Sentinels to ask, in order (`host:port`, usually port 26379). */
+  readonly sentinels: readonly ClusterNode[];
+  /** ACL user and password for the Sentinels (upstream's `REDIS_SENTINEL_AUTH`). */
+  readonly sentinelUsername?: string;
+  readonly sentinelPassword?: string;
+  /** ACL user and password for the primary (upstream's `REDIS_AUTH`). */
+  readonly username?: string;
+  readonly password?: string;
+  /** TLS to the primary and the Sentinels (node:tls options); absent: plain TCP. */
+  readonly tls?: ConnectionOptions;
 }
 
 /**
@@ -103,6 +120,40 @@ export class RedisStore implements Store {
       },
     );
     const store = new RedisStore({ ...rest, client: seed });
+    seed.disconnect();
+    return store;
+  }
+
+  /**
+   * A store on the primary that Redis Sentinel names `target.name`, found through any of
+   * `target.sentinels`. ioredis asks the Sentinels for the primary at each connect,
+   * checks its role, and reconnects at once when the Sentinels announce a failover
+   * (`failoverDetector`); the store's rules stay: a command already sent is never resent,
+   * so checks during a failover take their policy's failure mode.
+   */
+  static connectSentinel(
+    target: SentinelTarget,
+    options: Omit<RedisStoreOptions, 'client'> = {},
+  ): RedisStore {
+    const seed = new Redis({
+      lazyConnect: true,
+      name: target.name,
+      sentinels: target.sentinels.map((n) => ({ host: n.host, port: n.port })),
+      role: 'master',
+      failoverDetector: true,
+      ...(target.sentinelUsername === undefined
+        ? {}
+        : { sentinelUsername: target.sentinelUsername }),
+      ...(target.sentinelPassword === undefined
+        ? {}
+        : { sentinelPassword: target.sentinelPassword }),
+      ...(target.username === undefined ? {} : { username: target.username }),
+      ...(target.password === undefined ? {} : { password: target.password }),
+      ...(target.tls === undefined
+        ? {}
+        : { tls: target.tls, sentinelTLS: target.tls, enableTLSForSentinelMode: true }),
+    });
+    const store = new RedisStore({ ...options, client: seed });
     seed.disconnect();
     return store;
   }
