@@ -174,6 +174,8 @@ program
               : target.type === 'sentinel'
                 ? { redisSentinel: target }
                 : { redisCluster: target }),
+          ...(settings.redisTls === undefined ? {} : { redisTls: settings.redisTls }),
+          ...(settings.grpcTls === undefined ? {} : { grpcTls: settings.grpcTls }),
           port: settings.port,
           grpcPort: settings.grpcPort,
           host: settings.host,

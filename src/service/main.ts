@@ -9,6 +9,8 @@ import { RedisStore, type SentinelTarget } from '../stores/redis/redis-store.js'
 import type { Store } from '../stores/store.js';
 import { checkServeOptionValues } from './env-settings.js';
 import { createGrpcServer } from './grpc/server.js';
+import { ReloadingServerCredentials, type GrpcTlsSettings } from './grpc/tls-credentials.js';
+import { redisTls as watchedRedisTls, type RedisTlsSettings } from './redis-tls.js';
 import type { CallContext } from './grpc/types.js';
 import { HttpServer } from './http/http-server.js';
 import { RateLimitService } from './rate-limit-service.js';
@@ -49,6 +51,15 @@ export interface ServeOptions extends ConfigSources, Partial<DescriptorLimits> {
    * and `redisCluster`.
    */
   readonly redisSentinel?: SentinelTarget;
+  /** TLS to Redis (`REDIS_TLS`, `REDIS_TLS_*`); the files are re-read when they change. */
+  readonly redisTls?: RedisTlsSettings;
+  /**
+   * TLS of the gRPC server (`GRPC_SERVER_USE_TLS`, `GRPC_SERVER_TLS_CERT`,
+   * `GRPC_SERVER_TLS_KEY`), mutual with `GRPC_CLIENT_TLS_CACERT`, and the client
+   * certificate's name with `GRPC_CLIENT_TLS_SAN`; the files are re-read when they change.
+   * @default plaintext
+   */
+  readonly grpcTls?: GrpcTlsSettings;
   /** Key prefix in Redis (`CACHE_KEY_PREFIX`). @default "sl" */
   readonly keyPrefix?: string;
   /** Upstream's `SHADOW_MODE`. @default false */
@@ -120,18 +131,40 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   metrics.recordConfigLoad('success');
   const prefix = options.keyPrefix ?? 'sl';
   const cluster = options.redisCluster;
+  // Certificate files are read now (a problem stops the start, naming its setting) and
+  // re-read when they change; a change that does not load keeps the previous ones.
+  const reloaded =
+    (what: string) =>
+    (error: Error | undefined): void => {
+      if (error === undefined) log.info(`${what} certificates reloaded`);
+      else
+        log.error(
+          { err: error },
+          `${what} certificates changed but do not load; keeping the previous ones`,
+        );
+    };
+  const redisTls =
+    options.redisTls === undefined
+      ? undefined
+      : watchedRedisTls(options.redisTls, reloaded('Redis TLS'));
+  const grpcCredentials =
+    options.grpcTls === undefined
+      ? undefined
+      : new ReloadingServerCredentials(options.grpcTls, reloaded('gRPC server TLS'));
+  const tls = redisTls === undefined ? {} : { tls: redisTls.tls };
   const store: Store =
     options.redisSentinel !== undefined
-      ? RedisStore.connectSentinel(options.redisSentinel, { prefix })
+      ? RedisStore.connectSentinel({ ...options.redisSentinel, ...tls }, { prefix })
       : cluster !== undefined
         ? RedisStore.connectCluster(cluster.nodes, {
             prefix,
             ...(cluster.username === undefined ? {} : { username: cluster.username }),
             ...(cluster.password === undefined ? {} : { password: cluster.password }),
+            ...tls,
           })
         : options.redisUrl === undefined
           ? new MemoryStore()
-          : RedisStore.connect(options.redisUrl, { prefix });
+          : RedisStore.connect(options.redisUrl, { prefix, ...tls });
   const storeHealth = new StoreHealth({
     log,
     metrics,
@@ -180,7 +213,12 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       shouldRateLimit: timed('ShouldRateLimit', handlers.shouldRateLimit),
       check: timed('Check', handlers.check),
     },
-    { onError, shutdownTimeoutMs: timeout, descriptorLimits: limits },
+    {
+      onError,
+      shutdownTimeoutMs: timeout,
+      descriptorLimits: limits,
+      ...(grpcCredentials === undefined ? {} : { credentials: grpcCredentials }),
+    },
   );
   const http = new HttpServer(handlers, {
     metrics,
@@ -226,6 +264,8 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       // A replica at start is a mistake in the settings, not an outage: refuse to start.
       redisWait.stop();
       await store.close();
+      redisTls?.close();
+      grpcCredentials?.close();
       throw refusal;
     }
     if (redisWait.waiting) {
@@ -282,6 +322,8 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       http.setHealthy(false);
       await Promise.all([grpc.shutdown(), http.shutdown(timeout)]);
       await store.close();
+      redisTls?.close();
+      grpcCredentials?.close();
       log.info('sluice stopped');
     })());
   return { httpPort, grpcPort, service, metrics, reload, shutdown };

@@ -88,10 +88,18 @@ export class RedisStore implements Store {
     this.#hotKeys = k === 0 ? undefined : new HotKeys(k);
   }
 
-  /** A store on a standalone Redis at `url` (`redis://host:port/db`). */
-  static connect(url: string, options: Omit<RedisStoreOptions, 'client'> = {}): RedisStore {
-    const seed = new Redis(url, { lazyConnect: true });
-    const store = new RedisStore({ ...options, client: seed });
+  /**
+   * A store on a standalone Redis at `url` (`redis://host:port/db`, or `rediss://` for
+   * TLS). `tls` (node:tls options: `ca`, `cert`, `key`, …) turns TLS on; ioredis reads it
+   * at each connect, so a change made to that object in place applies from the next one.
+   */
+  static connect(
+    url: string,
+    options: Omit<RedisStoreOptions, 'client'> & { readonly tls?: ConnectionOptions } = {},
+  ): RedisStore {
+    const { tls, ...rest } = options;
+    const seed = new Redis(url, { lazyConnect: true, ...(tls === undefined ? {} : { tls }) });
+    const store = new RedisStore({ ...rest, client: seed });
     seed.disconnect();
     return store;
   }
@@ -105,9 +113,11 @@ export class RedisStore implements Store {
     options: Omit<RedisStoreOptions, 'client'> & {
       readonly username?: string;
       readonly password?: string;
+      /** TLS to every node (node:tls options), as in {@link RedisStore.connect}. */
+      readonly tls?: ConnectionOptions;
     } = {},
   ): RedisStore {
-    const { username, password, ...rest } = options;
+    const { username, password, tls, ...rest } = options;
     const seed = new Cluster(
       nodes.map((n) => ({ host: n.host, port: n.port })),
       {
@@ -116,6 +126,7 @@ export class RedisStore implements Store {
         redisOptions: {
           ...(username === undefined ? {} : { username }),
           ...(password === undefined ? {} : { password }),
+          ...(tls === undefined ? {} : { tls }),
         },
       },
     );
