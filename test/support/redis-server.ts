@@ -30,6 +30,11 @@ export interface RedisServerOptions {
   /** Deadline for the server to answer PING (and, for a replica, to link up). @default 20000 */
   startTimeoutMs?: number;
   /**
+   * More environment for the server process, e.g. `LD_PRELOAD` of libfaketime with
+   * `FAKETIME` (see faketime.ts): the PID stays redis-server's own.
+   */
+  env?: Readonly<Record<string, string>>;
+  /**
    * Start as a Sentinel (`redis-server sentinel.conf --sentinel`) monitoring `primary` as
    * `name`; the config file is written in the server's directory (Sentinel rewrites it).
    */
@@ -114,6 +119,7 @@ export class RedisServer {
   readonly cluster: boolean;
 
   private readonly args: readonly string[];
+  private readonly env: Readonly<Record<string, string>>;
   private readonly binaries: RedisBinaries;
   private readonly clients = new Set<Redis>();
   private child: ChildProcess | undefined;
@@ -128,7 +134,9 @@ export class RedisServer {
     args: readonly string[];
     binaries: RedisBinaries;
     cluster: boolean;
+    env: Readonly<Record<string, string>>;
   }) {
+    this.env = init.env;
     this.port = init.port;
     this.busPort = init.busPort;
     this.url = `redis://${HOST}:${init.port}`;
@@ -222,7 +230,15 @@ export class RedisServer {
       }
       if (options.replicaOf) args.push('--replicaof', HOST, String(options.replicaOf.port));
       args.push(...(options.extraArgs ?? []));
-      const server = new RedisServer({ port, busPort, dir, args, binaries, cluster });
+      const server = new RedisServer({
+        port,
+        busPort,
+        dir,
+        args,
+        binaries,
+        cluster,
+        env: options.env ?? {},
+      });
       registry.add(server);
       try {
         await server.launch(timeoutMs);
@@ -379,6 +395,7 @@ export class RedisServer {
       child = spawn(this.binaries.server, this.args, {
         cwd: this.dir,
         stdio: ['ignore', logFd, logFd],
+        env: { ...process.env, ...this.env },
       });
     } finally {
       fs.closeSync(logFd);
