@@ -252,7 +252,14 @@ function safeConnection(client: Redis | Cluster): Redis | Cluster {
       redisOptions: { ...client.options.redisOptions, ...SAFE },
     } as never);
   }
-  return client.duplicate({ ...SAFE, enableOfflineQueue: false, lazyConnect: false } as never);
+  // No INFO ready check: PrimaryGuard's ROLE question is the ready check (one round trip,
+  // not two, before the first decision), and it also covers Sentinel's role check.
+  return client.duplicate({
+    ...SAFE,
+    enableOfflineQueue: false,
+    lazyConnect: false,
+    enableReadyCheck: false,
+  } as never);
 }
 
 /**
