@@ -18,7 +18,7 @@
  * interleaved rounds (A B C, then C B A, …), closed loop at the scenario's concurrency,
  * and reports medians over rounds. Redis ceilings (one-process mode, not with
  * `--headline`) come from replaying the exact script call Sluice sends
- * (bench/lib/script-ceiling.ts). Writes bench/results/<yyyy-mm-dd>[-pinned][-quick].{json,md,svg}
+ * (bench/lib/script-ceiling.ts). Writes bench/results/<yyyy-mm-dd>[-pinned|-headline][-quick].{json,md,svg}
  * and prints the markdown on stdout. Nothing here asserts on timings.
  */
 import { execFileSync } from 'node:child_process';
@@ -297,7 +297,7 @@ async function runScenario(
     ...(server === undefined ? {} : { redisPort: server.port }),
   };
   const sides: Contender[] = [];
-  for (const name of sideNames(s, before !== undefined || (pinned && beforeDir !== undefined))) {
+  for (const name of sideNames(s, before !== undefined)) {
     progress.update(`${tag} starting ${name}`);
     sides.push(pinned ? await pinnedChild(name, s) : await inProcess(name, s, ctx));
   }
@@ -420,7 +420,8 @@ async function main(): Promise<void> {
     };
     const dir = path.join(import.meta.dirname, 'results');
     fs.mkdirSync(dir, { recursive: true });
-    const base = path.join(dir, `${date}${pinned ? '-pinned' : ''}${quick ? '-quick' : ''}`);
+    const tag = pinned ? '-pinned' : headline ? '-headline' : '';
+    const base = path.join(dir, `${date}${tag}${quick ? '-quick' : ''}`);
     fs.writeFileSync(`${base}.json`, `${JSON.stringify(run, null, 2)}\n`);
     const md = markdown(run);
     fs.writeFileSync(`${base}.md`, md);
