@@ -67,7 +67,7 @@ export interface Child {
 }
 
 /**
- * In the parent: runs `script ...args` under this Node (its tsx loader included), pinned
+ * In the parent: runs `script ...args` under this Node (with the tsx loader), pinned
  * to `cores` with taskset when given, and resolves once the child printed its first line
  * (`ready` for answerParent; `port <n>` for serveToParent), returned as `first`.
  */
@@ -76,7 +76,12 @@ export async function startChild(
   args: readonly string[],
   cores?: string,
 ): Promise<Child & { readonly first: string }> {
-  const node = [process.execPath, ...process.execArgv, script, ...args];
+  // Under tsx the loader is in execArgv already; elsewhere (a test runner) add it.
+  const loader =
+    script.endsWith('.ts') && !process.execArgv.some((a) => a.includes('tsx'))
+      ? ['--import', 'tsx']
+      : [];
+  const node = [process.execPath, ...process.execArgv, ...loader, script, ...args];
   const child: ChildProcess =
     cores === undefined
       ? spawn(node[0]!, node.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] })
