@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { identityHash } from '../identity-hash.js';
 
 /** One entry of {@link HotKeys.top}. */
 export interface HotKey {
@@ -71,14 +71,10 @@ export class HotKeys {
   top(): HotKey[] {
     return this.#ids
       .map((tag, i) => ({
-        identity: hashOf(tag),
+        identity: identityHash(tag),
         count: this.#counts[i]!,
         error: this.#errors[i]!,
       }))
       .sort((a, b) => b.count - a.count || (a.identity < b.identity ? -1 : 1));
   }
-}
-
-function hashOf(tag: string): string {
-  return createHash('sha256').update(tag).digest('hex').slice(0, 16);
 }
