@@ -70,7 +70,11 @@ describe('envoy rules and the Redis store policy check', () => {
   it('refuses a sliding-log rule above maxSlidingLogLimit at start-up, naming the rule', async () => {
     const file = join(dir, 'too-big.yaml');
     writeRules(file, 5_000);
-    const started = startLoopbackService({ envoyConfig: file, redisUrl: redis.url });
+    const started = startLoopbackService({
+      envoyConfig: file,
+      redisUrl: redis.url,
+      storeTimeoutMs: 5_000,
+    });
     const error = await started.then(
       (svc) => {
         running.push(svc);
@@ -93,7 +97,11 @@ describe('envoy rules and the Redis store policy check', () => {
   it('accepts one at the limit, and a reload above it keeps the old rule and reports the failure', async () => {
     const file = join(dir, 'reloaded.yaml');
     writeRules(file, 1_000);
-    const svc = await startLoopbackService({ envoyConfig: file, redisUrl: redis.url });
+    const svc = await startLoopbackService({
+      envoyConfig: file,
+      redisUrl: redis.url,
+      storeTimeoutMs: 5_000,
+    });
     running.push(svc);
     expect(await limitOf(svc)).toBe(1_000);
 
