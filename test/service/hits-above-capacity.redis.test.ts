@@ -73,10 +73,11 @@ const seconds = (a: Answer): number => {
 describe('hits_addend above the capacity (burst 10, 10 per minute)', () => {
   for (const key of ['tb', 'gcra', 'leaky']) {
     it(`${key}: OVER_LIMIT, nothing charged, reset when the bucket is full again`, async () => {
-      // 4 taken: full again after 4 units refill (leak), 24 s.
+      // 4 taken: full again after 4 units refill (leak), 24 s (the Redis server's clock
+      // runs on between calls: a few seconds of slack for a loaded machine).
       const took = await ask(key, 'partly-used', 4);
       expect([took.overallCode, took.statuses[0]!.limitRemaining]).toEqual(['OK', 6]);
-      expect(seconds(took)).toBeGreaterThan(23);
+      expect(seconds(took)).toBeGreaterThan(20);
       expect(seconds(took)).toBeLessThanOrEqual(24);
 
       const big = await ask(key, 'partly-used', 11);
@@ -85,7 +86,7 @@ describe('hits_addend above the capacity (burst 10, 10 per minute)', () => {
         'OVER_LIMIT',
         0,
       ]);
-      expect(seconds(big)).toBeGreaterThan(23);
+      expect(seconds(big)).toBeGreaterThan(20);
       expect(seconds(big)).toBeLessThanOrEqual(24);
 
       // Nothing was charged: the 6 left are still there.
