@@ -15,8 +15,10 @@ import {
   readSetting,
   type FlagValue,
   type SettingKey,
+  type XdsSettings,
 } from '../service/env-settings.js';
-import { startService } from '../service/main.js';
+import { startService, type ServeOptions } from '../service/main.js';
+import { readXdsTlsFiles } from '../service/xds/xds-tls-files.js';
 import { parseDescriptorArgs } from './descriptor-args.js';
 import { errorText, exitCodeOf } from './error-text.js';
 
@@ -187,6 +189,7 @@ program
             : { responseHeaders: settings.responseHeaders }),
           responseDynamicMetadata: settings.responseDynamicMetadata,
           decisionMode: settings.decisionMode,
+          ...(settings.xds === undefined ? {} : { xds: xdsOptions(settings.xds) }),
           logger,
         });
         const stop = (): void => {
@@ -199,6 +202,12 @@ program
       }
     },
   );
+
+/** The xDS settings with their TLS files read. */
+function xdsOptions(xds: XdsSettings): NonNullable<ServeOptions['xds']> {
+  const { tls, ...rest } = xds;
+  return tls === undefined ? rest : { ...rest, tls: readXdsTlsFiles(tls) };
+}
 
 /** Which loader a file given to `validate` is meant for. */
 type ConfigFormat = 'envoy' | 'sluice';

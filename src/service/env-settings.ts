@@ -2,10 +2,13 @@ import { z } from 'zod';
 import {
   anyText,
   goBool,
+  goDuration,
+  keyValueList,
   headerName,
   hostAddress,
   oneOf,
   portNumber,
+  nonEmptyText,
   ratio,
   settingValue,
   wholeNumber,
@@ -17,6 +20,7 @@ import { PolicyError, formatIssue, type PolicyIssue } from '../core/errors.js';
 import { DEFAULT_NEAR_LIMIT_RATIO } from '../metrics/rule-hits.js';
 import { redisTargetFromSettings, type RedisTarget } from './redis-settings.js';
 import { DEFAULT_RESPONSE_HEADER_NAMES, type ResponseHeaderNames } from './response-headers.js';
+import type { XdsOptions } from './xds/xds-config-client.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -147,6 +151,41 @@ export const SERVICE_SETTINGS = {
     'per-descriptor' as DecisionMode,
     { upstream: false },
   ),
+  configType: setting(
+    'CONFIG_TYPE',
+    oneOf({ file: 'FILE', grpc_xds_sotw: 'GRPC_XDS_SOTW' } as const, 'FILE or GRPC_XDS_SOTW'),
+    'FILE',
+  ),
+  forceStartWithoutInitialConfig: setting('FORCE_START_WITHOUT_INITIAL_CONFIG', goBool, false),
+  xdsServerUrl: setting(
+    'CONFIG_GRPC_XDS_SERVER_URL',
+    nonEmptyText('a gRPC target such as host:port'),
+    'localhost:18000',
+  ),
+  xdsNodeId: setting('CONFIG_GRPC_XDS_NODE_ID', anyText, 'default'),
+  xdsNodeMetadata: setting('CONFIG_GRPC_XDS_NODE_METADATA', keyValueList('='), {}),
+  xdsHeaders: setting('CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS', keyValueList(':'), {}),
+  xdsServerUseTls: setting('CONFIG_GRPC_XDS_SERVER_USE_TLS', goBool, false),
+  xdsClientTlsCert: setting('CONFIG_GRPC_XDS_CLIENT_TLS_CERT', anyText, ''),
+  xdsClientTlsKey: setting('CONFIG_GRPC_XDS_CLIENT_TLS_KEY', anyText, ''),
+  xdsServerTlsCaCert: setting('CONFIG_GRPC_XDS_SERVER_TLS_CACERT', anyText, ''),
+  xdsServerTlsSan: setting('CONFIG_GRPC_XDS_SERVER_TLS_SAN', anyText, ''),
+  xdsBackoffInitialMs: setting('XDS_CLIENT_BACKOFF_INITIAL_INTERVAL', goDuration, 10_000),
+  xdsBackoffMaxMs: setting('XDS_CLIENT_BACKOFF_MAX_INTERVAL', goDuration, 60_000),
+  xdsBackoffRandomFactor: setting(
+    'XDS_CLIENT_BACKOFF_RANDOM_FACTOR',
+    settingValue('a number from 0 to 1', (t) => {
+      const n = /^[0-9.]+$/.test(t) ? Number(t) : NaN;
+      return n >= 0 && n <= 1 ? n : undefined;
+    }),
+    0.5,
+  ),
+  xdsBackoffJitter: setting('XDS_CLIENT_BACKOFF_JITTER', goBool, true),
+  xdsMaxMessageBytes: setting(
+    'XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES',
+    wholeNumber(0, 2 ** 31 - 1, ' of bytes'),
+    0,
+  ),
 } as const;
 
 export type SettingKey = keyof typeof SERVICE_SETTINGS;
@@ -193,6 +232,21 @@ export interface ServiceSettings {
   readonly logFormatText: boolean;
   /** `SLUICE_DECISION_MODE`: how envoy requests are charged where a domain does not say. */
   readonly decisionMode: DecisionMode;
+  /** Present when `CONFIG_TYPE=GRPC_XDS_SOTW`: rules come from this xDS server, not files. */
+  readonly xds?: XdsSettings;
+}
+
+/** The xDS subscription's settings, TLS files named (read at start). */
+export interface XdsSettings extends Omit<XdsOptions, 'tls'> {
+  /** Serve (empty) before the first config arrives (`FORCE_START_WITHOUT_INITIAL_CONFIG`). */
+  readonly forceStart: boolean;
+  /** Absent: plaintext. Paths are '' when unset. */
+  readonly tls?: {
+    readonly caCertFile: string;
+    readonly clientCertFile: string;
+    readonly clientKeyFile: string;
+    readonly serverName: string;
+  };
 }
 
 type Parsed = z.output<typeof serviceSettingsSchema>;
@@ -297,6 +351,34 @@ export function readServiceSettings(
     logLevel: v.logLevel,
     logFormatText: v.logFormat === 'text',
     decisionMode: v.decisionMode,
+    ...(v.configType === 'GRPC_XDS_SOTW' ? { xds: xdsSettings(v) } : {}),
+  });
+}
+
+function xdsSettings(v: Parsed): XdsSettings {
+  return Object.freeze({
+    serverUrl: v.xdsServerUrl,
+    nodeId: v.xdsNodeId,
+    nodeMetadata: v.xdsNodeMetadata,
+    headers: v.xdsHeaders,
+    backoff: Object.freeze({
+      initialMs: v.xdsBackoffInitialMs,
+      maxMs: v.xdsBackoffMaxMs,
+      randomFactor: v.xdsBackoffRandomFactor,
+      jitter: v.xdsBackoffJitter,
+    }),
+    maxMessageBytes: v.xdsMaxMessageBytes,
+    forceStart: v.forceStartWithoutInitialConfig,
+    ...(v.xdsServerUseTls
+      ? {
+          tls: Object.freeze({
+            caCertFile: v.xdsServerTlsCaCert,
+            clientCertFile: v.xdsClientTlsCert,
+            clientKeyFile: v.xdsClientTlsKey,
+            serverName: v.xdsServerTlsSan,
+          }),
+        }
+      : {}),
   });
 }
 

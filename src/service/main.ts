@@ -17,6 +17,7 @@ import { StoreHealth } from './store-health.js';
 import type { ResponseHeaderNames } from './response-headers.js';
 import { ConfigWatcher } from './config-watcher.js';
 import { loadServiceConfig, type ConfigSources, type LoadedConfig } from './service-config.js';
+import { XdsConfigClient, type XdsOptions } from './xds/xds-config-client.js';
 
 /**
  * Options of {@link startService}. The descriptor limits (`maxDescriptors` 64,
@@ -83,6 +84,13 @@ export interface ServeOptions extends ConfigSources, Partial<DescriptorLimits> {
   readonly httpRequestTimeoutMs?: number;
   /** How long an idle HTTP keep-alive connection stays open, in ms. @default 5_000 */
   readonly httpKeepAliveTimeoutMs?: number;
+  /**
+   * Take the envoy rules from this xDS management server (`CONFIG_TYPE=GRPC_XDS_SOTW`)
+   * instead of files; `envoyConfig` and the runtime directory are then not read.
+   * Start-up waits for the first good config unless `forceStart`
+   * (`FORCE_START_WITHOUT_INITIAL_CONFIG`).
+   */
+  readonly xds?: XdsOptions & { readonly forceStart?: boolean };
 }
 
 export interface RunningService {
@@ -110,8 +118,13 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       ? {}
       : { maxSeriesPerMetric: options.maxSeriesPerMetric }),
   });
-  const config = await loadServiceConfig(options);
-  metrics.recordConfigLoad('success');
+  const xdsOptions = options.xds;
+  const fromXds = xdsOptions !== undefined;
+  const config = await loadServiceConfig({ ...options, envoyFromXds: fromXds });
+  if (!fromXds) metrics.recordConfigLoad('success');
+  // With xDS the envoy rules are the last config the management server sent and the
+  // service accepted; files give only the policies.
+  let current = config;
   const prefix = options.keyPrefix ?? 'sl';
   const cluster = options.redisCluster;
   const store: Store =
@@ -212,6 +225,33 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       grpc.setHealthy(false);
     }
   }
+  let xds: XdsConfigClient | undefined;
+  if (xdsOptions !== undefined) {
+    xds = new XdsConfigClient({
+      ...xdsOptions,
+      mergeDomainConfig: options.mergeDomainConfig ?? false,
+      log,
+      onConfig: (envoy, version) => {
+        current = { ...current, envoy };
+        service.reload(envoy, current.policies);
+        metrics.recordConfigLoad('success');
+        log.info({ version, domains: Object.keys(envoy.domains) }, 'xDS config accepted');
+        warnIfEmpty(current, log);
+      },
+      onRejected: (error, version) => {
+        metrics.recordConfigLoad('error');
+        log.error(
+          { version, issues: error.message.split('\n') },
+          'xDS config rejected; the previous config keeps serving',
+        );
+      },
+    });
+    xds.start();
+    if (xdsOptions.forceStart !== true) {
+      log.info('waiting for the first rate limit config from the xDS server');
+      await xds.firstConfig;
+    }
+  }
   const grpcPort = await grpc.listen(options.grpcHost ?? '0.0.0.0', options.grpcPort ?? 8081);
   const httpPort = await http.listen(options.host ?? '0.0.0.0', options.port ?? 8080);
   log.info(
@@ -223,14 +263,16 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     },
     'sluice serving',
   );
-  warnIfEmpty(config, log);
+  if (!fromXds) warnIfEmpty(config, log);
 
   // One load at a time: a reload never overlaps another, whoever asked for it.
   let loading: Promise<LoadedConfig | undefined> = Promise.resolve(undefined);
   const load = (): Promise<LoadedConfig | undefined> => {
     loading = loading.then(async () => {
       try {
-        const next = await loadServiceConfig(options);
+        const loaded = await loadServiceConfig({ ...options, envoyFromXds: fromXds });
+        const next = fromXds ? { ...loaded, envoy: current.envoy } : loaded;
+        current = next;
         service.reload(next.envoy, next.policies);
         metrics.recordConfigLoad('success');
         log.info({ domains: Object.keys(next.envoy.domains) }, 'config reloaded');
@@ -257,6 +299,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   const shutdown = (): Promise<void> =>
     (stopping ??= (async () => {
       watcher.close();
+      xds?.close();
       redisWait?.stop();
       http.setHealthy(false);
       await Promise.all([grpc.shutdown(), http.shutdown(timeout)]);
