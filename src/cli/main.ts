@@ -190,6 +190,7 @@ program
           responseDynamicMetadata: settings.responseDynamicMetadata,
           decisionMode: settings.decisionMode,
           ...(settings.xds === undefined ? {} : { xds: xdsOptions(settings.xds) }),
+          ...(settings.statsd === undefined ? {} : { statsd: settings.statsd }),
           logger,
         });
         const stop = (): void => {

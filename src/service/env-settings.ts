@@ -21,6 +21,7 @@ import { DEFAULT_NEAR_LIMIT_RATIO } from '../metrics/rule-hits.js';
 import { redisTargetFromSettings, type RedisTarget } from './redis-settings.js';
 import { DEFAULT_RESPONSE_HEADER_NAMES, type ResponseHeaderNames } from './response-headers.js';
 import type { XdsOptions } from './xds/xds-config-client.js';
+import type { StatsdOptions } from '../metrics/statsd/statsd-stats.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -186,6 +187,12 @@ export const SERVICE_SETTINGS = {
     wholeNumber(0, 2 ** 31 - 1, ' of bytes'),
     0,
   ),
+  useStatsd: setting('USE_STATSD', goBool, false),
+  useDogStatsd: setting('USE_DOG_STATSD', goBool, false),
+  statsdHost: setting('STATSD_HOST', hostAddress, 'localhost'),
+  statsdPort: setting('STATSD_PORT', wholeNumber(1, 65_535), 8125),
+  extraTags: setting('EXTRA_TAGS', keyValueList(':'), {}),
+  statsFlushIntervalMs: setting('STATS_FLUSH_INTERVAL', goDuration, 10_000),
 } as const;
 
 export type SettingKey = keyof typeof SERVICE_SETTINGS;
@@ -234,7 +241,12 @@ export interface ServiceSettings {
   readonly decisionMode: DecisionMode;
   /** Present when `CONFIG_TYPE=GRPC_XDS_SOTW`: rules come from this xDS server, not files. */
   readonly xds?: XdsSettings;
+  /** Present when `USE_STATSD` or `USE_DOG_STATSD` is true. */
+  readonly statsd?: StatsdSettings;
 }
+
+/** Where upstream's stats go, besides Prometheus. */
+export type StatsdSettings = Omit<StatsdOptions, 'nearLimitRatio' | 'onError'>;
 
 /** The xDS subscription's settings, TLS files named (read at start). */
 export interface XdsSettings extends Omit<XdsOptions, 'tls'> {
@@ -324,6 +336,12 @@ export function readServiceSettings(
       issues.push(...e.issues);
     }
   }
+  if (!('issues' in result) && result.values.useStatsd && result.values.useDogStatsd) {
+    issues.push({
+      path: 'USE_STATSD, USE_DOG_STATSD',
+      message: 'set only one of them to true (one statsd sink at a time, as upstream)',
+    });
+  }
   if ('issues' in result || issues.length > 0) refuse(issues);
   const v = result.values;
   return Object.freeze({
@@ -352,6 +370,17 @@ export function readServiceSettings(
     logFormatText: v.logFormat === 'text',
     decisionMode: v.decisionMode,
     ...(v.configType === 'GRPC_XDS_SOTW' ? { xds: xdsSettings(v) } : {}),
+    ...(v.useStatsd || v.useDogStatsd
+      ? {
+          statsd: Object.freeze({
+            flavor: v.useDogStatsd ? ('dogstatsd' as const) : ('statsd' as const),
+            host: v.statsdHost,
+            port: v.statsdPort,
+            extraTags: v.extraTags,
+            flushIntervalMs: v.statsFlushIntervalMs,
+          }),
+        }
+      : {}),
   });
 }
 

@@ -2,8 +2,9 @@ import { pino, type Logger } from 'pino';
 import type { DecisionMode } from '../config/envoy/envoy-config.js';
 import type { Clock } from '../core/clock.js';
 import { descriptorLimits, type DescriptorLimits } from '../core/descriptor-limits.js';
-import { formatIssue, PolicyError } from '../core/errors.js';
+import { formatIssue, PolicyError, StoreError } from '../core/errors.js';
 import { ServiceMetrics } from '../metrics/service-metrics.js';
+import { StatsdStats, type StatsdOptions } from '../metrics/statsd/statsd-stats.js';
 import { MemoryStore } from '../stores/memory/memory-store.js';
 import { RedisStore } from '../stores/redis/redis-store.js';
 import type { Store } from '../stores/store.js';
@@ -91,6 +92,11 @@ export interface ServeOptions extends ConfigSources, Partial<DescriptorLimits> {
    * (`FORCE_START_WITHOUT_INITIAL_CONFIG`).
    */
   readonly xds?: XdsOptions & { readonly forceStart?: boolean };
+  /**
+   * Also send upstream's stats to statsd or DogStatsD (`USE_STATSD`, `USE_DOG_STATSD`);
+   * Prometheus on `/metrics` stays. `nearLimitRatio` is this service's.
+   */
+  readonly statsd?: Omit<StatsdOptions, 'nearLimitRatio' | 'onError'>;
 }
 
 export interface RunningService {
@@ -121,7 +127,21 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   const xdsOptions = options.xds;
   const fromXds = xdsOptions !== undefined;
   const config = await loadServiceConfig({ ...options, envoyFromXds: fromXds });
-  if (!fromXds) metrics.recordConfigLoad('success');
+  const stats =
+    options.statsd === undefined
+      ? undefined
+      : new StatsdStats({
+          ...options.statsd,
+          ...(options.nearLimitRatio === undefined
+            ? {}
+            : { nearLimitRatio: options.nearLimitRatio }),
+          onError: (error) => log.warn({ err: error }, 'statsd: stats not sent'),
+        });
+  const recordConfigLoad = (result: 'success' | 'error'): void => {
+    metrics.recordConfigLoad(result);
+    stats?.configLoad(result);
+  };
+  if (!fromXds) recordConfigLoad('success');
   // With xDS the envoy rules are the last config the management server sent and the
   // service accepted; files give only the policies.
   let current = config;
@@ -148,6 +168,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     envoyConfig: config.envoy,
     ...(config.policies === undefined ? {} : { policies: config.policies }),
     metrics,
+    ...(stats === undefined ? {} : { stats }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     globalShadowMode: options.shadowMode ?? false,
     globalQuotaMode: options.quotaMode ?? false,
@@ -159,10 +180,17 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     descriptorLimits: limits,
   });
   const handlers = {
-    shouldRateLimit: (
+    shouldRateLimit: async (
       r: Parameters<RateLimitService['shouldRateLimit']>[0],
       context: CallContext,
-    ) => service.shouldRateLimit(r, context),
+    ) => {
+      try {
+        return await service.shouldRateLimit(r, context);
+      } catch (error) {
+        stats?.callError(error instanceof StoreError ? 'store' : 'service');
+        throw error;
+      }
+    },
     check: (r: Parameters<RateLimitService['check']>[0], context: CallContext) =>
       service.check(r, context),
     rlconfig: () => service.rlconfig(),
@@ -177,7 +205,9 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       try {
         return await fn(a, context);
       } finally {
-        metrics.observeDecisionDuration('grpc', method, performance.now() - t0);
+        const ms = performance.now() - t0;
+        metrics.observeDecisionDuration('grpc', method, ms);
+        stats?.serverCall(method, ms);
       }
     };
   const grpc = createGrpcServer(
@@ -234,12 +264,12 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       onConfig: (envoy, version) => {
         current = { ...current, envoy };
         service.reload(envoy, current.policies);
-        metrics.recordConfigLoad('success');
+        recordConfigLoad('success');
         log.info({ version, domains: Object.keys(envoy.domains) }, 'xDS config accepted');
         warnIfEmpty(current, log);
       },
       onRejected: (error, version) => {
-        metrics.recordConfigLoad('error');
+        recordConfigLoad('error');
         log.error(
           { version, issues: error.message.split('\n') },
           'xDS config rejected; the previous config keeps serving',
@@ -274,12 +304,12 @@ export async function startService(options: ServeOptions): Promise<RunningServic
         const next = fromXds ? { ...loaded, envoy: current.envoy } : loaded;
         current = next;
         service.reload(next.envoy, next.policies);
-        metrics.recordConfigLoad('success');
+        recordConfigLoad('success');
         log.info({ domains: Object.keys(next.envoy.domains) }, 'config reloaded');
         warnIfEmpty(next, log);
         return next;
       } catch (error) {
-        metrics.recordConfigLoad('error');
+        recordConfigLoad('error');
         const detail =
           error instanceof PolicyError ? error.issues.map(formatIssue) : [String(error)];
         log.error({ issues: detail }, 'config reload rejected; the previous config keeps serving');
@@ -304,6 +334,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       http.setHealthy(false);
       await Promise.all([grpc.shutdown(), http.shutdown(timeout)]);
       await store.close();
+      await stats?.close();
       log.info('sluice stopped');
     })());
   return { httpPort, grpcPort, service, metrics, reload, shutdown };

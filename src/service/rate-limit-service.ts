@@ -32,6 +32,7 @@ import {
 } from '../limiter/limiter.js';
 import type { RuleUsage } from '../metrics/rule-hits.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
+import type { UpstreamStats } from '../metrics/statsd/statsd-stats.js';
 import type { Store } from '../stores/store.js';
 import { rateLimitDynamicMetadata } from './dynamic-metadata.js';
 import { toNativeCheckResponse } from './grpc/check-response.js';
@@ -55,6 +56,8 @@ export interface RateLimitServiceOptions {
   /** @default the system clock */
   readonly clock?: Clock;
   readonly metrics?: ServiceMetrics;
+  /** Upstream's stats (statsd), told of every rule check, unknown domain and shadowed answer. */
+  readonly stats?: UpstreamStats;
   /** Upstream's SHADOW_MODE: every overall answer is OK (descriptors still say). @default false */
   readonly globalShadowMode?: boolean;
   /** Upstream's QUOTA_MODE. @default false */
@@ -134,6 +137,8 @@ export class RateLimitService {
     const callOptions = callBudget(context);
     const config = this.#config; // one read: a reload never mixes rule sets
     const nowMs = this.#clock.nowMs();
+    if (config.domains[req.domain] === undefined)
+      this.#options.stats?.domainNotFound(req.domain, req.descriptors.length);
     const hits = hitsAddends(
       req.hitsAddend,
       req.descriptors.map((d) => d.hitsAddend),
@@ -253,9 +258,11 @@ export class RateLimitService {
     }
     usages.forEach((usage, i) => {
       const r = resolved[i];
-      if (usage !== undefined && r !== undefined)
-        this.#metrics?.recordRuleCheck(req.domain, r.statsKey, usage);
+      if (usage === undefined || r === undefined) return;
+      this.#metrics?.recordRuleCheck(req.domain, r.statsKey, usage);
+      this.#options.stats?.ruleCheck(r.statsKey, usage);
     });
+    if (overall.globalShadowApplied) this.#options.stats?.globalShadowMode();
     decisionOf.forEach((d, i) => {
       // Under the rule's public name, never its policy's internal (storage) name.
       if (d !== undefined) this.#metrics?.recordDecision({ ...d, policy: ruleName(resolved[i]!) });
