@@ -191,6 +191,7 @@ program
           decisionMode: settings.decisionMode,
           ...(settings.xds === undefined ? {} : { xds: xdsOptions(settings.xds) }),
           ...(settings.statsd === undefined ? {} : { statsd: settings.statsd }),
+          ...(settings.tracing === undefined ? {} : { tracing: settings.tracing }),
           logger,
         });
         const stop = (): void => {

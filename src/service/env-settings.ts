@@ -22,6 +22,7 @@ import { redisTargetFromSettings, type RedisTarget } from './redis-settings.js';
 import { DEFAULT_RESPONSE_HEADER_NAMES, type ResponseHeaderNames } from './response-headers.js';
 import type { XdsOptions } from './xds/xds-config-client.js';
 import type { StatsdOptions } from '../metrics/statsd/statsd-stats.js';
+import type { TracingOptions } from './tracing/service-tracing.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -74,6 +75,12 @@ const LOG_LEVELS: Readonly<Record<string, string>> = Object.freeze({
   error: 'error',
   fatal: 'fatal',
   panic: 'fatal',
+});
+
+/** A number from 0 to 1. */
+const fraction = settingValue('a number from 0 to 1', (t) => {
+  const n = /^[0-9.]+$/.test(t) ? Number(t) : NaN;
+  return n >= 0 && n <= 1 ? n : undefined;
 });
 
 /** The longest store deadline accepted, in ms: a rate limit decision that waits longer is an outage. */
@@ -173,14 +180,7 @@ export const SERVICE_SETTINGS = {
   xdsServerTlsSan: setting('CONFIG_GRPC_XDS_SERVER_TLS_SAN', anyText, ''),
   xdsBackoffInitialMs: setting('XDS_CLIENT_BACKOFF_INITIAL_INTERVAL', goDuration, 10_000),
   xdsBackoffMaxMs: setting('XDS_CLIENT_BACKOFF_MAX_INTERVAL', goDuration, 60_000),
-  xdsBackoffRandomFactor: setting(
-    'XDS_CLIENT_BACKOFF_RANDOM_FACTOR',
-    settingValue('a number from 0 to 1', (t) => {
-      const n = /^[0-9.]+$/.test(t) ? Number(t) : NaN;
-      return n >= 0 && n <= 1 ? n : undefined;
-    }),
-    0.5,
-  ),
+  xdsBackoffRandomFactor: setting('XDS_CLIENT_BACKOFF_RANDOM_FACTOR', fraction, 0.5),
   xdsBackoffJitter: setting('XDS_CLIENT_BACKOFF_JITTER', goBool, true),
   xdsMaxMessageBytes: setting(
     'XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES',
@@ -193,6 +193,22 @@ export const SERVICE_SETTINGS = {
   statsdPort: setting('STATSD_PORT', wholeNumber(1, 65_535), 8125),
   extraTags: setting('EXTRA_TAGS', keyValueList(':'), {}),
   statsFlushIntervalMs: setting('STATS_FLUSH_INTERVAL', goDuration, 10_000),
+  tracingEnabled: setting('TRACING_ENABLED', goBool, false),
+  tracingProtocol: setting(
+    'TRACING_EXPORTER_PROTOCOL',
+    oneOf({ http: 'http', grpc: 'grpc' } as const, 'http or grpc'),
+    'http',
+  ),
+  tracingServiceName: setting('TRACING_SERVICE_NAME', anyText, 'RateLimit'),
+  tracingServiceNamespace: setting('TRACING_SERVICE_NAMESPACE', anyText, ''),
+  tracingServiceInstanceId: setting('TRACING_SERVICE_INSTANCE_ID', anyText, ''),
+  tracingSamplingRate: setting('TRACING_SAMPLING_RATE', fraction, 1),
+  otlpEndpoint: optionalSetting(
+    'OTEL_EXPORTER_OTLP_ENDPOINT',
+    settingValue('an http:// or https:// URL', (t) =>
+      /^https?:\/\/[^/\s]+/.test(t) ? t : undefined,
+    ),
+  ),
 } as const;
 
 export type SettingKey = keyof typeof SERVICE_SETTINGS;
@@ -243,6 +259,8 @@ export interface ServiceSettings {
   readonly xds?: XdsSettings;
   /** Present when `USE_STATSD` or `USE_DOG_STATSD` is true. */
   readonly statsd?: StatsdSettings;
+  /** Present when `TRACING_ENABLED` is true. */
+  readonly tracing?: TracingOptions;
 }
 
 /** Where upstream's stats go, besides Prometheus. */
@@ -378,6 +396,21 @@ export function readServiceSettings(
             port: v.statsdPort,
             extraTags: v.extraTags,
             flushIntervalMs: v.statsFlushIntervalMs,
+          }),
+        }
+      : {}),
+    ...(v.tracingEnabled
+      ? {
+          tracing: Object.freeze({
+            protocol: v.tracingProtocol,
+            // The OTLP defaults: 4318 for HTTP, 4317 for gRPC.
+            endpoint:
+              v.otlpEndpoint ??
+              (v.tracingProtocol === 'grpc' ? 'http://localhost:4317' : 'http://localhost:4318'),
+            serviceName: v.tracingServiceName,
+            serviceNamespace: v.tracingServiceNamespace,
+            serviceInstanceId: v.tracingServiceInstanceId,
+            samplingRate: v.tracingSamplingRate,
           }),
         }
       : {}),

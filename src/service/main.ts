@@ -19,6 +19,8 @@ import type { ResponseHeaderNames } from './response-headers.js';
 import { ConfigWatcher } from './config-watcher.js';
 import { loadServiceConfig, type ConfigSources, type LoadedConfig } from './service-config.js';
 import { XdsConfigClient, type XdsOptions } from './xds/xds-config-client.js';
+import { ServiceTracing, type TracingOptions } from './tracing/service-tracing.js';
+import { TracedStore } from './tracing/traced-store.js';
 
 /**
  * Options of {@link startService}. The descriptor limits (`maxDescriptors` 64,
@@ -97,6 +99,11 @@ export interface ServeOptions extends ConfigSources, Partial<DescriptorLimits> {
    * Prometheus on `/metrics` stays. `nearLimitRatio` is this service's.
    */
   readonly statsd?: Omit<StatsdOptions, 'nearLimitRatio' | 'onError'>;
+  /**
+   * Trace every check over OTLP (`TRACING_ENABLED`): a span per check, continuing the
+   * caller's trace, with each store call as a child.
+   */
+  readonly tracing?: TracingOptions;
 }
 
 export interface RunningService {
@@ -162,9 +169,17 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     metrics,
     ...(store instanceof RedisStore ? { connected: () => store.connected } : {}),
   });
+  const tracing = options.tracing === undefined ? undefined : new ServiceTracing(options.tracing);
   const service = new RateLimitService({
     storeObserver: storeHealth,
-    store,
+    store:
+      tracing === undefined
+        ? store
+        : new TracedStore(
+            store,
+            tracing,
+            store instanceof RedisStore ? 'Redis Pipeline Execution' : 'Memory Store Execution',
+          ),
     envoyConfig: config.envoy,
     ...(config.policies === undefined ? {} : { policies: config.policies }),
     metrics,
@@ -184,15 +199,20 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       r: Parameters<RateLimitService['shouldRateLimit']>[0],
       context: CallContext,
     ) => {
+      const run = () => service.shouldRateLimit(r, context);
       try {
-        return await service.shouldRateLimit(r, context);
+        return await (tracing === undefined
+          ? run()
+          : tracing.check('ShouldRateLimit Execution', { domain: r.domain }, context.header, run));
       } catch (error) {
         stats?.callError(error instanceof StoreError ? 'store' : 'service');
         throw error;
       }
     },
     check: (r: Parameters<RateLimitService['check']>[0], context: CallContext) =>
-      service.check(r, context),
+      tracing === undefined
+        ? service.check(r, context)
+        : tracing.check('Check Execution', {}, context.header, () => service.check(r, context)),
     rlconfig: () => service.rlconfig(),
   };
   const onError = (error: unknown): void => log.error({ err: error }, 'request failed');
@@ -335,6 +355,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       await Promise.all([grpc.shutdown(), http.shutdown(timeout)]);
       await store.close();
       await stats?.close();
+      await tracing?.shutdown();
       log.info('sluice stopped');
     })());
   return { httpPort, grpcPort, service, metrics, reload, shutdown };

@@ -77,9 +77,13 @@ function contextOf(call: grpc.ServerUnaryCall<unknown, unknown>): {
   });
   const deadline = call.getDeadline();
   const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
+  const header = (name: string): string | undefined => {
+    const value = call.metadata.get(name)[0];
+    return typeof value === 'string' ? value : undefined;
+  };
   const context: CallContext = Number.isFinite(deadlineMs)
-    ? { signal: controller.signal, timeoutMs: Math.max(0, deadlineMs - Date.now()) }
-    : { signal: controller.signal };
+    ? { signal: controller.signal, timeoutMs: Math.max(0, deadlineMs - Date.now()), header }
+    : { signal: controller.signal, header };
   return { context, answered: () => void (answered = true) };
 }
 

@@ -125,6 +125,8 @@ export interface CallContext {
   readonly signal: AbortSignal;
   /** Milliseconds left until the client's deadline when the call arrived; absent without one. */
   readonly timeoutMs?: number;
+  /** Reads a request header (gRPC metadata) by lower-case name, e.g. `traceparent`. */
+  readonly header?: (name: string) => string | undefined;
 }
 
 /** The service core the gRPC server calls. Over limit is an answer, never a rejection. */

@@ -340,7 +340,11 @@ export class HttpServer {
       if (!res.writableFinished) controller.abort(new Error('client closed the connection'));
     });
     const startedMs = performance.now();
-    const x: Exchange = { req, res, path, context: { signal: controller.signal } };
+    const header = (name: string): string | undefined => {
+      const value = req.headers[name];
+      return typeof value === 'string' ? value : undefined;
+    };
+    const x: Exchange = { req, res, path, context: { signal: controller.signal, header } };
     try {
       if (route === undefined) {
         this.#send(res, errorReply('SLUICE_ERR_PROTOCOL_BAD_REQUEST', `no route for ${path}`, 404));
