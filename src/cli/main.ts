@@ -192,6 +192,14 @@ program
           ...(settings.xds === undefined ? {} : { xds: xdsOptions(settings.xds) }),
           ...(settings.statsd === undefined ? {} : { statsd: settings.statsd }),
           ...(settings.tracing === undefined ? {} : { tracing: settings.tracing }),
+          healthyWithAtLeastOneConfigLoaded: settings.healthyWithAtLeastOneConfigLoaded,
+          ...(settings.grpcUds === undefined ? {} : { grpcUds: settings.grpcUds }),
+          grpcMaxConnectionAgeMs: settings.grpcMaxConnectionAgeMs,
+          grpcMaxConnectionAgeGraceMs: settings.grpcMaxConnectionAgeGraceMs,
+          ...(settings.debug === undefined ? {} : { debug: settings.debug }),
+          ...(settings.redisTimeoutMs === undefined
+            ? {}
+            : { redisTimeoutMs: settings.redisTimeoutMs }),
           logger,
         });
         const stop = (): void => {

@@ -3,6 +3,7 @@ import {
   anyText,
   goBool,
   goDuration,
+  goDurationMs,
   keyValueList,
   headerName,
   hostAddress,
@@ -81,6 +82,12 @@ const LOG_LEVELS: Readonly<Record<string, string>> = Object.freeze({
 const fraction = settingValue('a number from 0 to 1', (t) => {
   const n = /^[0-9.]+$/.test(t) ? Number(t) : NaN;
   return n >= 0 && n <= 1 ? n : undefined;
+});
+
+/** A Go duration a Node timer can hold: at most 2^31 − 1 ms (about 24.8 days). */
+const timerDuration = settingValue('a duration such as 10s or 24h, at most 596h', (t) => {
+  const ms = goDurationMs(t);
+  return ms !== undefined && ms <= 2 ** 31 - 1 ? ms : undefined;
 });
 
 /** The longest store deadline accepted, in ms: a rate limit decision that waits longer is an outage. */
@@ -209,6 +216,23 @@ export const SERVICE_SETTINGS = {
       /^https?:\/\/[^/\s]+/.test(t) ? t : undefined,
     ),
   ),
+  healthyWithAtLeastOneConfigLoaded: setting(
+    'HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED',
+    goBool,
+    false,
+  ),
+  grpcUds: setting('GRPC_UDS', anyText, ''),
+  grpcMaxConnectionAgeMs: setting('GRPC_MAX_CONNECTION_AGE', timerDuration, 24 * 3_600_000),
+  grpcMaxConnectionAgeGraceMs: setting('GRPC_MAX_CONNECTION_AGE_GRACE', timerDuration, 3_600_000),
+  debugHost: setting('DEBUG_HOST', hostAddress, '0.0.0.0'),
+  debugPort: optionalSetting('DEBUG_PORT', portNumber),
+  redisTimeoutMs: optionalSetting(
+    'REDIS_TIMEOUT',
+    settingValue('a duration above 0 such as 250ms or 10s, at most 596h', (t) => {
+      const ms = goDurationMs(t);
+      return ms !== undefined && ms > 0 && ms <= 2 ** 31 - 1 ? ms : undefined;
+    }),
+  ),
 } as const;
 
 export type SettingKey = keyof typeof SERVICE_SETTINGS;
@@ -261,6 +285,15 @@ export interface ServiceSettings {
   readonly statsd?: StatsdSettings;
   /** Present when `TRACING_ENABLED` is true. */
   readonly tracing?: TracingOptions;
+  readonly healthyWithAtLeastOneConfigLoaded: boolean;
+  /** gRPC on this unix socket instead of TCP (`GRPC_UDS`); absent: TCP. */
+  readonly grpcUds?: string;
+  readonly grpcMaxConnectionAgeMs: number;
+  readonly grpcMaxConnectionAgeGraceMs: number;
+  /** Present when `DEBUG_PORT` is set. */
+  readonly debug?: { readonly host: string; readonly port: number };
+  /** `REDIS_TIMEOUT`: how long a Redis call may go unanswered before the connection is reopened. */
+  readonly redisTimeoutMs?: number;
 }
 
 /** Where upstream's stats go, besides Prometheus. */
@@ -399,6 +432,14 @@ export function readServiceSettings(
           }),
         }
       : {}),
+    healthyWithAtLeastOneConfigLoaded: v.healthyWithAtLeastOneConfigLoaded,
+    ...(v.grpcUds === '' ? {} : { grpcUds: v.grpcUds }),
+    grpcMaxConnectionAgeMs: v.grpcMaxConnectionAgeMs,
+    grpcMaxConnectionAgeGraceMs: v.grpcMaxConnectionAgeGraceMs,
+    ...(v.debugPort === undefined
+      ? {}
+      : { debug: Object.freeze({ host: v.debugHost, port: v.debugPort }) }),
+    ...(v.redisTimeoutMs === undefined ? {} : { redisTimeoutMs: v.redisTimeoutMs }),
     ...(v.tracingEnabled
       ? {
           tracing: Object.freeze({

@@ -21,6 +21,8 @@ import { loadServiceConfig, type ConfigSources, type LoadedConfig } from './serv
 import { XdsConfigClient, type XdsOptions } from './xds/xds-config-client.js';
 import { ServiceTracing, type TracingOptions } from './tracing/service-tracing.js';
 import { TracedStore } from './tracing/traced-store.js';
+import { ServiceHealth } from './service-health.js';
+import { DebugServer } from './http/debug-server.js';
 
 /**
  * Options of {@link startService}. The descriptor limits (`maxDescriptors` 64,
@@ -104,11 +106,35 @@ export interface ServeOptions extends ConfigSources, Partial<DescriptorLimits> {
    * caller's trace, with each store call as a child.
    */
   readonly tracing?: TracingOptions;
+  /**
+   * Serve gRPC on this unix domain socket instead of TCP (`GRPC_UDS`); `grpcHost` and
+   * `grpcPort` are then not used and `RunningService.grpcPort` is 0.
+   */
+  readonly grpcUds?: string;
+  /** Close a gRPC connection (GOAWAY) after this long, in ms (`GRPC_MAX_CONNECTION_AGE`). @default grpc-js's: never */
+  readonly grpcMaxConnectionAgeMs?: number;
+  /** Then cut it after this long, in ms (`GRPC_MAX_CONNECTION_AGE_GRACE`). @default grpc-js's: never */
+  readonly grpcMaxConnectionAgeGraceMs?: number;
+  /**
+   * Report unhealthy until a config with at least one domain is loaded, and whenever the
+   * last one loaded has none (`HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED`). @default false
+   */
+  readonly healthyWithAtLeastOneConfigLoaded?: boolean;
+  /** Open upstream's debug listener (`/`, `/rlconfig`, `/stats`) here (`DEBUG_HOST`, `DEBUG_PORT`). @default none */
+  readonly debug?: { readonly host: string; readonly port: number };
+  /**
+   * How long a Redis call may go unanswered before the store reopens the connection, in
+   * ms (`REDIS_TIMEOUT`; the store's `stuckAfterMs`). A decision's own deadline is
+   * `storeTimeoutMs`. @default 2_000
+   */
+  readonly redisTimeoutMs?: number;
 }
 
 export interface RunningService {
   readonly httpPort: number;
   readonly grpcPort: number;
+  /** The debug listener's port, when `debug` was given. */
+  readonly debugPort?: number;
   readonly service: RateLimitService;
   readonly metrics: ServiceMetrics;
   /** Re-reads every config source; an invalid change keeps the running config. */
@@ -154,16 +180,19 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   let current = config;
   const prefix = options.keyPrefix ?? 'sl';
   const cluster = options.redisCluster;
+  const stuck =
+    options.redisTimeoutMs === undefined ? {} : { stuckAfterMs: options.redisTimeoutMs };
   const store: Store =
     cluster !== undefined
       ? RedisStore.connectCluster(cluster.nodes, {
           prefix,
+          ...stuck,
           ...(cluster.username === undefined ? {} : { username: cluster.username }),
           ...(cluster.password === undefined ? {} : { password: cluster.password }),
         })
       : options.redisUrl === undefined
         ? new MemoryStore()
-        : RedisStore.connect(options.redisUrl, { prefix });
+        : RedisStore.connect(options.redisUrl, { prefix, ...stuck });
   const storeHealth = new StoreHealth({
     log,
     metrics,
@@ -235,7 +264,19 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       shouldRateLimit: timed('ShouldRateLimit', handlers.shouldRateLimit),
       check: timed('Check', handlers.check),
     },
-    { onError, shutdownTimeoutMs: timeout, descriptorLimits: limits },
+    {
+      onError,
+      shutdownTimeoutMs: timeout,
+      descriptorLimits: limits,
+      serverOptions: {
+        ...(options.grpcMaxConnectionAgeMs === undefined
+          ? {}
+          : { 'grpc.max_connection_age_ms': options.grpcMaxConnectionAgeMs }),
+        ...(options.grpcMaxConnectionAgeGraceMs === undefined
+          ? {}
+          : { 'grpc.max_connection_age_grace_ms': options.grpcMaxConnectionAgeGraceMs }),
+      },
+    },
   );
   const http = new HttpServer(handlers, {
     metrics,
@@ -251,16 +292,26 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       ? {}
       : { keepAliveTimeoutMs: options.httpKeepAliveTimeoutMs }),
   });
+  const hasDomains = (c: LoadedConfig): boolean => Object.keys(c.envoy.domains).length > 0;
+  const health = new ServiceHealth(
+    (healthy) => {
+      http.setHealthy(healthy);
+      grpc.setHealthy(healthy);
+    },
+    {
+      store: true,
+      ...(options.healthyWithAtLeastOneConfigLoaded === true
+        ? { config: !fromXds && hasDomains(config) }
+        : {}),
+    },
+  );
   // The ports open whether Redis is there or not: until it is, health says NOT_SERVING
   // (gRPC) and 500 (`/healthcheck`), and calls take their rule's failure mode.
   const redisWait =
     store instanceof RedisStore
       ? waitForRedis(store, {
           log,
-          onReady: () => {
-            http.setHealthy(true);
-            grpc.setHealthy(true);
-          },
+          onReady: () => health.set('store', true),
         })
       : undefined;
   if (redisWait !== undefined) {
@@ -270,10 +321,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       new Promise((resolve) => (timer = setTimeout(resolve, REDIS_CONNECT_GRACE_MS))),
     ]);
     clearTimeout(timer);
-    if (redisWait.waiting) {
-      http.setHealthy(false);
-      grpc.setHealthy(false);
-    }
+    if (redisWait.waiting) health.set('store', false);
   }
   let xds: XdsConfigClient | undefined;
   if (xdsOptions !== undefined) {
@@ -285,6 +333,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
         current = { ...current, envoy };
         service.reload(envoy, current.policies);
         recordConfigLoad('success');
+        health.set('config', hasDomains(current));
         log.info({ version, domains: Object.keys(envoy.domains) }, 'xDS config accepted');
         warnIfEmpty(current, log);
       },
@@ -302,8 +351,28 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       await xds.firstConfig;
     }
   }
-  const grpcPort = await grpc.listen(options.grpcHost ?? '0.0.0.0', options.grpcPort ?? 8081);
+  const grpcPort =
+    options.grpcUds === undefined
+      ? await grpc.listen(options.grpcHost ?? '0.0.0.0', options.grpcPort ?? 8081)
+      : (await grpc.listenUnix(options.grpcUds), 0);
   const httpPort = await http.listen(options.host ?? '0.0.0.0', options.port ?? 8080);
+  const debug =
+    options.debug === undefined
+      ? undefined
+      : new DebugServer({
+          '/rlconfig': {
+            help: 'print out the currently loaded configuration for debugging',
+            body: () => ({ contentType: 'text/plain; charset=utf-8', body: service.rlconfig() }),
+          },
+          '/stats': {
+            help: 'print out stats (the Prometheus exposition)',
+            body: () => metrics.metrics(),
+          },
+        });
+  const debugPort =
+    debug === undefined || options.debug === undefined
+      ? undefined
+      : await debug.listen(options.debug.host, options.debug.port);
   log.info(
     {
       httpPort,
@@ -325,6 +394,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
         current = next;
         service.reload(next.envoy, next.policies);
         recordConfigLoad('success');
+        health.set('config', hasDomains(next));
         log.info({ domains: Object.keys(next.envoy.domains) }, 'config reloaded');
         warnIfEmpty(next, log);
         return next;
@@ -352,13 +422,21 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       xds?.close();
       redisWait?.stop();
       http.setHealthy(false);
-      await Promise.all([grpc.shutdown(), http.shutdown(timeout)]);
+      await Promise.all([grpc.shutdown(), http.shutdown(timeout), debug?.close()]);
       await store.close();
       await stats?.close();
       await tracing?.shutdown();
       log.info('sluice stopped');
     })());
-  return { httpPort, grpcPort, service, metrics, reload, shutdown };
+  return {
+    httpPort,
+    grpcPort,
+    ...(debugPort === undefined ? {} : { debugPort }),
+    service,
+    metrics,
+    reload,
+    shutdown,
+  };
 }
 
 /**

@@ -34,6 +34,9 @@ describe('readServiceSettings: one validation for environment variables and flag
       logLevel: 'info',
       logFormatText: false,
       decisionMode: 'per-descriptor',
+      healthyWithAtLeastOneConfigLoaded: false,
+      grpcMaxConnectionAgeMs: 86_400_000,
+      grpcMaxConnectionAgeGraceMs: 3_600_000,
     });
   });
 
@@ -85,6 +88,9 @@ describe('readServiceSettings: one validation for environment variables and flag
       logLevel: 'warn',
       logFormatText: true,
       decisionMode: 'all-or-nothing',
+      healthyWithAtLeastOneConfigLoaded: false,
+      grpcMaxConnectionAgeMs: 86_400_000,
+      grpcMaxConnectionAgeGraceMs: 3_600_000,
     });
   });
 

@@ -181,12 +181,24 @@ export class GrpcServer {
    * bound port. Call once; IPv6 hosts may be given bare (`::1`).
    */
   listen(host: string, port: number): Promise<number> {
+    return this.#bind(formatAddress(host, port));
+  }
+
+  /**
+   * Serves on a unix domain socket at `path` instead of TCP (upstream's `GRPC_UDS`); the
+   * file must not exist yet. Call once, instead of {@link listen}.
+   */
+  async listenUnix(path: string): Promise<void> {
+    await this.#bind(`unix:${path}`);
+  }
+
+  #bind(address: string): Promise<number> {
     if (this.#port !== undefined || this.#closing !== undefined) {
       return Promise.reject(new Error('GrpcServer.listen() may be called once, before shutdown()'));
     }
     const credentials = this.#options.credentials ?? grpc.ServerCredentials.createInsecure();
     return new Promise((resolve, reject) => {
-      this.#server.bindAsync(formatAddress(host, port), credentials, (error, bound) => {
+      this.#server.bindAsync(address, credentials, (error, bound) => {
         if (error !== null) return reject(error);
         this.#port = bound;
         resolve(bound);
