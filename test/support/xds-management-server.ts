@@ -53,14 +53,15 @@ export class XdsManagementServer {
     return this.#port;
   }
 
-  /** Starts on 127.0.0.1:`port` (0: any free port). */
-  static async start(port = 0): Promise<XdsManagementServer> {
+  /** Starts on 127.0.0.1:`port` (0: any free port), plaintext unless `credentials`. */
+  static async start(
+    port = 0,
+    credentials: grpc.ServerCredentials = grpc.ServerCredentials.createInsecure(),
+  ): Promise<XdsManagementServer> {
     const self = new XdsManagementServer();
     self.#port = await new Promise<number>((resolve, reject) =>
-      self.#server.bindAsync(
-        `127.0.0.1:${port}`,
-        grpc.ServerCredentials.createInsecure(),
-        (e, p) => (e === null ? resolve(p) : reject(e)),
+      self.#server.bindAsync(`127.0.0.1:${port}`, credentials, (e, p) =>
+        e === null ? resolve(p) : reject(e),
       ),
     );
     return self;
