@@ -197,6 +197,9 @@ program
           grpcMaxConnectionAgeMs: settings.grpcMaxConnectionAgeMs,
           grpcMaxConnectionAgeGraceMs: settings.grpcMaxConnectionAgeGraceMs,
           ...(settings.debug === undefined ? {} : { debug: settings.debug }),
+          ...(settings.redisPerSecond === undefined
+            ? {}
+            : { perSecondRedis: settings.redisPerSecond }),
           ...(settings.redisTimeoutMs === undefined
             ? {}
             : { redisTimeoutMs: settings.redisTimeoutMs }),

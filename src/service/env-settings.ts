@@ -233,6 +233,17 @@ export const SERVICE_SETTINGS = {
       return ms !== undefined && ms > 0 && ms <= 2 ** 31 - 1 ? ms : undefined;
     }),
   ),
+  redisPerSecond: setting('REDIS_PERSECOND', goBool, false),
+  redisPerSecondUrl: optionalSetting(
+    'REDIS_PERSECOND_URL',
+    settingValue('host:port or a redis:// URL', (t) => (t === '' ? undefined : t)),
+  ),
+  redisPerSecondAuth: setting('REDIS_PERSECOND_AUTH', anyText, ''),
+  redisPerSecondType: setting(
+    'REDIS_PERSECOND_TYPE',
+    oneOf({ single: 'single', cluster: 'cluster' } as const, 'single or cluster'),
+    'single',
+  ),
 } as const;
 
 export type SettingKey = keyof typeof SERVICE_SETTINGS;
@@ -294,6 +305,8 @@ export interface ServiceSettings {
   readonly debug?: { readonly host: string; readonly port: number };
   /** `REDIS_TIMEOUT`: how long a Redis call may go unanswered before the connection is reopened. */
   readonly redisTimeoutMs?: number;
+  /** Present when `REDIS_PERSECOND` is true: the Redis for rules whose unit is second. */
+  readonly redisPerSecond?: RedisTarget;
 }
 
 /** Where upstream's stats go, besides Prometheus. */
@@ -387,6 +400,28 @@ export function readServiceSettings(
       issues.push(...e.issues);
     }
   }
+  let redisPerSecond: RedisTarget | undefined;
+  if (!('issues' in result) && result.values.redisPerSecond) {
+    const v = result.values;
+    if (v.redisPerSecondUrl === undefined) {
+      issues.push({
+        path: 'REDIS_PERSECOND_URL',
+        message: 'required when REDIS_PERSECOND is true',
+      });
+    } else {
+      try {
+        redisPerSecond = redisTargetFromSettings({
+          url: v.redisPerSecondUrl,
+          auth: v.redisPerSecondAuth,
+          type: v.redisPerSecondType,
+          urlSetting: 'REDIS_PERSECOND_URL',
+        });
+      } catch (e) {
+        if (!(e instanceof PolicyError)) throw e;
+        issues.push(...e.issues);
+      }
+    }
+  }
   if (!('issues' in result) && result.values.useStatsd && result.values.useDogStatsd) {
     issues.push({
       path: 'USE_STATSD, USE_DOG_STATSD',
@@ -440,6 +475,7 @@ export function readServiceSettings(
       ? {}
       : { debug: Object.freeze({ host: v.debugHost, port: v.debugPort }) }),
     ...(v.redisTimeoutMs === undefined ? {} : { redisTimeoutMs: v.redisTimeoutMs }),
+    ...(redisPerSecond === undefined ? {} : { redisPerSecond }),
     ...(v.tracingEnabled
       ? {
           tracing: Object.freeze({

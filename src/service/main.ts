@@ -22,6 +22,7 @@ import { XdsConfigClient, type XdsOptions } from './xds/xds-config-client.js';
 import { ServiceTracing, type TracingOptions } from './tracing/service-tracing.js';
 import { TracedStore } from './tracing/traced-store.js';
 import { ServiceHealth } from './service-health.js';
+import type { RedisTarget } from './redis-settings.js';
 import { DebugServer } from './http/debug-server.js';
 
 /**
@@ -128,6 +129,11 @@ export interface ServeOptions extends ConfigSources, Partial<DescriptorLimits> {
    * `storeTimeoutMs`. @default 2_000
    */
   readonly redisTimeoutMs?: number;
+  /**
+   * A second Redis for the envoy rules whose unit is `second` (`REDIS_PERSECOND`,
+   * `REDIS_PERSECOND_URL`); see `RateLimitServiceOptions.perSecondStore`. @default none
+   */
+  readonly perSecondRedis?: RedisTarget;
 }
 
 export interface RunningService {
@@ -193,6 +199,30 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       : options.redisUrl === undefined
         ? new MemoryStore()
         : RedisStore.connect(options.redisUrl, { prefix, ...stuck });
+  const perSecondTarget = options.perSecondRedis;
+  const perSecondStore: Store | undefined =
+    perSecondTarget === undefined
+      ? undefined
+      : perSecondTarget.type === 'single'
+        ? RedisStore.connect(perSecondTarget.url, { prefix, ...stuck })
+        : RedisStore.connectCluster(perSecondTarget.nodes, {
+            prefix,
+            ...stuck,
+            ...(perSecondTarget.username === undefined
+              ? {}
+              : { username: perSecondTarget.username }),
+            ...(perSecondTarget.password === undefined
+              ? {}
+              : { password: perSecondTarget.password }),
+          });
+  const traced = (s: Store): Store =>
+    tracing === undefined
+      ? s
+      : new TracedStore(
+          s,
+          tracing,
+          s instanceof RedisStore ? 'Redis Pipeline Execution' : 'Memory Store Execution',
+        );
   const storeHealth = new StoreHealth({
     log,
     metrics,
@@ -201,14 +231,8 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   const tracing = options.tracing === undefined ? undefined : new ServiceTracing(options.tracing);
   const service = new RateLimitService({
     storeObserver: storeHealth,
-    store:
-      tracing === undefined
-        ? store
-        : new TracedStore(
-            store,
-            tracing,
-            store instanceof RedisStore ? 'Redis Pipeline Execution' : 'Memory Store Execution',
-          ),
+    store: traced(store),
+    ...(perSecondStore === undefined ? {} : { perSecondStore: traced(perSecondStore) }),
     envoyConfig: config.envoy,
     ...(config.policies === undefined ? {} : { policies: config.policies }),
     metrics,
@@ -424,6 +448,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       http.setHealthy(false);
       await Promise.all([grpc.shutdown(), http.shutdown(timeout), debug?.close()]);
       await store.close();
+      await perSecondStore?.close();
       await stats?.close();
       await tracing?.shutdown();
       log.info('sluice stopped');

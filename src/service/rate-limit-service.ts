@@ -27,9 +27,11 @@ import { DEFAULT_TIMEOUT_MS, type PolicySet } from '../config/policies.js';
 import {
   createLimiter,
   type CheckItem,
+  type DecideOptions,
   type Limiter,
   type StoreCallObserver,
 } from '../limiter/limiter.js';
+import { combineDecisions, type CheckResult } from '../limiter/check-result.js';
 import type { RuleUsage } from '../metrics/rule-hits.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
 import type { UpstreamStats } from '../metrics/statsd/statsd-stats.js';
@@ -56,6 +58,13 @@ export interface RateLimitServiceOptions {
   /** @default the system clock */
   readonly clock?: Clock;
   readonly metrics?: ServiceMetrics;
+  /**
+   * A second store for the rules whose unit is `second` (upstream's `REDIS_PERSECOND`).
+   * A request with rules of both kinds is decided in both stores at once; under
+   * all-or-nothing each store's part is atomic, the whole is not (a denial in one does
+   * not undo what the other consumed). @default none: `store` serves every rule
+   */
+  readonly perSecondStore?: Store;
   /** Upstream's stats (statsd), told of every rule check, unknown domain and shadowed answer. */
   readonly stats?: UpstreamStats;
   /** Upstream's SHADOW_MODE: every overall answer is OK (descriptors still say). @default false */
@@ -96,6 +105,7 @@ const MAX_OVERRIDE_POLICIES = 10_000;
  */
 export class RateLimitService {
   readonly #limiter: Limiter;
+  readonly #perSecondLimiter: Limiter | undefined;
   readonly #clock: Clock;
   readonly #metrics: ServiceMetrics | undefined;
   readonly #options: RateLimitServiceOptions;
@@ -116,6 +126,48 @@ export class RateLimitService {
       ...options.descriptorLimits,
       ...(options.storeObserver === undefined ? {} : { storeObserver: options.storeObserver }),
     });
+    this.#perSecondLimiter =
+      options.perSecondStore === undefined
+        ? undefined
+        : createLimiter({
+            store: options.perSecondStore,
+            policies: [],
+            clock: this.#clock,
+            ...options.descriptorLimits,
+          });
+  }
+
+  /**
+   * Decides `items` in the store each belongs to: those marked in `perSecond` in the
+   * per-second store (when there is one), the rest in the main one, both at once; the
+   * decisions come back in item order.
+   */
+  async #decideAt(
+    nowMs: number,
+    items: readonly CheckItem[],
+    perSecond: readonly boolean[],
+    options: DecideOptions,
+  ): Promise<CheckResult> {
+    const second = this.#perSecondLimiter;
+    if (second === undefined || !perSecond.includes(true))
+      return this.#limiter.decideAt(nowMs, items, options);
+    if (!perSecond.includes(false)) return second.decideAt(nowMs, items, options);
+    const [main, fast] = await Promise.all([
+      this.#limiter.decideAt(
+        nowMs,
+        items.filter((_, i) => !perSecond[i]),
+        options,
+      ),
+      second.decideAt(
+        nowMs,
+        items.filter((_, i) => perSecond[i]),
+        options,
+      ),
+    ]);
+    const from = { main: 0, fast: 0 };
+    return combineDecisions(
+      perSecond.map((s) => (s ? fast.decisions[from.fast++]! : main.decisions[from.main++]!)),
+    );
   }
 
   /** The envoy rules in force. */
@@ -205,8 +257,10 @@ export class RateLimitService {
     let overall: ReturnType<typeof overallResult>;
     for (;;) {
       const items: CheckItem[] = [];
+      const perSecond: boolean[] = [];
       const itemOf = limited.map((r, i) => {
         if (r === undefined || droppedQuota.has(i)) return undefined;
+        perSecond.push(r.rule.unit === 'second');
         items.push({
           policy: this.#policyFor(r, independent),
           descriptor: bucketDescriptor(r),
@@ -214,7 +268,10 @@ export class RateLimitService {
         });
         return items.length - 1;
       });
-      const result = await this.#limiter.decideAt(nowMs, items, { ...callOptions(), independent });
+      const result = await this.#decideAt(nowMs, items, perSecond, {
+        ...callOptions(),
+        independent,
+      });
       if (result.decisions.some((d) => d.status === 'UNAVAILABLE')) {
         itemOf.forEach((idx, i) => {
           if (idx !== undefined)
