@@ -187,6 +187,13 @@ export const ERROR_CODES = Object.freeze({
     summary:
       'The retrying client refused the request locally: the backend has been refusing most requests (adaptive throttling).',
   },
+  SLUICE_ERR_QUOTA_CONFIG_INVALID: {
+    family: 'policy',
+    httpStatus: 500,
+    grpcStatus: GRPC_FAILED_PRECONDITION,
+    summary:
+      'Quota controller or agent options are invalid (budgets, refresh, lease TTL, fallback); every issue is listed.',
+  },
   SLUICE_ERR_PROTOCOL_BAD_REQUEST: {
     family: 'protocol',
     httpStatus: 400,

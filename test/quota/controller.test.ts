@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import { QuotaController } from '../../src/quota/controller.js';
+import type { UsageReport } from '../../src/quota/lease.js';
+
+const R = 1_000;
+const budgets = [{ bucket: 'b', ratePerSecond: 1_000 }];
+const usage = (
+  agent: string,
+  perSecond: number,
+  extra: Partial<UsageReport> = {},
+): UsageReport => ({
+  agent,
+  bucket: 'b',
+  allowed: perSecond,
+  denied: 0,
+  elapsedMs: R,
+  ...extra,
+});
+const rates = (c: QuotaController, nowMs: number) =>
+  Object.fromEntries(c.round(nowMs).leases.map((l) => [l.agent, Math.round(l.rate)]));
+
+describe('QuotaController', () => {
+  it('gives a newcomer a conservative lease at once, from what is unassigned', () => {
+    const c = new QuotaController({ budgets }, 1);
+    // Alone: half an equal share (newcomerShare 0.5) of 1,000.
+    expect(c.report(usage('a', 0), 0)?.rate).toBe(500);
+    // Second agent: half of 1,000 / 2 = 250, and 500 is still free.
+    expect(c.report(usage('b', 0), 0)?.rate).toBe(250);
+    // Already known: no lease until the round.
+    expect(c.report(usage('a', 10), 10)).toBeUndefined();
+  });
+
+  it('shares by demand, cuts at once and raises only once the cut is acknowledged', () => {
+    const c = new QuotaController({ budgets, newcomerReserve: 0 }, 1);
+    c.report(usage('a', 0), 0); // 500
+    c.report(usage('b', 0), 0); // 250
+    // No demand yet: the budget is spread by weight, 500 each.
+    expect(rates(c, 0)).toEqual({ a: 500, b: 500 });
+    // a wants 900, b wants 100: targets 900 / 100. b is cut to 100 at once, but its 500
+    // stays counted until b acknowledges the cut, so a cannot rise yet.
+    c.report(usage('a', 900, { heldVersion: 2 }), R);
+    c.report(usage('b', 100, { heldVersion: 2 }), R);
+    expect(rates(c, R)).toEqual({ a: 500, b: 100 });
+    // Both acknowledge version 3: a gets its 900.
+    c.report(usage('a', 500, { heldVersion: 3, denied: 400 }), 2 * R);
+    c.report(usage('b', 100, { heldVersion: 3 }), 2 * R);
+    expect(rates(c, 2 * R)).toEqual({ a: 900, b: 100 });
+  });
+
+  it('serves a higher priority first', () => {
+    const c = new QuotaController({ budgets, newcomerReserve: 0, newcomerShare: 1e-9 }, 1);
+    c.report(usage('lo', 0), 0);
+    c.report(usage('hi', 0), 0);
+    c.round(0);
+    c.report(usage('lo', 800, { heldVersion: 2 }), R);
+    c.report(usage('hi', 700, { heldVersion: 2, priority: 1 }), R);
+    // lo is cut from 500 to 300 at once; hi rises once lo has acknowledged.
+    expect(rates(c, R)).toEqual({ hi: 500, lo: 300 });
+    c.report(usage('lo', 300, { heldVersion: 3, denied: 500 }), 2 * R);
+    c.report(usage('hi', 500, { heldVersion: 3, denied: 200, priority: 1 }), 2 * R);
+    expect(rates(c, 2 * R)).toEqual({ hi: 700, lo: 300 });
+  });
+
+  it('takes back an idle agent’s share once its lease has run out (TTL + margin)', () => {
+    const c = new QuotaController({ budgets, newcomerReserve: 0 }, 1);
+    c.report(usage('a', 0), 0);
+    c.report(usage('b', 0), 0);
+    c.round(0);
+    c.report(usage('a', 1_000, { heldVersion: 2 }), R);
+    c.report(usage('b', 1_000, { heldVersion: 2 }), R);
+    expect(rates(c, R)).toEqual({ a: 500, b: 500 });
+    // b goes silent after its report at R. It is sent one more lease at 2R (idle after
+    // 2R without a report), which counts until 2R + 3R + R/2 = 5.5R.
+    for (let t = 2; t <= 5; t++) {
+      c.report(usage('a', 1_000, { heldVersion: t + 1 }), t * R);
+      expect(rates(c, t * R).a).toBe(500);
+    }
+    c.report(usage('a', 1_000, { heldVersion: 7 }), 6 * R);
+    expect(rates(c, 6 * R)).toEqual({ a: 1_000 });
+    expect(c.record('b', 'b')).toBeUndefined();
+  });
+
+  it('abandons an agent that reports no usage for abandonAfterMs', () => {
+    const c = new QuotaController({ budgets, abandonAfterMs: 2 * R }, 1);
+    c.report(usage('a', 0), 0);
+    c.report(usage('a', 0), R);
+    expect(c.round(R).abandoned).toEqual([]);
+    c.report(usage('a', 0), 2 * R);
+    const r = c.round(2 * R);
+    expect(r.abandoned).toEqual([{ agent: 'a', bucket: 'b' }]);
+    expect(r.leases).toEqual([]);
+    // Reporting again starts over as a newcomer, with a lease at once.
+    expect(c.report(usage('a', 5), 3 * R)?.rate).toBeGreaterThan(0);
+  });
+
+  it('carries its state to a successor, which keeps every commitment', () => {
+    const a = new QuotaController({ budgets, newcomerReserve: 0 }, 1);
+    a.report(usage('x', 0), 0);
+    a.round(0);
+    const b = new QuotaController({ budgets, newcomerReserve: 0 }, 2, a.state());
+    expect(b.committed('b', R)).toBe(a.committed('b', R));
+    const lease = b.round(R).leases[0]!;
+    expect(lease.fencingToken).toBe(2);
+    expect(lease.version).toBe(3);
+  });
+
+  it('names every invalid option at once', () => {
+    expect(
+      () =>
+        new QuotaController(
+          { budgets: [{ bucket: '', ratePerSecond: -1 }], refreshMs: 1_000, leaseTtlMs: 500 },
+          1,
+        ),
+    ).toThrow(
+      'invalid quota controller options: budgets[0].bucket: must be a non-empty string; budgets[0].ratePerSecond: must be a number > 0, got -1; leaseTtlMs: must be ≥ refreshMs (1000), got 500',
+    );
+  });
+});
