@@ -19,6 +19,7 @@ import {
 import { startService } from '../service/main.js';
 import { parseDescriptorArgs } from './descriptor-args.js';
 import { errorText, exitCodeOf } from './error-text.js';
+import { addSimulateCommand } from './simulate-command.js';
 
 function wholeNumber(name: string, min: number) {
   return (v: string): number => {
@@ -316,5 +317,7 @@ program
       }
     },
   );
+
+addSimulateCommand(program, fail);
 
 await program.parseAsync(argv);

@@ -6,8 +6,14 @@ export interface AgentOptions {
   /** This agent's stable id (unique among the controller's agents). */
   readonly agent: string;
   readonly bucket: string;
-  /** What to do with no lease in force: before the first one, and once one expires. */
+  /** What to do once a lease has expired (and before the first, unless `initial` is set). */
   readonly fallback: LeaseFallback;
+  /**
+   * What to do before the first lease arrives. A controller that is up answers an agent's
+   * first report with a lease at once, so this covers only a start while it is
+   * unreachable. @default fallback
+   */
+  readonly initial?: LeaseFallback;
   /** The window of the fallback's static share before any lease named one. @default 1000 */
   readonly windowMs?: number;
   /** Sent with every report. @default 0 */
@@ -49,13 +55,17 @@ export class QuotaAgent {
   #refused = 0;
 
   constructor(options: AgentOptions, nowMs: number) {
-    const f = options.fallback;
-    if (f.kind === 'static' && !(Number.isFinite(f.rate) && f.rate >= 0)) {
-      throw new PolicyError(
-        'SLUICE_ERR_QUOTA_CONFIG_INVALID',
-        `agent ${options.agent}: fallback.rate must be a number ≥ 0, got ${String(f.rate)}`,
-        { issues: [{ path: 'fallback.rate', message: 'must be a number ≥ 0' }] },
-      );
+    for (const [path, f] of [
+      ['fallback', options.fallback],
+      ['initial', options.initial],
+    ] as const) {
+      if (f?.kind === 'static' && !(Number.isFinite(f.rate) && f.rate >= 0)) {
+        throw new PolicyError(
+          'SLUICE_ERR_QUOTA_CONFIG_INVALID',
+          `agent ${options.agent}: ${path}.rate must be a number ≥ 0, got ${String(f.rate)}`,
+          { issues: [{ path: `${path}.rate`, message: 'must be a number ≥ 0' }] },
+        );
+      }
     }
     this.options = options;
     this.#lastReportMs = nowMs;
@@ -112,7 +122,10 @@ export class QuotaAgent {
   #allowance(nowMs: number): number | undefined {
     const lease = this.lease(nowMs);
     if (lease !== undefined) return lease.burst;
-    const f = this.options.fallback;
+    const f =
+      this.#lease === undefined
+        ? (this.options.initial ?? this.options.fallback)
+        : this.options.fallback;
     if (f.kind === 'deny') return 0;
     if (f.kind === 'store') return undefined;
     return (f.rate * this.#windowMs()) / 1000;

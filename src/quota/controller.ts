@@ -52,6 +52,11 @@ export interface AgentRecord {
 /** The controller's whole state: what a leader persists and a successor loads. */
 export interface ControllerState {
   readonly records: readonly AgentRecord[];
+  /**
+   * The last lease version issued, to anyone. Versions come from this one counter, so an
+   * agent forgotten and met again never gets a version it has already seen.
+   */
+  readonly lastVersion: number;
 }
 
 /** What a round produced. */
@@ -67,6 +72,7 @@ export class QuotaController {
   readonly config: ControllerConfig;
   readonly fencingToken: number;
   readonly #buckets = new Map<string, Map<string, AgentRecord>>();
+  #lastVersion: number;
 
   /**
    * @param fencingToken the leadership term this instance acts under; every lease carries it.
@@ -76,6 +82,7 @@ export class QuotaController {
     this.config = controllerConfig(options);
     this.fencingToken = fencingToken;
     for (const bucket of this.config.budgets.keys()) this.#buckets.set(bucket, new Map());
+    this.#lastVersion = state?.lastVersion ?? 0;
     for (const r of state?.records ?? []) {
       this.#buckets.get(r.bucket)?.set(r.agent, { ...r, grants: [...r.grants] });
     }
@@ -87,7 +94,7 @@ export class QuotaController {
     for (const m of this.#buckets.values()) {
       for (const r of m.values()) records.push({ ...r, grants: [...r.grants] });
     }
-    return { records };
+    return { records, lastVersion: this.#lastVersion };
   }
 
   /** Whether `bucket` has a budget here. */
@@ -189,7 +196,7 @@ export class QuotaController {
 
   #issue(rec: AgentRecord, rate: number, nowMs: number): Lease {
     const { leaseTtlMs, marginMs, windowMs } = this.config;
-    rec.version += 1;
+    rec.version = ++this.#lastVersion;
     rec.grants.push({ rate, version: rec.version, deadlineMs: nowMs + leaseTtlMs + marginMs });
     return {
       agent: rec.agent,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { QuotaAgent } from '../../src/quota/agent.js';
 import { QuotaController } from '../../src/quota/controller.js';
 import type { UsageReport } from '../../src/quota/lease.js';
 
@@ -16,8 +17,14 @@ const usage = (
   elapsedMs: R,
   ...extra,
 });
-const rates = (c: QuotaController, nowMs: number) =>
-  Object.fromEntries(c.round(nowMs).leases.map((l) => [l.agent, Math.round(l.rate)]));
+let versions: Record<string, number> = {};
+const rates = (c: QuotaController, nowMs: number) => {
+  const leases = c.round(nowMs).leases;
+  versions = Object.fromEntries(leases.map((l) => [l.agent, l.version]));
+  return Object.fromEntries(leases.map((l) => [l.agent, Math.round(l.rate)]));
+};
+/** Acknowledges the lease the last round sent `agent`. */
+const held = (agent: string) => ({ heldVersion: versions[agent]! });
 
 describe('QuotaController', () => {
   it('gives a newcomer a conservative lease at once, from what is unassigned', () => {
@@ -38,12 +45,12 @@ describe('QuotaController', () => {
     expect(rates(c, 0)).toEqual({ a: 500, b: 500 });
     // a wants 900, b wants 100: targets 900 / 100. b is cut to 100 at once, but its 500
     // stays counted until b acknowledges the cut, so a cannot rise yet.
-    c.report(usage('a', 900, { heldVersion: 2 }), R);
-    c.report(usage('b', 100, { heldVersion: 2 }), R);
+    c.report(usage('a', 900, { ...held('a') }), R);
+    c.report(usage('b', 100, { ...held('b') }), R);
     expect(rates(c, R)).toEqual({ a: 500, b: 100 });
     // Both acknowledge version 3: a gets its 900.
-    c.report(usage('a', 500, { heldVersion: 3, denied: 400 }), 2 * R);
-    c.report(usage('b', 100, { heldVersion: 3 }), 2 * R);
+    c.report(usage('a', 500, { ...held('a'), denied: 400 }), 2 * R);
+    c.report(usage('b', 100, { ...held('b') }), 2 * R);
     expect(rates(c, 2 * R)).toEqual({ a: 900, b: 100 });
   });
 
@@ -51,13 +58,13 @@ describe('QuotaController', () => {
     const c = new QuotaController({ budgets, newcomerReserve: 0, newcomerShare: 1e-9 }, 1);
     c.report(usage('lo', 0), 0);
     c.report(usage('hi', 0), 0);
-    c.round(0);
-    c.report(usage('lo', 800, { heldVersion: 2 }), R);
-    c.report(usage('hi', 700, { heldVersion: 2, priority: 1 }), R);
+    rates(c, 0);
+    c.report(usage('lo', 800, { ...held('lo') }), R);
+    c.report(usage('hi', 700, { ...held('hi'), priority: 1 }), R);
     // lo is cut from 500 to 300 at once; hi rises once lo has acknowledged.
     expect(rates(c, R)).toEqual({ hi: 500, lo: 300 });
-    c.report(usage('lo', 300, { heldVersion: 3, denied: 500 }), 2 * R);
-    c.report(usage('hi', 500, { heldVersion: 3, denied: 200, priority: 1 }), 2 * R);
+    c.report(usage('lo', 300, { ...held('lo'), denied: 500 }), 2 * R);
+    c.report(usage('hi', 500, { ...held('hi'), denied: 200, priority: 1 }), 2 * R);
     expect(rates(c, 2 * R)).toEqual({ hi: 700, lo: 300 });
   });
 
@@ -65,17 +72,17 @@ describe('QuotaController', () => {
     const c = new QuotaController({ budgets, newcomerReserve: 0 }, 1);
     c.report(usage('a', 0), 0);
     c.report(usage('b', 0), 0);
-    c.round(0);
-    c.report(usage('a', 1_000, { heldVersion: 2 }), R);
-    c.report(usage('b', 1_000, { heldVersion: 2 }), R);
+    rates(c, 0);
+    c.report(usage('a', 1_000, { ...held('a') }), R);
+    c.report(usage('b', 1_000, { ...held('b') }), R);
     expect(rates(c, R)).toEqual({ a: 500, b: 500 });
     // b goes silent after its report at R. It is sent one more lease at 2R (idle after
     // 2R without a report), which counts until 2R + 3R + R/2 = 5.5R.
     for (let t = 2; t <= 5; t++) {
-      c.report(usage('a', 1_000, { heldVersion: t + 1 }), t * R);
+      c.report(usage('a', 1_000, { ...held('a') }), t * R);
       expect(rates(c, t * R).a).toBe(500);
     }
-    c.report(usage('a', 1_000, { heldVersion: 7 }), 6 * R);
+    c.report(usage('a', 1_000, { ...held('a') }), 6 * R);
     expect(rates(c, 6 * R)).toEqual({ a: 1_000 });
     expect(c.record('b', 'b')).toBeUndefined();
   });
@@ -102,6 +109,22 @@ describe('QuotaController', () => {
     const lease = b.round(R).leases[0]!;
     expect(lease.fencingToken).toBe(2);
     expect(lease.version).toBe(3);
+  });
+
+  it('an agent forgotten and met again accepts its new leases (versions never repeat)', () => {
+    const c = new QuotaController({ budgets }, 1);
+    const agent = new QuotaAgent({ agent: 'a', bucket: 'b', fallback: { kind: 'deny' } }, 0);
+    const send = (nowMs: number) => {
+      const first = c.report(agent.report(nowMs), nowMs);
+      if (first !== undefined) expect(agent.apply(first, nowMs)).toBe('applied');
+      for (const l of c.round(nowMs).leases) expect(agent.apply(l, nowMs)).toBe('applied');
+    };
+    for (let t = 0; t < 5; t++) send(t * R);
+    // Silent long enough for the record to go (idle, then its last lease runs out).
+    for (let t = 5; t < 12; t++) c.round(t * R);
+    expect(c.record('b', 'a')).toBeUndefined();
+    send(12 * R);
+    expect(agent.lease(12 * R)).toBeDefined();
   });
 
   it('names every invalid option at once', () => {
