@@ -19,6 +19,7 @@ import {
 import { startService } from '../service/main.js';
 import { parseDescriptorArgs } from './descriptor-args.js';
 import { errorText, exitCodeOf } from './error-text.js';
+import { addControllerCommand } from './controller-command.js';
 import { addSimulateCommand } from './simulate-command.js';
 
 function wholeNumber(name: string, min: number) {
@@ -319,5 +320,6 @@ program
   );
 
 addSimulateCommand(program, fail);
+addControllerCommand(program, fail);
 
 await program.parseAsync(argv);

@@ -160,6 +160,18 @@ export class QuotaController {
     return this.#issue(rec, share, nowMs);
   }
 
+  /**
+   * Re-sends an agent its newest lease (same rate, fresh TTL), e.g. when it reconnects on
+   * a new stream. The ledger's commitment does not grow: the newest lease is never above
+   * it. `undefined` when the agent holds nothing live.
+   */
+  renew(bucket: string, agent: string, nowMs: number): Lease | undefined {
+    const rec = this.#buckets.get(bucket)?.get(agent);
+    const newest = rec?.grants.filter((g) => g.deadlineMs > nowMs).at(-1);
+    if (rec === undefined || rec.abandoned || newest === undefined) return undefined;
+    return this.#issue(rec, newest.rate, nowMs);
+  }
+
   /** One refresh round at `nowMs`: new targets, cuts, raises from free budget, renewals. */
   round(nowMs: number): RoundResult {
     const leases: Lease[] = [];
