@@ -173,6 +173,31 @@ export class QuotaAgent {
     return admitted;
   }
 
+  /**
+   * Gives back `cost` units taken by {@link take} at `nowMs` (the check they were for was
+   * denied by another policy); units of a window already past stay spent.
+   */
+  refund(nowMs: number, cost: number): void {
+    this.#roll(nowMs);
+    const back = Math.min(cost, this.#usedInWindow);
+    this.#usedInWindow -= back;
+    this.#allowed = Math.max(0, this.#allowed - cost);
+  }
+
+  /**
+   * The current window at `nowMs`: the units the rule in force allows in it (`undefined`
+   * under the `store` fallback), those used, and ms until it ends.
+   */
+  window(nowMs: number): { allowance: number | undefined; used: number; resetAfterMs: number } {
+    this.#roll(nowMs);
+    const w = this.#windowMs();
+    return {
+      allowance: this.#allowance(nowMs),
+      used: this.#usedInWindow,
+      resetAfterMs: (this.#windowIndex + 1) * w - nowMs,
+    };
+  }
+
   /** Records a decision made elsewhere (the global store, under the `store` fallback). */
   count(allowed: number, denied: number): void {
     this.#allowed += allowed;
