@@ -194,6 +194,13 @@ export const ERROR_CODES = Object.freeze({
     summary:
       'Quota controller or agent options are invalid (budgets, refresh, lease TTL, fallback); every issue is listed.',
   },
+  SLUICE_ERR_QUOTA_NOT_LEADER: {
+    family: 'store',
+    httpStatus: 503,
+    grpcStatus: GRPC_UNAVAILABLE,
+    summary:
+      'This quota controller does not lead (or just stopped leading); the client should try the next controller.',
+  },
   SLUICE_ERR_PROTOCOL_BAD_REQUEST: {
     family: 'protocol',
     httpStatus: 400,

@@ -66,8 +66,8 @@ afterAll(async () => {
   await redis.stop();
 });
 
-function open() {
-  const client = new Client(`127.0.0.1:${controller.port}`, grpc.credentials.createInsecure());
+function open(port = controller.port) {
+  const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
   const call = (
     client as unknown as {
       StreamRateLimitQuotas(): grpc.ClientDuplexStream<unknown, { bucket_action: Action[] }>;
@@ -199,6 +199,32 @@ describe('RLQS: envoy.service.rate_limit_quota.v3.RateLimitQuotaService', () => 
     const e = await error;
     expect(e.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(e.details).toBe('domain must be "envoy", got "other"');
+    expect(e.metadata.get('sluice-error-code')).toEqual(['SLUICE_ERR_PROTOCOL_BAD_REQUEST']);
     c.client.close();
+  });
+
+  it('a follower refuses streams with UNAVAILABLE, so clients move to the leader', async () => {
+    const follower = await startQuotaController({
+      redisUrl: redis.url,
+      id: 'rlqs-follower',
+      domain: 'envoy',
+      port: 0,
+      budgets: [{ bucket: 'name=api', ratePerSecond: 1_000 }],
+      refreshMs: R,
+      leaseTtlMs: TTL,
+    });
+    try {
+      expect(follower.token()).toBe(0);
+      const c = open(follower.port);
+      const error = new Promise<grpc.ServiceError>((resolve) => c.call.on('error', resolve));
+      c.report('api', 0, 0, true);
+      const e = await error;
+      expect(e.code).toBe(grpc.status.UNAVAILABLE);
+      expect(e.details).toBe('this controller does not lead');
+      expect(e.metadata.get('sluice-error-code')).toEqual(['SLUICE_ERR_QUOTA_NOT_LEADER']);
+      c.client.close();
+    } finally {
+      await follower.close();
+    }
   });
 });

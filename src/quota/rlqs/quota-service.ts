@@ -1,5 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Clock } from '../../core/clock.js';
+import { ProtocolError, StoreError } from '../../core/errors.js';
+import { toCallError } from '../../service/grpc/call-error.js';
 import type { QuotaController } from '../controller.js';
 import type { Lease } from '../lease.js';
 import {
@@ -22,6 +24,14 @@ export const AGENT_METADATA = 'sluice-agent';
 export const TOKEN_METADATA = 'sluice-fencing-token';
 
 type Stream = grpc.ServerDuplexStream<WireUsageReports, WireQuotaResponse>;
+
+const notLeader = (message: string) =>
+  new StoreError('SLUICE_ERR_QUOTA_NOT_LEADER', message, { reason: 'connection' });
+
+/** Ends a stream with the error's status, message and `sluice-error-code` metadata. */
+function fail(call: Stream, error: ProtocolError | StoreError): void {
+  call.emit('error', toCallError(error).status);
+}
 
 interface StreamState {
   readonly call: Stream;
@@ -67,10 +77,7 @@ export class RlqsQuotaService {
     this.#controller = controller;
     if (controller === undefined) {
       for (const s of this.#streams.values()) {
-        s.call.emit('error', {
-          code: grpc.status.UNAVAILABLE,
-          details: 'this controller no longer leads',
-        });
+        fail(s.call, notLeader('this controller no longer leads'));
       }
       this.#streams.clear();
     }
@@ -120,10 +127,7 @@ export class RlqsQuotaService {
   #open(call: Stream): void {
     const controller = this.#controller;
     if (controller === undefined) {
-      call.emit('error', {
-        code: grpc.status.UNAVAILABLE,
-        details: 'this controller does not lead',
-      });
+      fail(call, notLeader('this controller does not lead'));
       return;
     }
     const named = call.metadata.get(AGENT_METADATA)[0];
@@ -155,7 +159,7 @@ export class RlqsQuotaService {
     if (controller === undefined) return;
     const refuse = (details: string) => {
       this.#streams.delete(s.agent);
-      s.call.emit('error', { code: grpc.status.INVALID_ARGUMENT, details });
+      fail(s.call, new ProtocolError('SLUICE_ERR_PROTOCOL_BAD_REQUEST', details));
     };
     if (s.domain === undefined) {
       if (msg.domain !== this.#o.domain) {
