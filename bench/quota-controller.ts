@@ -5,7 +5,8 @@
  * is what the leader does each refresh: take every agent's report, then compute and issue
  * every lease. Prints CPU time (process.cpuUsage, user + system) per round: median, p95
  * and max over `--rounds` rounds after 10 warm-up rounds. Transport and Redis writes are
- * not included (see docs/quota-leases.md). Nothing asserts on timings.
+ * not included; the size of the state a leader saves each round, and the CPU to serialize
+ * it, are printed beside. Nothing asserts on timings.
  */
 import { QuotaController } from '../src/quota/controller.js';
 import type { Lease } from '../src/quota/lease.js';
@@ -48,6 +49,10 @@ for (let k = 0; k < rounds + 10; k++) {
   const used = process.cpuUsage(start);
   if (k >= 10) cpuMs.push((used.user + used.system) / 1000);
 }
+// What the process adds per round: the state it saves (fenced) before sending leases.
+const saveStart = process.cpuUsage();
+const json = JSON.stringify(controller.state());
+const saved = process.cpuUsage(saveStart);
 cpuMs.sort((a, b) => a - b);
 const at = (q: number) => cpuMs[Math.min(cpuMs.length - 1, Math.floor(q * cpuMs.length))]!;
 const committed = controller.committed('b', (rounds + 10) * 1_000);
@@ -58,6 +63,8 @@ process.stdout.write(
     node: process.version,
     cpuMsPerRound: { median: at(0.5), p95: at(0.95), max: cpuMs[cpuMs.length - 1] },
     shareOfOneCoreAt1sRefresh: at(0.5) / 1_000,
+    stateJsonBytes: json.length,
+    stateJsonCpuMs: (saved.user + saved.system) / 1000,
     committedOverBudget: committed / budget,
   })}\n`,
 );
