@@ -3,8 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { QuotaAgent } from '../../src/quota/agent.js';
 import { QuotaController } from '../../src/quota/controller.js';
 
-// A random fleet on a manual clock: agents join, leave, change demand, and lose leases
-// and reports at random. At every step, the leases the agents enforce add up to no more
+// A random fleet on a manual clock: agents join, leave, change demand, reconnect, and
+// lose leases and reports at random. At every step, the leases the agents enforce add up to no more
 // than the budget: the ledger's invariant, seen from the agents' side.
 const BUDGET = 1_000;
 const R = 1_000;
@@ -15,6 +15,8 @@ const stepArb = fc.record({
   reportLost: fc.array(fc.boolean(), { minLength: 8, maxLength: 8 }),
   leaseLost: fc.array(fc.boolean(), { minLength: 8, maxLength: 8 }),
   failover: fc.boolean(),
+  /** An agent that reconnects and is re-sent its newest lease at once. */
+  reconnect: fc.option(fc.integer({ min: 0, max: 7 })),
 });
 
 describe('QuotaController ledger', () => {
@@ -45,6 +47,10 @@ describe('QuotaController ledger', () => {
             const first = controller.report(report, nowMs);
             if (first !== undefined && !s.leaseLost[i]) a.apply(first, nowMs);
           });
+          if (s.reconnect !== null) {
+            const again = controller.renew('b', `a${s.reconnect}`, nowMs);
+            if (again !== undefined) agents[s.reconnect]!.apply(again, nowMs);
+          }
           for (const lease of controller.round(nowMs).leases) {
             const i = Number(lease.agent.slice(1));
             if (!s.leaseLost[(i + 3) % 8]) agents[i]!.apply(lease, nowMs);
