@@ -101,7 +101,7 @@ describe('quota controllers and agents as separate processes', () => {
       ),
     );
     const marks = agents.map((a) => a.lines.length);
-    await Promise.all(agents.map((a, i) => a.waitFor(nthWindowOnLease(3), 10_000, marks[i])));
+    await Promise.all(agents.map((a, i) => a.waitFor(nthWindowOnLease(4), 10_000, marks[i])));
 
     expect(leader['token']).toBe(2);
     expect(takeoverMs).toBeLessThan(L);
@@ -125,7 +125,8 @@ describe('quota controllers and agents as separate processes', () => {
     }
     // What the fleet admitted, per 1 s window across the failover, stayed within the budget.
     const sums = fleetWindows(agents, firstWindow, Date.now());
-    expect(sums.length).toBeGreaterThanOrEqual(6);
+    // At least the windows around the kill and after it, which all four agents reported.
+    expect(sums.length).toBeGreaterThanOrEqual(5);
     for (const s of sums) expect(s).toBeLessThanOrEqual(budget);
     console.log(
       `takeover ${takeoverMs} ms; tokens 1 → ${leader['token']}; fleet per window: ${sums.join(' ')} (budget ${budget})`,
