@@ -10,7 +10,13 @@ export {
   type TakeResult,
 } from './quota/agent.js';
 export { allocate, type AllocateOptions, type Claim } from './quota/allocation.js';
-export { partitionBound, type PartitionBound, type PartitionBoundInput } from './quota/bounds.js';
+export {
+  partitionBound,
+  partitionBoundSection,
+  type PartitionBound,
+  type PartitionBoundInput,
+  type PartitionBoundLine,
+} from './quota/bounds.js';
 export {
   QuotaController,
   type AgentRecord,

@@ -49,3 +49,48 @@ export function partitionBound(i: PartitionBoundInput): PartitionBound {
   const peakRatio = fallbackMs > 0 ? 1 + i.fallbackRatePerSecond / i.budgetPerSecond : 1;
   return { fallbackMs, extraUnits, peakRatio };
 }
+
+/** One line of an explanation: what, how much, and why (the shape `sluice explain` prints). */
+export interface PartitionBoundLine {
+  readonly label: string;
+  readonly value: string;
+  readonly note?: string;
+}
+
+/**
+ * The bound as a titled section of lines, ready for `sluice explain` to print beside the
+ * other stages' sections (structurally its `BoundsSection`).
+ */
+export function partitionBoundSection(i: PartitionBoundInput): {
+  readonly title: string;
+  readonly lines: readonly PartitionBoundLine[];
+} {
+  const b = partitionBound(i);
+  const n = (x: number) => x.toLocaleString('en-US', { maximumFractionDigits: 2 });
+  const s = (ms: number) => `${n(ms / 1000)}s`;
+  return {
+    title: `lease, controller unreachable for ${s(i.partitionMs)}`,
+    lines: [
+      {
+        label: 'stale lease',
+        value: '0',
+        note: `a lease stays in the controller's ledger until its TTL (${s(i.leaseTtlMs)}) plus margin`,
+      },
+      {
+        label: 'fallback runs, at most',
+        value: s(b.fallbackMs),
+        note: `P + R − L = ${s(i.partitionMs)} + ${s(i.refreshMs)} − ${s(i.leaseTtlMs)}`,
+      },
+      {
+        label: 'units over the budget, at most',
+        value: n(b.extraUnits),
+        note: `the cut-off agents' fallback, ${n(i.fallbackRatePerSecond)}/s, for that long`,
+      },
+      {
+        label: 'any window of R, at most',
+        value: `${n(b.peakRatio * 100)}% of the budget`,
+        note: `1 + Σ fallback / budget (${n(i.budgetPerSecond)}/s)`,
+      },
+    ],
+  };
+}

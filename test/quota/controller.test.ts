@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { QuotaAgent } from '../../src/quota/agent.js';
+import { partitionBound, partitionBoundSection } from '../../src/quota/bounds.js';
 import { QuotaController } from '../../src/quota/controller.js';
 import type { UsageReport } from '../../src/quota/lease.js';
 
@@ -137,5 +138,36 @@ describe('QuotaController', () => {
     ).toThrow(
       'invalid quota controller options: budgets[0].bucket: must be a non-empty string; budgets[0].ratePerSecond: must be a number > 0, got -1; leaseTtlMs: must be ≥ refreshMs (1000), got 500',
     );
+  });
+});
+
+describe('partition bound', () => {
+  it('counts only the fallback, for P + R − L', () => {
+    // C = 1,000,000/s, 100 agents on 100/s each, R = 1 s, L = 3 s, P = 5 s: 3 s of
+    // fallback at 10,000/s → 30,000 units, and at most 101% in any window of R.
+    const input = {
+      budgetPerSecond: 1_000_000,
+      refreshMs: 1_000,
+      leaseTtlMs: 3_000,
+      partitionMs: 5_000,
+      fallbackRatePerSecond: 10_000,
+    };
+    expect(partitionBound(input)).toEqual({
+      fallbackMs: 3_000,
+      extraUnits: 30_000,
+      peakRatio: 1.01,
+    });
+    // A partition shorter than L − R never reaches the fallback.
+    expect(partitionBound({ ...input, partitionMs: 2_000 })).toEqual({
+      fallbackMs: 0,
+      extraUnits: 0,
+      peakRatio: 1,
+    });
+    expect(partitionBoundSection(input).lines.map((l) => `${l.label}: ${l.value}`)).toEqual([
+      'stale lease: 0',
+      'fallback runs, at most: 3s',
+      'units over the budget, at most: 30,000',
+      'any window of R, at most: 101% of the budget',
+    ]);
   });
 });
