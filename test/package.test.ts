@@ -110,7 +110,9 @@ describe('npm pack', () => {
     expect(packed).toContain('dist/stores/redis/lua/applyBatches.lua');
     expect(packed).toContain('dist/stores/redis/lua/includes/tokenBucket.lua');
     expect(packed).toContain('dist/service/proto/sluice/v1/sluice.proto');
-    expect(packed).toContain('dist/service/proto/upstream/envoy/service/rate_limit_quota/v3/rlqs.proto');
+    expect(packed).toContain(
+      'dist/service/proto/upstream/envoy/service/rate_limit_quota/v3/rlqs.proto',
+    );
     expect(packed).toContain('examples/policies.yaml');
     expect(packed).toContain('README.md');
     expect(packed).toContain('docs/policies.md');
