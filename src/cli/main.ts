@@ -126,7 +126,7 @@ program
   .option('--grpc-host <addr>', 'gRPC bind address (env GRPC_HOST; default 0.0.0.0)')
   .option(
     '--redis <url>',
-    'Redis host:port or redis:// URL (env REDIS_URL; REDIS_AUTH, REDIS_TYPE); default: the embedded memory store',
+    'Redis host:port or redis:// URL (env REDIS_URL; REDIS_AUTH, REDIS_TYPE, for Sentinel REDIS_SENTINEL_AUTH); default: the embedded memory store',
   )
   .option(
     '--redis-cluster <host:port,...>',
@@ -175,7 +175,11 @@ program
             ? {}
             : target.type === 'single'
               ? { redisUrl: target.url }
-              : { redisCluster: target }),
+              : target.type === 'sentinel'
+                ? { redisSentinel: target }
+                : { redisCluster: target }),
+          ...(settings.redisTls === undefined ? {} : { redisTls: settings.redisTls }),
+          ...(settings.grpcTls === undefined ? {} : { grpcTls: settings.grpcTls }),
           port: settings.port,
           grpcPort: settings.grpcPort,
           host: settings.host,

@@ -17,7 +17,9 @@ import { ENVOY_RUNTIME_DEFAULTS } from '../config/envoy/runtime-dir.js';
 import { PolicyError, formatIssue, type PolicyIssue } from '../core/errors.js';
 import { DEFAULT_DECISION_LOG_SAMPLE_RATE } from './decision-log.js';
 import { DEFAULT_NEAR_LIMIT_RATIO } from '../metrics/rule-hits.js';
+import type { GrpcTlsSettings } from './grpc/tls-credentials.js';
 import { redisTargetFromSettings, type RedisTarget } from './redis-settings.js';
+import type { RedisTlsSettings } from './redis-tls.js';
 import { DEFAULT_RESPONSE_HEADER_NAMES, type ResponseHeaderNames } from './response-headers.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -99,12 +101,20 @@ export const SERVICE_SETTINGS = {
   redisAuth: setting('REDIS_AUTH', anyText, ''),
   redisType: setting(
     'REDIS_TYPE',
-    oneOf(
-      { single: 'single', cluster: 'cluster' } as const,
-      'single or cluster (Redis Sentinel is not supported)',
-    ),
+    oneOf({ single: 'single', cluster: 'cluster', sentinel: 'sentinel' } as const),
     'single',
   ),
+  redisSentinelAuth: setting('REDIS_SENTINEL_AUTH', anyText, ''),
+  redisTls: setting('REDIS_TLS', goBool, false),
+  redisTlsCaCert: setting('REDIS_TLS_CACERT', anyText, ''),
+  redisTlsClientCert: setting('REDIS_TLS_CLIENT_CERT', anyText, ''),
+  redisTlsClientKey: setting('REDIS_TLS_CLIENT_KEY', anyText, ''),
+  redisTlsSkipHostnameVerification: setting('REDIS_TLS_SKIP_HOSTNAME_VERIFICATION', goBool, false),
+  grpcServerUseTls: setting('GRPC_SERVER_USE_TLS', goBool, false),
+  grpcServerTlsCert: setting('GRPC_SERVER_TLS_CERT', anyText, ''),
+  grpcServerTlsKey: setting('GRPC_SERVER_TLS_KEY', anyText, ''),
+  grpcClientTlsCaCert: setting('GRPC_CLIENT_TLS_CACERT', anyText, ''),
+  grpcClientTlsSan: setting('GRPC_CLIENT_TLS_SAN', anyText, ''),
   storeTimeoutMs: setting(
     'STORE_TIMEOUT_MS',
     wholeNumber(1, MAX_STORE_TIMEOUT_MS, ' of milliseconds'),
@@ -186,6 +196,10 @@ export interface ServiceSettings {
   readonly grpcHost: string;
   /** Absent: the embedded memory store. */
   readonly redis?: RedisTarget;
+  /** TLS to Redis: `REDIS_TLS=true` or a `rediss://` URL, with the `REDIS_TLS_*` files. */
+  readonly redisTls?: RedisTlsSettings;
+  /** TLS (and mutual TLS) of the gRPC server: `GRPC_SERVER_USE_TLS=true`. */
+  readonly grpcTls?: GrpcTlsSettings;
   readonly storeTimeoutMs: number;
   readonly keyPrefix: string;
   readonly shadowMode: boolean;
@@ -263,9 +277,9 @@ export function readServiceSettings(
 ): Readonly<ServiceSettings> {
   const result = parse(Object.keys(SERVICE_SETTINGS) as SettingKey[], env, flags);
   const issues = 'issues' in result ? [...result.issues] : [];
-  // The URL's form depends on REDIS_TYPE: checked once the three Redis settings read well,
+  // The URL's form depends on REDIS_TYPE: checked once the Redis settings read well,
   // whatever else is wrong, so that every problem is reported at once.
-  const r = parse(['redisUrl', 'redisAuth', 'redisType'], env, flags);
+  const r = parse(['redisUrl', 'redisAuth', 'redisType', 'redisSentinelAuth'], env, flags);
   let redis: RedisTarget | undefined;
   if (!('issues' in r) && r.values.redisUrl !== undefined) {
     try {
@@ -273,6 +287,7 @@ export function readServiceSettings(
         url: r.values.redisUrl,
         auth: r.values.redisAuth,
         type: r.values.redisType,
+        sentinelAuth: r.values.redisSentinelAuth,
         urlSetting: r.source['redisUrl']!,
       });
     } catch (e) {
@@ -280,14 +295,36 @@ export function readServiceSettings(
       issues.push(...e.issues);
     }
   }
+  if (!('issues' in result)) issues.push(...tlsIssues(result.values));
   if ('issues' in result || issues.length > 0) refuse(issues);
   const v = result.values;
+  const redisTlsOn = v.redisTls || (redis?.type === 'single' && redis.url.startsWith('rediss://'));
   return Object.freeze({
     port: v.port,
     grpcPort: v.grpcPort,
     host: v.host,
     grpcHost: v.grpcHost,
     ...(redis === undefined ? {} : { redis }),
+    ...(redis === undefined || !redisTlsOn
+      ? {}
+      : {
+          redisTls: Object.freeze({
+            ...(v.redisTlsCaCert === '' ? {} : { caFile: v.redisTlsCaCert }),
+            ...(v.redisTlsClientCert === '' ? {} : { certFile: v.redisTlsClientCert }),
+            ...(v.redisTlsClientKey === '' ? {} : { keyFile: v.redisTlsClientKey }),
+            skipHostnameVerification: v.redisTlsSkipHostnameVerification,
+          }),
+        }),
+    ...(v.grpcServerUseTls
+      ? {
+          grpcTls: Object.freeze({
+            certFile: v.grpcServerTlsCert,
+            keyFile: v.grpcServerTlsKey,
+            ...(v.grpcClientTlsCaCert === '' ? {} : { clientCaFile: v.grpcClientTlsCaCert }),
+            ...(v.grpcClientTlsSan === '' ? {} : { clientSan: v.grpcClientTlsSan }),
+          }),
+        }
+      : {}),
     storeTimeoutMs: v.storeTimeoutMs,
     keyPrefix: v.keyPrefix,
     shadowMode: v.shadowMode,
@@ -309,6 +346,38 @@ export function readServiceSettings(
     decisionLogSampleRate: v.decisionLogSampleRate,
     decisionMode: v.decisionMode,
   });
+}
+
+/** What is missing for the TLS settings that are on. */
+function tlsIssues(v: Parsed): PolicyIssue[] {
+  const issues: PolicyIssue[] = [];
+  if (v.grpcServerUseTls) {
+    for (const [env, value] of [
+      ['GRPC_SERVER_TLS_CERT', v.grpcServerTlsCert],
+      ['GRPC_SERVER_TLS_KEY', v.grpcServerTlsKey],
+    ] as const) {
+      if (value === '')
+        issues.push({ path: env, message: 'required with GRPC_SERVER_USE_TLS=true' });
+    }
+  } else if (v.grpcClientTlsCaCert !== '' || v.grpcClientTlsSan !== '') {
+    issues.push({
+      path: v.grpcClientTlsCaCert !== '' ? 'GRPC_CLIENT_TLS_CACERT' : 'GRPC_CLIENT_TLS_SAN',
+      message: 'applies only with GRPC_SERVER_USE_TLS=true',
+    });
+  }
+  if (v.grpcClientTlsSan !== '' && v.grpcClientTlsCaCert === '') {
+    issues.push({
+      path: 'GRPC_CLIENT_TLS_SAN',
+      message: 'needs GRPC_CLIENT_TLS_CACERT (client certificates are asked for only then)',
+    });
+  }
+  if ((v.redisTlsClientCert === '') !== (v.redisTlsClientKey === '')) {
+    issues.push({
+      path: v.redisTlsClientCert === '' ? 'REDIS_TLS_CLIENT_CERT' : 'REDIS_TLS_CLIENT_KEY',
+      message: 'give both REDIS_TLS_CLIENT_CERT and REDIS_TLS_CLIENT_KEY, or neither',
+    });
+  }
+  return issues;
 }
 
 /**

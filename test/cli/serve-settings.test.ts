@@ -53,7 +53,7 @@ const rows: [Record<string, string>, string[], string][] = [
   [
     { REDIS_URL: '127.0.0.1:6379', REDIS_TYPE: 'sentinel' },
     [],
-    'REDIS_TYPE: expected single or cluster (Redis Sentinel is not supported), got "sentinel"',
+    'REDIS_URL: expected the master name, then the Sentinels: <master name>,<host:port>[,<host:port>...] (REDIS_TYPE=sentinel), got "127.0.0.1:6379"',
   ],
   [
     { REDIS_URL: '127.0.0.1', REDIS_TYPE: 'cluster' },

@@ -1,3 +1,4 @@
+import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis } from 'ioredis';
 import { PolicyError, StoreError } from '../../core/errors.js';
 import type { Policy } from '../../core/policy.js';
@@ -31,6 +32,22 @@ export interface ClusterNode {
   readonly port: number;
 }
 
+/** A primary found through Redis Sentinel (see {@link RedisStore.connectSentinel}). */
+export interface SentinelTarget {
+  /** The master name the Sentinels monitor (`sentinel monitor <name> …`). */
+  readonly name: string;
+  /** Sentinels to ask, in order (`host:port`, usually port 26379). */
+  readonly sentinels: readonly ClusterNode[];
+  /** ACL user and password for the Sentinels (upstream's `REDIS_SENTINEL_AUTH`). */
+  readonly sentinelUsername?: string;
+  readonly sentinelPassword?: string;
+  /** ACL user and password for the primary (upstream's `REDIS_AUTH`). */
+  readonly username?: string;
+  readonly password?: string;
+  /** TLS to the primary and the Sentinels (node:tls options); absent: plain TCP. */
+  readonly tls?: ConnectionOptions;
+}
+
 /**
  * Runs every algorithm in Redis as one atomic Lua step per batch (applyBatches.lua):
  * read, refill, check, consume, write, expire, return. Concurrent checks are coalesced
@@ -61,6 +78,7 @@ export class RedisStore implements Store {
       options.client,
       this.#settings.maxInFlight,
       this.#settings.stuckAfterMs,
+      this.#settings.roleCheckMs,
     );
     this.#cluster = this.#connection.client instanceof Cluster;
     this.#apply = coalescedApply(this.#connection, options.maxBatchesPerCall);
@@ -70,10 +88,18 @@ export class RedisStore implements Store {
     this.#hotKeys = k === 0 ? undefined : new HotKeys(k);
   }
 
-  /** A store on a standalone Redis at `url` (`redis://host:port/db`). */
-  static connect(url: string, options: Omit<RedisStoreOptions, 'client'> = {}): RedisStore {
-    const seed = new Redis(url, { lazyConnect: true });
-    const store = new RedisStore({ ...options, client: seed });
+  /**
+   * A store on a standalone Redis at `url` (`redis://host:port/db`, or `rediss://` for
+   * TLS). `tls` (node:tls options: `ca`, `cert`, `key`, …) turns TLS on; ioredis reads it
+   * at each connect, so a change made to that object in place applies from the next one.
+   */
+  static connect(
+    url: string,
+    options: Omit<RedisStoreOptions, 'client'> & { readonly tls?: ConnectionOptions } = {},
+  ): RedisStore {
+    const { tls, ...rest } = options;
+    const seed = new Redis(url, { lazyConnect: true, ...(tls === undefined ? {} : { tls }) });
+    const store = new RedisStore({ ...rest, client: seed });
     seed.disconnect();
     return store;
   }
@@ -87,9 +113,11 @@ export class RedisStore implements Store {
     options: Omit<RedisStoreOptions, 'client'> & {
       readonly username?: string;
       readonly password?: string;
+      /** TLS to every node (node:tls options), as in {@link RedisStore.connect}. */
+      readonly tls?: ConnectionOptions;
     } = {},
   ): RedisStore {
-    const { username, password, ...rest } = options;
+    const { username, password, tls, ...rest } = options;
     const seed = new Cluster(
       nodes.map((n) => ({ host: n.host, port: n.port })),
       {
@@ -98,6 +126,7 @@ export class RedisStore implements Store {
         redisOptions: {
           ...(username === undefined ? {} : { username }),
           ...(password === undefined ? {} : { password }),
+          ...(tls === undefined ? {} : { tls }),
         },
       },
     );
@@ -107,9 +136,45 @@ export class RedisStore implements Store {
   }
 
   /**
-   * Resolves once the store's connection is ready (calls before that wait for it, within
-   * their deadline). Meanwhile `onError` hears each failed attempt to connect (a refused
-   * connection, a rejected password); ioredis keeps retrying.
+   * A store on the primary that Redis Sentinel names `target.name`, found through any of
+   * `target.sentinels`. ioredis asks the Sentinels for the primary at each connect,
+   * checks its role, and reconnects at once when the Sentinels announce a failover
+   * (`failoverDetector`); the store's rules stay: a command already sent is never resent,
+   * so checks during a failover take their policy's failure mode.
+   */
+  static connectSentinel(
+    target: SentinelTarget,
+    options: Omit<RedisStoreOptions, 'client'> = {},
+  ): RedisStore {
+    const seed = new Redis({
+      lazyConnect: true,
+      name: target.name,
+      sentinels: target.sentinels.map((n) => ({ host: n.host, port: n.port })),
+      role: 'master',
+      failoverDetector: true,
+      ...(target.sentinelUsername === undefined
+        ? {}
+        : { sentinelUsername: target.sentinelUsername }),
+      ...(target.sentinelPassword === undefined
+        ? {}
+        : { sentinelPassword: target.sentinelPassword }),
+      ...(target.username === undefined ? {} : { username: target.username }),
+      ...(target.password === undefined ? {} : { password: target.password }),
+      ...(target.tls === undefined
+        ? {}
+        : { tls: target.tls, sentinelTLS: target.tls, enableTLSForSentinelMode: true }),
+    });
+    const store = new RedisStore({ ...options, client: seed });
+    seed.disconnect();
+    return store;
+  }
+
+  /**
+   * Resolves once the store's connection is ready and, on a standalone server, the server
+   * has said it is a primary (calls before that wait for it, within their deadline).
+   * Meanwhile `onError` hears each failed attempt to connect (a refused connection, a
+   * rejected password); ioredis keeps retrying. Rejects with `SLUICE_ERR_STORE_REPLICA`
+   * when the server is a replica: the store never decides there (see docs/redis.md).
    */
   ready(options: { readonly onError?: (error: Error) => void } = {}): Promise<void> {
     return this.#connection.ready(options.onError);
@@ -227,15 +292,14 @@ export class RedisStore implements Store {
           dedup: rid !== undefined,
           dedupTtlMs,
         }));
-        const outcomes = await this.#connection.call(
-          () => this.#apply.callAll(g.slot, wires),
-          (error) => wires.map(() => failed(error)),
-          options,
-        );
-        await this.#ack.after(
+        const outcomes = await this.#ack.after(
           wires.map((w) => w.items),
           g.slot,
-          outcomes,
+          await this.#connection.call(
+            () => this.#apply.callAll(g.slot, wires),
+            (error) => wires.map(() => failed(error)),
+            options,
+          ),
         );
         outcomes.forEach((o, j) => {
           results[g.indices[j]!] = o.ok ? { ok: true, decision: o.decisions[0]! } : o;
@@ -310,7 +374,7 @@ export class RedisStore implements Store {
     // one script's keys must share a slot on a Cluster.
     const decided = this.#connection.call(() => this.#apply.call(slot, wire), failed, options);
     if (dryRun || !this.#ack.on) return decided;
-    return decided.then((out) => this.#ack.after([items], slot, [out]).then(() => out));
+    return decided.then((out) => this.#ack.after([items], slot, [out]).then((acked) => acked[0]!));
   }
 
   /** One refundBatch call giving back `indices` (of one slot) consumed at `decidedAtMs`. */
