@@ -33,12 +33,37 @@ function fail(call: Stream, error: ProtocolError | StoreError): void {
   call.emit('error', toCallError(error).status);
 }
 
+/** One subscribed bucket of a stream. */
+interface BucketState {
+  readonly id: WireBucketId;
+  /** When its last report arrived (server clock). */
+  lastMs: number | undefined;
+  /** Leases sent on this stream and not yet known to be held: version and send time. */
+  sent: { version: number; atMs: number }[];
+}
+
 interface StreamState {
   readonly call: Stream;
   readonly agent: string;
   domain: string | undefined;
-  /** Canonical bucket text → its BucketId and when its last report arrived (server clock). */
-  readonly buckets: Map<string, { id: WireBucketId; lastMs: number | undefined }>;
+  /** Canonical bucket text → its state. */
+  readonly buckets: Map<string, BucketState>;
+}
+
+/**
+ * The newest lease a report arriving at `nowMs` proves the client holds: RLQS reports
+ * carry no acknowledgement, but a stream delivers in order, and the ledger already
+ * assumes a one-way delay of at most δ (`marginMs`). A report that arrives 2δ or more
+ * after a lease was sent on the same stream was sent after that lease arrived, so the
+ * client holds it or a newer one. Forgets the older entries.
+ */
+function impliedHeld(b: BucketState, nowMs: number, marginMs: number): number | undefined {
+  let held = -1;
+  for (let i = 0; i < b.sent.length; i++) if (b.sent[i]!.atMs <= nowMs - 2 * marginMs) held = i;
+  if (held < 0) return undefined;
+  const version = b.sent[held]!.version;
+  b.sent = b.sent.slice(held);
+  return version;
 }
 
 /** Options of {@link RlqsQuotaService}. */
@@ -59,8 +84,9 @@ export interface RlqsQuotaServiceOptions {
  * first report subscribes it and gets an assignment at once. Rounds (`pushRound`) send
  * every stream its assignments, renewing with the same strategy, and `abandon_action` for
  * idle buckets. Elapsed time comes from the server's own receive times, because Envoy
- * truncates `time_elapsed` to whole seconds. While no controller leads here, streams are
- * refused with UNAVAILABLE so that clients go to the leader.
+ * truncates `time_elapsed` to whole seconds. Reports acknowledge leases by timing (see
+ * `impliedHeld`). While no controller leads here, streams are refused with UNAVAILABLE so
+ * that clients go to the leader.
  */
 export class RlqsQuotaService {
   readonly #o: RlqsQuotaServiceOptions;
@@ -100,8 +126,10 @@ export class RlqsQuotaService {
       list.push(a);
     };
     for (const l of leases) {
-      const id = this.#streams.get(l.agent)?.buckets.get(l.bucket)?.id;
-      if (id !== undefined) add(l.agent, this.#assignment(id, l));
+      const b = this.#streams.get(l.agent)?.buckets.get(l.bucket);
+      if (b === undefined) continue;
+      add(l.agent, this.#assignment(b.id, l));
+      b.sent.push({ version: l.version, atMs: l.issuedAtMs });
     }
     for (const a of abandoned) {
       const s = this.#streams.get(a.agent);
@@ -183,21 +211,28 @@ export class RlqsQuotaService {
         continue;
       }
       const seen = s.buckets.get(key);
-      const elapsedMs = seen?.lastMs === undefined ? 0 : nowMs - seen.lastMs;
-      s.buckets.set(key, { id, lastMs: nowMs });
+      const b: BucketState = seen ?? { id, lastMs: undefined, sent: [] };
+      if (seen === undefined) s.buckets.set(key, b);
+      const elapsedMs = b.lastMs === undefined ? 0 : nowMs - b.lastMs;
+      b.lastMs = nowMs;
+      const heldVersion = impliedHeld(b, nowMs, controller.config.marginMs);
       const report = {
         agent: s.agent,
         bucket: key,
         allowed: Number(u.numRequestsAllowed),
         denied: Number(u.numRequestsDenied),
         elapsedMs,
+        ...(heldVersion === undefined ? {} : { heldVersion }),
       };
       // A bucket new to this stream is a subscription: it gets an assignment at once, a
       // newcomer's share or, after a reconnect, its newest lease again.
       const lease =
         controller.report(report, nowMs) ??
         (seen === undefined ? controller.renew(key, s.agent, nowMs) : undefined);
-      if (lease !== undefined) out.push(this.#assignment(id, lease));
+      if (lease !== undefined) {
+        out.push(this.#assignment(id, lease));
+        b.sent.push({ version: lease.version, atMs: lease.issuedAtMs });
+      }
     }
     if (out.length > 0) s.call.write({ bucketAction: out });
   }
