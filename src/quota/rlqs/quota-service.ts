@@ -125,11 +125,13 @@ export class RlqsQuotaService {
       if (list === undefined) actions.set(agent, (list = []));
       list.push(a);
     };
+    // The send time, not the issue time: the process saves its state between the two.
+    const sentAtMs = this.#o.clock.nowMs();
     for (const l of leases) {
       const b = this.#streams.get(l.agent)?.buckets.get(l.bucket);
       if (b === undefined) continue;
       add(l.agent, this.#assignment(b.id, l));
-      b.sent.push({ version: l.version, atMs: l.issuedAtMs });
+      b.sent.push({ version: l.version, atMs: sentAtMs });
     }
     for (const a of abandoned) {
       const s = this.#streams.get(a.agent);
@@ -231,7 +233,7 @@ export class RlqsQuotaService {
         (seen === undefined ? controller.renew(key, s.agent, nowMs) : undefined);
       if (lease !== undefined) {
         out.push(this.#assignment(id, lease));
-        b.sent.push({ version: lease.version, atMs: lease.issuedAtMs });
+        b.sent.push({ version: lease.version, atMs: nowMs });
       }
     }
     if (out.length > 0) s.call.write({ bucketAction: out });
