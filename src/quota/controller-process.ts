@@ -101,6 +101,14 @@ export async function startQuotaController(
       return;
     }
     if (controller !== c) return;
+    // The ledger counts a lease until issue + L + δ, and δ must cover the delivery too: a
+    // round whose save took more than half of δ is not sent (it stays counted, and the
+    // agents keep their leases until the next round).
+    const lateMs = clock.nowMs() - nowMs;
+    if (lateMs > config.marginMs / 2) {
+      log({ event: 'round_not_sent', id: o.id, token: c.fencingToken, atMs: nowMs, lateMs });
+      return;
+    }
     service.pushRound(result.leases, result.abandoned);
     let committed = 0;
     for (const bucket of config.budgets.keys()) committed += c.committed(bucket, nowMs);
