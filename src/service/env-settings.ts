@@ -14,6 +14,7 @@ import {
 } from '../config/env-values.js';
 import { DECISION_MODES, type DecisionMode } from '../config/envoy/envoy-config.js';
 import { ENVOY_RUNTIME_DEFAULTS } from '../config/envoy/runtime-dir.js';
+import { DEFAULT_DESCRIPTOR_LIMITS } from '../core/descriptor-limits.js';
 import { PolicyError, formatIssue, type PolicyIssue } from '../core/errors.js';
 import { DEFAULT_DECISION_LOG_SAMPLE_RATE } from './decision-log.js';
 import { DEFAULT_NEAR_LIMIT_RATIO } from '../metrics/rule-hits.js';
@@ -78,6 +79,15 @@ const LOG_LEVELS: Readonly<Record<string, string>> = Object.freeze({
 /** The longest store deadline accepted, in ms: a rate limit decision that waits longer is an outage. */
 export const MAX_STORE_TIMEOUT_MS = 60_000;
 
+/** The largest descriptor limit accepted (count or length). */
+export const MAX_DESCRIPTOR_LIMIT = 1_000_000;
+
+/** The longest HTTP server timeout accepted, in ms (an hour). */
+export const MAX_HTTP_TIMEOUT_MS = 3_600_000;
+
+const descriptorLimit = wholeNumber(1, MAX_DESCRIPTOR_LIMIT);
+const httpTimeout = wholeNumber(1, MAX_HTTP_TIMEOUT_MS, ' of milliseconds');
+
 const runtime = ENVOY_RUNTIME_DEFAULTS;
 
 /**
@@ -121,6 +131,43 @@ export const SERVICE_SETTINGS = {
     100,
     { flags: ['--store-timeout'], upstream: false },
   ),
+  maxDescriptors: setting(
+    'SLUICE_MAX_DESCRIPTORS',
+    descriptorLimit,
+    DEFAULT_DESCRIPTOR_LIMITS.maxDescriptors,
+    { flags: ['--max-descriptors'], upstream: false },
+  ),
+  maxDescriptorEntries: setting(
+    'SLUICE_MAX_DESCRIPTOR_ENTRIES',
+    descriptorLimit,
+    DEFAULT_DESCRIPTOR_LIMITS.maxDescriptorEntries,
+    { flags: ['--max-descriptor-entries'], upstream: false },
+  ),
+  maxDescriptorKeyLength: setting(
+    'SLUICE_MAX_DESCRIPTOR_KEY_LENGTH',
+    descriptorLimit,
+    DEFAULT_DESCRIPTOR_LIMITS.maxDescriptorKeyLength,
+    { flags: ['--max-descriptor-key-length'], upstream: false },
+  ),
+  maxDescriptorValueLength: setting(
+    'SLUICE_MAX_DESCRIPTOR_VALUE_LENGTH',
+    descriptorLimit,
+    DEFAULT_DESCRIPTOR_LIMITS.maxDescriptorValueLength,
+    { flags: ['--max-descriptor-value-length'], upstream: false },
+  ),
+  // Unset: the HTTP server's own defaults (10 s, 30 s or the headers timeout, 5 s).
+  httpHeadersTimeoutMs: optionalSetting('SLUICE_HTTP_HEADERS_TIMEOUT_MS', httpTimeout, {
+    flags: ['--http-headers-timeout'],
+    upstream: false,
+  }),
+  httpRequestTimeoutMs: optionalSetting('SLUICE_HTTP_REQUEST_TIMEOUT_MS', httpTimeout, {
+    flags: ['--http-request-timeout'],
+    upstream: false,
+  }),
+  httpKeepAliveTimeoutMs: optionalSetting('SLUICE_HTTP_KEEP_ALIVE_TIMEOUT_MS', httpTimeout, {
+    flags: ['--http-keep-alive-timeout'],
+    upstream: false,
+  }),
   keyPrefix: setting(
     'CACHE_KEY_PREFIX',
     settingValue('a non-empty key prefix without "{" or "}"', (t) =>
@@ -201,6 +248,15 @@ export interface ServiceSettings {
   /** TLS (and mutual TLS) of the gRPC server: `GRPC_SERVER_USE_TLS=true`. */
   readonly grpcTls?: GrpcTlsSettings;
   readonly storeTimeoutMs: number;
+  /** The descriptor limits (`SLUICE_MAX_DESCRIPTOR*`); see `DescriptorLimits`. */
+  readonly maxDescriptors: number;
+  readonly maxDescriptorEntries: number;
+  readonly maxDescriptorKeyLength: number;
+  readonly maxDescriptorValueLength: number;
+  /** The HTTP server's timeouts in ms (`SLUICE_HTTP_*_TIMEOUT_MS`); absent: its defaults. */
+  readonly httpHeadersTimeoutMs?: number;
+  readonly httpRequestTimeoutMs?: number;
+  readonly httpKeepAliveTimeoutMs?: number;
   readonly keyPrefix: string;
   readonly shadowMode: boolean;
   readonly quotaMode: boolean;
@@ -295,7 +351,17 @@ export function readServiceSettings(
       issues.push(...e.issues);
     }
   }
-  if (!('issues' in result)) issues.push(...tlsIssues(result.values));
+  if (!('issues' in result)) {
+    issues.push(...tlsIssues(result.values));
+    const { httpHeadersTimeoutMs: headers, httpRequestTimeoutMs: request } = result.values;
+    // Node refuses a headers timeout longer than the request timeout.
+    if (headers !== undefined && request !== undefined && headers > request) {
+      issues.push({
+        path: result.source['httpHeadersTimeoutMs']!,
+        message: `must not exceed ${result.source['httpRequestTimeoutMs']!} (${request}), got "${headers}"`,
+      });
+    }
+  }
   if ('issues' in result || issues.length > 0) refuse(issues);
   const v = result.values;
   const redisTlsOn = v.redisTls || (redis?.type === 'single' && redis.url.startsWith('rediss://'));
@@ -326,6 +392,19 @@ export function readServiceSettings(
         }
       : {}),
     storeTimeoutMs: v.storeTimeoutMs,
+    maxDescriptors: v.maxDescriptors,
+    maxDescriptorEntries: v.maxDescriptorEntries,
+    maxDescriptorKeyLength: v.maxDescriptorKeyLength,
+    maxDescriptorValueLength: v.maxDescriptorValueLength,
+    ...(v.httpHeadersTimeoutMs === undefined
+      ? {}
+      : { httpHeadersTimeoutMs: v.httpHeadersTimeoutMs }),
+    ...(v.httpRequestTimeoutMs === undefined
+      ? {}
+      : { httpRequestTimeoutMs: v.httpRequestTimeoutMs }),
+    ...(v.httpKeepAliveTimeoutMs === undefined
+      ? {}
+      : { httpKeepAliveTimeoutMs: v.httpKeepAliveTimeoutMs }),
     keyPrefix: v.keyPrefix,
     shadowMode: v.shadowMode,
     quotaMode: v.quotaMode,
@@ -401,6 +480,13 @@ const CHECKED_OPTIONS = [
   'host',
   'grpcHost',
   'storeTimeoutMs',
+  'maxDescriptors',
+  'maxDescriptorEntries',
+  'maxDescriptorKeyLength',
+  'maxDescriptorValueLength',
+  'httpHeadersTimeoutMs',
+  'httpRequestTimeoutMs',
+  'httpKeepAliveTimeoutMs',
   'keyPrefix',
   'nearLimitRatio',
   'decisionLogSampleRate',

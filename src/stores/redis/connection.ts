@@ -4,9 +4,6 @@ import type { StoreApplyOptions } from '../store.js';
 import { PrimaryGuard } from './primary-guard.js';
 import { asRedisError } from './redis-errors.js';
 
-/** A script call's reply, or the StoreError it failed with. */
-export type CallOutcome = { ok: true; reply: unknown } | { ok: false; error: StoreError };
-
 /**
  * The store's own connection (a duplicate of the given client under settings that never
  * resend a command), with the in-flight bound, the wait for ready and the stuck watchdog.
@@ -129,35 +126,43 @@ export class SafeConnection {
 
   /**
    * Sends one script call under the stuck watchdog: a command unanswered for
-   * `stuckAfterMs` means a dead link (see #checkStuck). Never rejects.
+   * `stuckAfterMs` means a dead link (see #checkStuck). Its reply, or the StoreError it
+   * failed with, is mapped in the same step (one promise reaction per call); the mappers
+   * must not throw, so the result never rejects.
    */
-  script(send: () => Promise<unknown>): Promise<CallOutcome> {
+  script<T>(
+    send: () => Promise<unknown>,
+    onReply: (reply: unknown) => T,
+    onError: (error: StoreError) => T,
+  ): Promise<T> {
     this.#unansweredSince ??= performance.now();
     return send().then(
-      (reply): CallOutcome => {
+      (reply) => {
         this.#unansweredSince = undefined;
-        return { ok: true, reply };
+        return onReply(reply);
       },
-      (cause: unknown): CallOutcome => {
+      (cause: unknown) => {
         // An error reply still proves the connection works; a connection error does not.
         if (cause instanceof ReplyError) this.#unansweredSince = undefined;
         const error = asRedisError(cause);
         if (error.reason === 'readonly') this.#guard?.suspect();
-        return { ok: false, error };
+        return onError(error);
       },
     );
   }
 
   /**
-   * Runs `call` within the in-flight bound, once the connection is ready. Promise chains
-   * rather than `await`: on the hot path (connection ready) this is one hop per check.
+   * Runs `call` within the in-flight bound, once the connection is ready, and maps its
+   * result with `done` (or a failure with `fail`) in the same step. Promise chains rather
+   * than `await`: on the hot path (connection ready) this is one reaction per check.
    */
-  call<T>(
+  call<T, U>(
     call: () => Promise<T>,
-    fail: (error: StoreError) => T,
+    done: (result: T) => U,
+    fail: (error: StoreError) => U,
     /** Read only when the connection is not ready: its `signal` may be made on demand. */
     options: StoreApplyOptions | undefined,
-  ): Promise<T> {
+  ): Promise<U> {
     this.#checkStuck();
     if (this.#inFlight >= this.#maxInFlight) {
       return Promise.resolve(
@@ -179,7 +184,7 @@ export class SafeConnection {
     return sent.then(
       (result) => {
         this.#inFlight--;
-        return result;
+        return done(result);
       },
       (cause: unknown) => {
         this.#inFlight--;
@@ -216,6 +221,8 @@ export class SafeConnection {
    * outcome is unknown, and reported so).
    */
   #checkStuck(): void {
+    // Nothing waiting (a lone check's usual case): no clock to read.
+    if (this.#unansweredSince === undefined && this.#connectSince === undefined) return;
     const since = Math.min(this.#unansweredSince ?? Infinity, this.#connectSince ?? Infinity);
     if (performance.now() - since < this.#stuckAfterMs) return;
     this.#unansweredSince = undefined;

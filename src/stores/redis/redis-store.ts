@@ -1,5 +1,6 @@
 import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis } from 'ioredis';
+import type { AlgorithmDecision } from '../../core/decision.js';
 import { PolicyError, StoreError } from '../../core/errors.js';
 import type { Policy } from '../../core/policy.js';
 import { hashTagOf } from '../key.js';
@@ -227,7 +228,8 @@ export class RedisStore implements Store {
         failAll(batch, new StoreError('SLUICE_ERR_STORE_CLOSED', 'RedisStore is closed')),
       );
     if (batch.length === 0) return Promise.resolve([]);
-    const keys = batch.map((r) => this.redisKey(r.key));
+    const keys =
+      batch.length === 1 ? [this.redisKey(batch[0]!.key)] : batch.map((r) => this.redisKey(r.key));
     if (this.#hotKeys !== undefined) {
       if (batch.length === 1) this.#hotKeys.record(hashTagOf(batch[0]!.key));
       else for (const tag of new Set(batch.map((r) => hashTagOf(r.key)))) this.#hotKeys.record(tag);
@@ -255,10 +257,8 @@ export class RedisStore implements Store {
       }
       slot = groups[0]!.slot;
     }
-    return this.#consume(batch, keys, slot, options, false).then((out) =>
-      out.ok
-        ? out.decisions.map((decision) => ({ ok: true as const, decision }))
-        : failAll(batch, out.error),
+    return this.#consume(batch, keys, slot, options, false, (out) =>
+      out.ok ? out.decisions.map(succeeded) : failAll(batch, out.error),
     );
   }
 
@@ -297,6 +297,7 @@ export class RedisStore implements Store {
           g.slot,
           await this.#connection.call(
             () => this.#apply.callAll(g.slot, wires),
+            (all) => all,
             (error) => wires.map(() => failed(error)),
             options,
           ),
@@ -322,6 +323,7 @@ export class RedisStore implements Store {
       group.slot,
       options,
       dryRun,
+      (out) => out,
     );
   }
 
@@ -330,22 +332,25 @@ export class RedisStore implements Store {
    * A dry run adds a last request that can never fit (cost
    * above its capacity, enforced) on the first key: the batch is then refused as a whole,
    * so nothing is written, and every real request reports what it would get, unconsumed.
-   * It has no request id.
+   * It has no request id. The outcome is mapped with `then` in the step that hears it.
    */
-  #consume(
+  #consume<U>(
     requests: readonly StoreRequest[],
     requestKeys: readonly string[],
     slot: number,
     options: StoreApplyOptions,
     dryRun: boolean,
-  ): Promise<GroupOutcome> {
+    then: (outcome: GroupOutcome) => U,
+  ): Promise<U> {
     if (requests.length + 1 > MAX_BATCH_ITEMS) {
       // Refused here, alone: thrown while encoding, it would fail the whole coalesced call.
       return Promise.resolve(
-        failed(
-          new StoreError(
-            'SLUICE_ERR_STORE_UNAVAILABLE',
-            `RedisStore: a batch of ${requests.length} requests is above the ${MAX_BATCH_ITEMS - 1} one script call carries`,
+        then(
+          failed(
+            new StoreError(
+              'SLUICE_ERR_STORE_UNAVAILABLE',
+              `RedisStore: a batch of ${requests.length} requests is above the ${MAX_BATCH_ITEMS - 1} one script call carries`,
+            ),
           ),
         ),
       );
@@ -372,9 +377,13 @@ export class RedisStore implements Store {
     };
     // Coalesced with other checks of the same slot (one group on a standalone Redis):
     // one script's keys must share a slot on a Cluster.
-    const decided = this.#connection.call(() => this.#apply.call(slot, wire), failed, options);
-    if (dryRun || !this.#ack.on) return decided;
-    return decided.then((out) => this.#ack.after([items], slot, [out]).then((acked) => acked[0]!));
+    const call = (): Promise<GroupOutcome> => this.#apply.call(slot, wire);
+    if (dryRun || !this.#ack.on) {
+      return this.#connection.call(call, then, (error) => then(failed(error)), options);
+    }
+    return this.#connection
+      .call(call, (out) => out, failed, options)
+      .then((out) => this.#ack.after([items], slot, [out]).then((acked) => then(acked[0]!)));
   }
 
   /** One refundBatch call giving back `indices` (of one slot) consumed at `decidedAtMs`. */
@@ -418,6 +427,10 @@ export class RedisStore implements Store {
     this.#closed = true;
     await this.#connection.close();
   }
+}
+
+function succeeded(decision: AlgorithmDecision): StoreResult {
+  return { ok: true, decision };
 }
 
 function failAll(batch: readonly StoreRequest[], error: StoreError): StoreResult[] {
