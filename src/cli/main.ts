@@ -23,6 +23,8 @@ import { readXdsTlsFiles } from '../service/xds/xds-tls-files.js';
 import { parseDescriptorArgs } from './descriptor-args.js';
 import { planText } from './plan-text.js';
 import { errorText, exitCodeOf } from './error-text.js';
+import { addControllerCommand } from './controller-command.js';
+import { addSimulateCommand } from './simulate-command.js';
 
 function wholeNumber(name: string, min: number) {
   return (v: string): number => {
@@ -474,5 +476,8 @@ program
       }
     },
   );
+
+addSimulateCommand(program, fail);
+addControllerCommand(program, fail);
 
 await program.parseAsync(argv);

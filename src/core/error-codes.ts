@@ -201,6 +201,20 @@ export const ERROR_CODES = Object.freeze({
     summary:
       'The retrying client refused the request locally: the backend has been refusing most requests (adaptive throttling).',
   },
+  SLUICE_ERR_QUOTA_CONFIG_INVALID: {
+    family: 'policy',
+    httpStatus: 500,
+    grpcStatus: GRPC_FAILED_PRECONDITION,
+    summary:
+      'Quota controller or agent options are invalid (budgets, refresh, lease TTL, fallback); every issue is listed.',
+  },
+  SLUICE_ERR_QUOTA_NOT_LEADER: {
+    family: 'store',
+    httpStatus: 503,
+    grpcStatus: GRPC_UNAVAILABLE,
+    summary:
+      'This quota controller does not lead (or just stopped leading); the client should try the next controller.',
+  },
   SLUICE_ERR_PROTOCOL_BAD_REQUEST: {
     family: 'protocol',
     httpStatus: 400,
