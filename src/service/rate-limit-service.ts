@@ -417,6 +417,9 @@ export class RateLimitService {
       failureMode: rule.sluice.failureMode ?? this.#options.defaultFailureMode ?? 'open',
       timeoutMs: this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       shadow: rule.shadowMode,
+      ...(rule.sluice.local === undefined ? {} : { local: rule.sluice.local }),
+      // A shadow rule never blocks: units reserved for it would be held for nothing.
+      ...(rule.sluice.batch === undefined || rule.shadowMode ? {} : { batch: rule.sluice.batch }),
     }) as Policy;
   }
 }
