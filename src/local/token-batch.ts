@@ -68,6 +68,13 @@ interface Reserve {
   resetAfterMs: number;
   /** Until then, items pass straight on (a reservation call failed). */
   downUntilMs: number;
+  /**
+   * The store denied `deniedNeed` units until `deniedUntilMs` (its retry time): items
+   * needing as many are denied here until then, as the over-limit cache does.
+   */
+  deniedNeed: number;
+  deniedUntilMs: number;
+  denied: AlgorithmDecision | undefined;
   pending: Promise<void> | undefined;
   readonly policy: Policy;
   readonly key: string;
@@ -151,6 +158,8 @@ export class TokenBatchStage implements Stage {
     const answer = this.#take(r, item, ctx.nowMs);
     if (answer !== undefined) return answer;
     if (ctx.nowMs < r.downUntilMs) return undefined;
+    const denied = this.#stillDenied(r, item, ctx.nowMs);
+    if (denied !== undefined) return denied;
     return this.#refillThenTake(r, item, ctx);
   }
 
@@ -200,6 +209,9 @@ export class TokenBatchStage implements Stage {
       remaining: 0,
       resetAfterMs: 0,
       downUntilMs: -Infinity,
+      deniedNeed: Infinity,
+      deniedUntilMs: -Infinity,
+      denied: undefined,
       pending: undefined,
       policy: item.policy,
       key: item.key,
@@ -228,11 +240,27 @@ export class TokenBatchStage implements Stage {
     };
   }
 
+  /** The remembered denial, when it covers this item (see `Reserve.deniedNeed`). */
+  #stillDenied(r: Reserve, item: StageItem, nowMs: number): StageVerdict {
+    if (nowMs >= r.deniedUntilMs || r.denied === undefined) return undefined;
+    const held = nowMs < r.expiresAtMs ? r.units : 0;
+    if (item.cost - held < r.deniedNeed) return undefined;
+    return {
+      kind: 'answer',
+      decision: {
+        ...r.denied,
+        remaining: r.denied.remaining,
+        retryAfterMs: r.deniedUntilMs - nowMs,
+      },
+      path: 'batch',
+    };
+  }
+
   async #refillThenTake(r: Reserve, item: StageItem, ctx: StageContext): Promise<StageVerdict> {
     // One reservation per key at a time: others wait for it, then take from it.
     while (r.pending !== undefined) {
       await r.pending;
-      const answer = this.#take(r, item, ctx.nowMs);
+      const answer = this.#take(r, item, ctx.nowMs) ?? this.#stillDenied(r, item, ctx.nowMs);
       if (answer !== undefined) return answer;
       if (ctx.nowMs < r.downUntilMs || this.#closing !== undefined) return undefined;
     }
@@ -283,7 +311,13 @@ export class TokenBatchStage implements Stage {
         n = need;
         continue;
       }
-      return { kind: 'answer', decision: denial(d, leftover), path: 'batch' };
+      const answer = denial(d, leftover);
+      if (d.status === 'OVER_LIMIT' && Number.isFinite(d.retryAfterMs) && d.retryAfterMs > 0) {
+        r.deniedNeed = need;
+        r.deniedUntilMs = nowMs + d.retryAfterMs;
+        r.denied = answer;
+      }
+      return { kind: 'answer', decision: answer, path: 'batch' };
     }
   }
 
