@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ALGORITHMS } from '../../src/algorithms/index.js';
 import { parsePolicies } from '../../src/config/policies.js';
 import { ManualClock } from '../../src/core/clock.js';
+import type { AlgorithmDecision } from '../../src/core/decision.js';
 import type { Policy } from '../../src/core/policy.js';
 import { TokenBatchStage } from '../../src/local/token-batch.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
@@ -180,7 +181,7 @@ describe('TokenBatchStage', () => {
         {
           admitted: false,
           decision: {
-            ...(verdict as { decision: never }).decision,
+            ...(verdict as { decision: AlgorithmDecision }).decision,
             policy: 'other',
             path: 'store',
           },
