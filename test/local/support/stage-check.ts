@@ -1,9 +1,9 @@
 import { algorithmOf } from '../../../src/algorithms/index.js';
 import type { Decision } from '../../../src/core/decision.js';
-import type { StoreError } from '../../../src/core/errors.js';
+import { StoreError } from '../../../src/core/errors.js';
 import type { Policy } from '../../../src/core/policy.js';
 import type { Stage, StageContext, StageItem, StageVerdict } from '../../../src/limiter/stage.js';
-import type { Store } from '../../../src/stores/store.js';
+import type { Store, StoreResult } from '../../../src/stores/store.js';
 
 /**
  * One check of one policy item through `stages` and then `store`, as the stage seam
@@ -41,18 +41,36 @@ export async function stageCheck(
     if (verdict?.kind === 'pass') item = { ...item, cost: verdict.cost };
   }
   if (decision === undefined) {
-    const [result] = await store.apply(
-      [
-        {
-          key,
-          algorithm: algorithmOf(policy.algorithm),
-          params: policy.params,
-          cost: item.cost,
-          enforce: true,
-        },
-      ],
-      { nowMs: ctx.nowMs },
-    );
+    // The store is given the policy's timeout, as the limiter gives it.
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<readonly StoreResult[]>((resolve) => {
+      timer = setTimeout(
+        () =>
+          resolve([
+            {
+              ok: false,
+              error: new StoreError('SLUICE_ERR_STORE_TIMEOUT', 'no answer within the timeout'),
+            },
+          ]),
+        policy.timeoutMs,
+      );
+    });
+    const [result] = await Promise.race([
+      store.apply(
+        [
+          {
+            key,
+            algorithm: algorithmOf(policy.algorithm),
+            params: policy.params,
+            cost: item.cost,
+            enforce: true,
+          },
+        ],
+        { nowMs: ctx.nowMs },
+      ),
+      timedOut,
+    ]);
+    clearTimeout(timer);
     if (result!.ok) decision = { ...result!.decision, policy: policy.name, path: 'store' };
     else {
       error = result!.error;
