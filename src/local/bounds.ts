@@ -171,7 +171,7 @@ export function policyBounds(policy: Policy, instances: number, rps?: number): P
     under.push({
       label: 'local stage, load spread evenly',
       value: `${units(underUse.atOnce)} + ${units(underUse.perSecond)}/s`,
-      note: `global ${units(B)} + ${units(G)}/s vs ${units(n)} × (${units(local.atOnce)} + ${units(local.perSecond)}/s); load on k instances: ${units(B)} + ${units(G)}/s − k × (${units(local.atOnce)} + ${units(local.perSecond)}/s)`,
+      note: `global ${units(B)} + ${units(G)}/s vs ${units(n)} × (${units(local.atOnce)} + ${units(local.perSecond)}/s), plus ${units(G)}/s × the store round trip (checks in flight hold local units); load on k instances: ${units(B)} + ${units(G)}/s − k × (${units(local.atOnce)} + ${units(local.perSecond)}/s)`,
     });
   }
   under.push({

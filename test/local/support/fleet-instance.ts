@@ -10,7 +10,7 @@ import type { Policy } from '../../../src/core/policy.js';
 import type { Stage } from '../../../src/limiter/stage.js';
 import { LocalStage } from '../../../src/local/local-stage.js';
 import { OverLimitCache } from '../../../src/local/over-limit-cache.js';
-import { TokenBatchStage } from '../../../src/local/token-batch.js';
+import { TokenBatchStage, type TokenBatchStats } from '../../../src/local/token-batch.js';
 import { RedisStore } from '../../../src/stores/redis/redis-store.js';
 import type { Store } from '../../../src/stores/store.js';
 import { mulberry32 } from '../../support/random.js';
@@ -50,6 +50,8 @@ export interface RunReport {
   readonly storeCalls: number;
   readonly decisions: number;
   readonly maxLatencyMs: number;
+  /** The batch stage's counters, when it ran. */
+  readonly batch?: TokenBatchStats;
 }
 
 export interface HoldCommand {
@@ -113,6 +115,7 @@ async function run(c: RunCommand): Promise<RunReport> {
   const policy: Policy = parsePolicies([c.policy]).policies[0]!;
   const store = storeAt(c.port);
   const stages = stagesOf(c.stages, store);
+  const batchStage = stages.find((s): s is TokenBatchStage => s instanceof TokenBatchStage);
   const random = mulberry32(c.seed);
   const weights = Array.from({ length: c.tenants }, (_, i) => 1 / (i + 1) ** 1.1);
   const total = weights.reduce((a, b) => a + b, 0);
@@ -181,6 +184,7 @@ async function run(c: RunCommand): Promise<RunReport> {
     storeCalls: store.calls,
     decisions,
     maxLatencyMs,
+    ...(batchStage === undefined ? {} : { batch: { ...batchStage.stats } }),
   };
   await store.close();
   return report;
