@@ -183,6 +183,7 @@ program
           quotaMode: settings.quotaMode,
           mergeDomainConfig: settings.mergeDomainConfig,
           nearLimitRatio: settings.nearLimitRatio,
+          localCacheSizeBytes: settings.localCacheSizeBytes,
           ...(settings.responseHeaders === undefined
             ? {}
             : { responseHeaders: settings.responseHeaders }),

@@ -51,6 +51,11 @@ export interface ServeOptions extends ConfigSources, Partial<DescriptorLimits> {
   readonly quotaMode?: boolean;
   /** Upstream's `NEAR_LIMIT_RATIO`, for the `near_limit` counters. @default 0.8 */
   readonly nearLimitRatio?: number;
+  /**
+   * Upstream's `LOCAL_CACHE_SIZE_IN_BYTES`: bytes of the over-limit cache (a bucket the
+   * store just denied is denied in process until its retry time); 0 is off. @default 0
+   */
+  readonly localCacheSizeBytes?: number;
   /** Upstream's `LIMIT_RESPONSE_HEADERS_ENABLED` with the header names. @default off */
   readonly responseHeaders?: ResponseHeaderNames;
   /** Upstream's `RESPONSE_DYNAMIC_METADATA`. @default false */
@@ -144,6 +149,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     defaultFailureMode: 'closed',
     timeoutMs: options.storeTimeoutMs ?? 100,
     descriptorLimits: limits,
+    localCacheSizeBytes: options.localCacheSizeBytes ?? 0,
   });
   const handlers = {
     shouldRateLimit: (

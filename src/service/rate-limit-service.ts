@@ -79,6 +79,11 @@ export interface RateLimitServiceOptions {
   readonly decisionMode?: DecisionMode;
   /** Told how each store call ended (see `StoreHealth`). @default none */
   readonly storeObserver?: StoreCallObserver;
+  /**
+   * Bytes of the over-limit cache (upstream's `LOCAL_CACHE_SIZE_IN_BYTES`); 0 is off.
+   * @default 0
+   */
+  readonly localCacheSizeBytes?: number;
 }
 
 const MAX_OVERRIDE_POLICIES = 10_000;
