@@ -75,7 +75,13 @@ interface Reserve {
   deniedNeed: number;
   deniedUntilMs: number;
   denied: AlgorithmDecision | undefined;
-  pending: Promise<void> | undefined;
+  /** Spare units (beyond their own items' needs) of the reservations in flight. */
+  inflightExtra: number;
+  /** Units the items waiting for a reservation in flight need. */
+  waiting: number;
+  /** Resolved when a reservation in flight completes. */
+  wake: Promise<void> | undefined;
+  wakeUp: (() => void) | undefined;
   readonly policy: Policy;
   readonly key: string;
 }
@@ -112,6 +118,8 @@ export class TokenBatchStage implements Stage {
   readonly #instanceId: string;
   readonly #clock: Clock;
   readonly #reserves = new Map<string, Reserve>();
+  /** Reservations in flight (close waits for them). */
+  readonly #inflight = new Set<Promise<unknown>>();
   #seq = 0;
   #closing: Promise<void> | undefined;
   readonly stats: TokenBatchStats = {
@@ -212,7 +220,10 @@ export class TokenBatchStage implements Stage {
       deniedNeed: Infinity,
       deniedUntilMs: -Infinity,
       denied: undefined,
-      pending: undefined,
+      inflightExtra: 0,
+      waiting: 0,
+      wake: undefined,
+      wakeUp: undefined,
       policy: item.policy,
       key: item.key,
     };
@@ -257,68 +268,102 @@ export class TokenBatchStage implements Stage {
   }
 
   async #refillThenTake(r: Reserve, item: StageItem, ctx: StageContext): Promise<StageVerdict> {
-    // One reservation per key at a time: others wait for it, then take from it.
-    while (r.pending !== undefined) {
-      await r.pending;
+    // Wait for a reservation in flight while its spare units can cover the waiters;
+    // otherwise reserve at once, side by side with it.
+    while (r.waiting + item.cost <= r.inflightExtra) {
+      r.waiting += item.cost;
+      try {
+        await this.#nextCompletion(r);
+      } finally {
+        r.waiting -= item.cost;
+      }
       const answer = this.#take(r, item, ctx.nowMs) ?? this.#stillDenied(r, item, ctx.nowMs);
       if (answer !== undefined) return answer;
       if (ctx.nowMs < r.downUntilMs || this.#closing !== undefined) return undefined;
     }
-    let verdict: StageVerdict;
-    r.pending = this.#refill(r, item, ctx).then((v) => {
-      verdict = v;
-    });
+    const refill = this.#refill(r, item, ctx);
+    this.#inflight.add(refill);
     try {
-      await r.pending;
+      return await refill;
     } finally {
-      r.pending = undefined;
+      this.#inflight.delete(refill);
     }
-    return verdict;
   }
 
-  /** Reserves for `item` and answers it, or passes it on when the store failed. */
+  /** Resolves when the next reservation of `r` completes. */
+  #nextCompletion(r: Reserve): Promise<void> {
+    r.wake ??= new Promise<void>((resolve) => {
+      r.wakeUp = resolve;
+    });
+    return r.wake;
+  }
+
+  /**
+   * Reserves for `item` and answers it, or passes it on when the store failed. The units
+   * the reserve holds are set aside for this item first (others cannot spend them
+   * meanwhile), so the reservation asks only for the rest, plus spare units for the
+   * items to come (up to the adaptive size, less what is held or in flight).
+   */
   async #refill(r: Reserve, item: StageItem, ctx: StageContext): Promise<StageVerdict> {
     const batch = item.policy.batch!;
     const nowMs = ctx.nowMs;
-    let leftover = r.units;
     if (nowMs >= r.expiresAtMs) {
       // Expired with units left: spend about what was spent next time.
-      if (leftover > 0) {
-        this.stats.unitsExpired += leftover;
-        r.next = Math.max(1, r.taken - leftover);
+      if (r.units > 0) {
+        this.stats.unitsExpired += r.units;
+        r.next = Math.max(1, r.taken - r.units);
       }
-      leftover = 0;
       r.units = 0;
     } else if (r.taken > 0) {
       // Spent (all but less than this cost) before it expired: a busier key.
       r.next = Math.min(batch.size, 2 * r.taken);
     }
-    const need = item.cost - leftover;
-    let n = Math.max(need, Math.min(r.next, batch.size - leftover));
-    for (;;) {
-      const result = await this.#reserveCall(r, n, ctx);
-      if (result === undefined || !result.ok) {
-        r.downUntilMs = nowMs + this.#retryAfterFailureMs;
-        return undefined;
+    const mine = r.units;
+    r.units = 0;
+    const need = item.cost - mine;
+    let extra = Math.max(0, Math.min(r.next, batch.size) - item.cost - r.inflightExtra);
+    r.inflightExtra += extra;
+    try {
+      for (;;) {
+        const result = await this.#reserveCall(r, need + extra, ctx);
+        if (result === undefined || !result.ok) {
+          r.downUntilMs = nowMs + this.#retryAfterFailureMs;
+          this.#putBack(r, mine, nowMs);
+          return undefined;
+        }
+        const d = result.decision;
+        if (d.allowed) {
+          this.#hold(r, need + extra, nowMs + batch.ttlMs, d, nowMs);
+          r.units += mine;
+          return this.#take(r, item, nowMs);
+        }
+        if (extra > 0) {
+          r.inflightExtra -= extra;
+          extra = 0;
+          r.next = item.cost;
+          continue;
+        }
+        this.#putBack(r, mine, nowMs);
+        const answer = denial(d, mine);
+        if (d.status === 'OVER_LIMIT' && Number.isFinite(d.retryAfterMs) && d.retryAfterMs > 0) {
+          r.deniedNeed = need;
+          r.deniedUntilMs = nowMs + d.retryAfterMs;
+          r.denied = answer;
+        }
+        return { kind: 'answer', decision: answer, path: 'batch' };
       }
-      const d = result.decision;
-      if (d.allowed) {
-        this.#hold(r, n, nowMs + batch.ttlMs, d, nowMs);
-        return this.#take(r, item, nowMs);
-      }
-      if (n > need) {
-        r.next = need;
-        n = need;
-        continue;
-      }
-      const answer = denial(d, leftover);
-      if (d.status === 'OVER_LIMIT' && Number.isFinite(d.retryAfterMs) && d.retryAfterMs > 0) {
-        r.deniedNeed = need;
-        r.deniedUntilMs = nowMs + d.retryAfterMs;
-        r.denied = answer;
-      }
-      return { kind: 'answer', decision: answer, path: 'batch' };
+    } finally {
+      r.inflightExtra -= extra;
+      const wakeUp = r.wakeUp;
+      r.wake = undefined;
+      r.wakeUp = undefined;
+      wakeUp?.();
     }
+  }
+
+  /** Units set aside for an item that did not get them back into the reserve, unexpired. */
+  #putBack(r: Reserve, units: number, nowMs: number): void {
+    if (units > 0 && nowMs < r.expiresAtMs) r.units += units;
   }
 
   #hold(r: Reserve, n: number, expiresAtMs: number, d: AlgorithmDecision, nowMs: number): void {
@@ -365,10 +410,10 @@ export class TokenBatchStage implements Stage {
   async #giveBack(): Promise<void> {
     const store = this.#store;
     const refund = store.refund?.bind(store);
+    await Promise.allSettled([...this.#inflight]);
     const nowMs = this.#clock.nowMs();
     const calls: Promise<unknown>[] = [];
     for (const r of this.#reserves.values()) {
-      if (r.pending !== undefined) await r.pending.catch(() => undefined);
       const units = Math.min(r.units, r.taken);
       r.units = 0;
       if (refund === undefined || units <= 0 || nowMs >= r.expiresAtMs) continue;

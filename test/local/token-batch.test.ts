@@ -208,6 +208,44 @@ describe('TokenBatchStage', () => {
     expect(stage.stats.reservationCalls).toBe(1);
   });
 
+  it('reserves side by side when the reservation in flight cannot cover the waiters, holding at most size', async () => {
+    const inner = new MemoryStore();
+    let inFlight = 0;
+    let most = 0;
+    const store: Store = {
+      apply: async (batch, o) => {
+        inFlight++;
+        most = Math.max(most, inFlight);
+        await new Promise((r) => setTimeout(r, 5));
+        inFlight--;
+        return inner.applySync(batch, o);
+      },
+      close: () => inner.close(),
+    };
+    // Size 1: nothing spare, so 20 concurrent checks make 20 reservations at once.
+    const one = new TokenBatchStage({ store });
+    const p1 = policy({ batch: { size: 1 } });
+    const item1 = { policy: p1, key: KEY, capacity: 1_000, cost: 1 };
+    const all1 = await Promise.all(
+      Array.from({ length: 20 }, () => one.enter(item1, { nowMs: 0 })),
+    );
+    expect(all1.every((v) => v?.kind === 'answer' && v.decision.allowed)).toBe(true);
+    expect(most).toBe(20);
+    // Size 8, warmed to 8: 40 concurrent checks; every reserve holds at most 8 spare.
+    most = 0;
+    const eight = new TokenBatchStage({ store });
+    const p8 = policy({ name: 'api8', batch: { size: 8 } });
+    const item8 = { policy: p8, key: '{t1}:api8', capacity: 1_000, cost: 1 };
+    for (let i = 0; i < 15; i++) await eight.enter(item8, { nowMs: 0 });
+    const all8 = await Promise.all(
+      Array.from({ length: 40 }, () => eight.enter(item8, { nowMs: 0 })),
+    );
+    expect(all8.every((v) => v?.kind === 'answer' && v.decision.allowed)).toBe(true);
+    expect(eight.unitsHeld).toBeLessThanOrEqual(8);
+    expect(eight.stats.unitsReserved - eight.stats.unitsSpent).toBe(eight.unitsHeld);
+    expect(most).toBeGreaterThan(1);
+  });
+
   it('refuses bad options with SLUICE_ERR_BATCH_INVALID', () => {
     const store = new MemoryStore();
     expect(() => new TokenBatchStage({ store, maxKeys: 1.5 })).toThrow(
