@@ -6,12 +6,13 @@
  *    (batch size 1,000, a global limit far above the load) against Redis; prints
  *    decisions/s and remote calls per decision.
  * 2. Sweep of batch size 1, 10, 100, 1,000: four instances (each its own stage and Redis
- *    connection) in this process, concurrency 32 each, on one key whose global limit
- *    binds (20,000/s, burst 1,000); client clock, so each decision is made at its stamp.
- *    Per size: remote calls per decision, decisions/s, under-use (what the global
- *    policy alone would admit over the run, less what was admitted) and overshoot (the
- *    most admitted in any 200 ms window above burst + rate × 200 ms), beside explain's
- *    bound N × size.
+ *    connection) in this process, on one key. Per size: remote calls per decision and
+ *    decisions/s (closed loop, limit far above); under-use (open loop at 0.8 × the
+ *    limit, where the global policy alone denies nothing: every denial is under-use);
+ *    overshoot (open loop, per 400 ms 300 ms at 0.5 × and 100 ms at 10 × the limit of
+ *    2,000/s burst 1,000, client clock: the most
+ *    admitted in any 200 ms window above burst + rate × 200 ms), beside explain's bound
+ *    N × size.
  *
  * Writes bench/results/local-and-batching-<date>.{json,svg} and prints markdown. Nothing
  * here asserts on timings. Until the limiter runs stages itself, the checks go through
@@ -87,10 +88,9 @@ async function hotKey(
   const calls0 = store.calls;
   let decisions = 0;
   const t0 = performance.now();
-  let now = Date.now();
   while (performance.now() - t0 < durationMs) {
     // Read the clock once per 1,000 decisions: a check's nowMs is the caller's reading.
-    now = Date.now();
+    const now = Date.now();
     for (let i = 0; i < 1_000; i++) {
       const got = stage.enter(item, { nowMs: now });
       if (got instanceof Promise) await got;
@@ -108,69 +108,153 @@ async function hotKey(
   };
 }
 
-async function sweepPoint(
-  port: number,
-  size: number,
-): Promise<SweepPoint & { decisions: number; admitted: number; ideal: number }> {
-  const INSTANCES = 4;
-  const CONCURRENCY = 32;
-  const raw = { name: `sweep-${size}`, rate: 20_000, burst: 1_000, batch: { size, ttl: '500ms' } };
-  const p = policy(raw);
-  const item: StageItem = { policy: p, key: `{hot}:sweep-${size}`, capacity: 1_000, cost: 1 };
+const INSTANCES = 4;
+const G = 2_000;
+const B = 1_000;
+
+/** Instances of one setup: each its own batch stage and Redis connection. */
+async function fleet(port: number, clientClock: boolean) {
   const stores = Array.from(
     { length: INSTANCES },
     () =>
       new Counting(
-        RedisStore.connect(`redis://127.0.0.1:${port}`, { prefix: 'bench', clock: 'client' }),
+        RedisStore.connect(`redis://127.0.0.1:${port}`, {
+          prefix: 'bench',
+          ...(clientClock ? { clock: 'client' as const } : {}),
+        }),
       ),
   );
   await Promise.all(stores.map((s) => s.inner.ready()));
   const stages = stores.map((store) => new TokenBatchStage({ store }));
+  return {
+    stages,
+    calls: () => stores.reduce((a, s) => a + s.calls, 0),
+    close: async () => {
+      for (const s of stages) await s.close();
+      for (const s of stores) await s.close();
+    },
+  };
+}
+
+/** Closed loop, 32 checks in flight per instance, global limit far above: decisions/s. */
+async function throughput(port: number, size: number) {
+  const p = policy({
+    name: `speed-${size}`,
+    rate: 100_000_000,
+    burst: 10_000_000,
+    batch: { size, ttl: '500ms' },
+  });
+  const item: StageItem = { policy: p, key: `{hot}:speed-${size}`, capacity: 10_000_000, cost: 1 };
+  const f = await fleet(port, false);
   const durationMs = quick ? 1_000 : 2_000;
-  const admittedAt: number[] = [];
   let decisions = 0;
-  let first = Infinity;
-  let last = -Infinity;
-  const t0 = Date.now() + 50;
-  while (Date.now() < t0);
-  const endAt = t0 + durationMs;
+  const t0 = performance.now();
   const worker = async (stage: TokenBatchStage): Promise<void> => {
-    for (;;) {
-      const now = Date.now();
-      if (now >= endAt) return;
-      first = Math.min(first, now);
-      last = Math.max(last, now);
-      if (await decide(stage, item, now)) admittedAt.push(now);
+    while (performance.now() - t0 < durationMs) {
+      await decide(stage, item, Date.now());
       decisions++;
-      // Give the event loop a turn now and then, so reservations' replies are read.
       if (decisions % 256 === 0) await new Promise((r) => setImmediate(r));
     }
   };
-  await Promise.all(stages.flatMap((s) => Array.from({ length: CONCURRENCY }, () => worker(s))));
-  const spanMs = last - first;
-  const G = 20_000;
-  const B = 1_000;
-  const ideal = B + (G * spanMs) / 1_000;
-  admittedAt.sort((a, b) => a - b);
+  await Promise.all(f.stages.flatMap((s) => Array.from({ length: 32 }, () => worker(s))));
+  const seconds = (performance.now() - t0) / 1_000;
+  const calls = f.calls();
+  await f.close();
+  return { decisionsPerSecond: decisions / seconds, callsPerDecision: calls / decisions };
+}
+
+/**
+ * Open loop at `rps` (spread over the instances) on one key limited to G/s, burst B,
+ * client clock: admitted stamps, the span of the sends, and the store's round trips.
+ */
+async function openLoop(port: number, size: number, rps: number, tag: string, bursty = false) {
+  const name = `${tag}-${size}`;
+  const p = policy({ name, rate: G, burst: B, batch: { size, ttl: '500ms' } });
+  const item: StageItem = { policy: p, key: `{hot}:${name}`, capacity: B, cost: 1 };
+  const f = await fleet(port, true);
+  const durationMs = quick ? 1_000 : 2_000;
+  const admitted: number[] = [];
+  let sent = 0;
+  let denied = 0;
+  let maxRoundTripMs = 0;
+  const inFlight = new Set<Promise<void>>();
+  const t0 = Date.now();
+  let first = Infinity;
+  let last = -Infinity;
+  while (Date.now() - t0 < durationMs) {
+    const elapsed = Date.now() - t0;
+    // Bursty: per 400 ms, 300 ms at rps / 8 (reserves fill, the global bucket refills),
+    // then 100 ms at 2.5 × rps (the reserves and the bucket are spent at once).
+    const cycle = Math.floor(elapsed / 400);
+    const inCycle = elapsed % 400;
+    const target = bursty
+      ? (cycle * (300 * rps * 0.125 + 100 * rps * 2.5) +
+          Math.min(inCycle, 300) * rps * 0.125 +
+          Math.max(0, inCycle - 300) * rps * 2.5) /
+        1_000
+      : (elapsed * rps) / 1_000;
+    const due = Math.floor(target) - sent;
+    for (let i = 0; i < due; i++, sent++) {
+      const now = Date.now();
+      first = Math.min(first, now);
+      last = Math.max(last, now);
+      const stage = f.stages[sent % INSTANCES]!;
+      const d = decide(stage, item, now).then((ok) => {
+        maxRoundTripMs = Math.max(maxRoundTripMs, Date.now() - now);
+        if (ok) admitted.push(now);
+        else denied++;
+      });
+      inFlight.add(d);
+      void d.finally(() => inFlight.delete(d));
+    }
+    await new Promise((r) => setTimeout(r, 1));
+  }
+  await Promise.all(inFlight);
+  const calls = f.calls();
+  await f.close();
+  return {
+    admitted: admitted.sort((a, b) => a - b),
+    sent,
+    denied,
+    spanMs: last - first,
+    maxRoundTripMs,
+    calls,
+  };
+}
+
+async function sweepPoint(port: number, size: number) {
+  const speed = await throughput(port, size);
+  // Under the limit (0.8 G): the global policy alone would admit every request, so each
+  // denial is under-use. Bursty (per 400 ms: 300 ms at 0.5 G, 100 ms at 10 G): the most
+  // admitted in any 200 ms window, above what the global policy alone admits in one, is
+  // overshoot.
+  const under = await openLoop(port, size, 0.8 * G, 'under');
+  const over = await openLoop(port, size, 4 * G, 'over', true);
   const W = 200;
   let windowMax = 0;
-  for (let lo = 0, hi = 0; hi < admittedAt.length; hi++) {
-    while (admittedAt[hi]! - admittedAt[lo]! > W) lo++;
+  const a = over.admitted;
+  for (let lo = 0, hi = 0; hi < a.length; hi++) {
+    while (a[hi]! - a[lo]! > W) lo++;
     windowMax = Math.max(windowMax, hi - lo + 1);
   }
-  const calls = stores.reduce((a, s) => a + s.calls, 0);
-  for (const s of stages) await s.close();
-  for (const s of stores) await s.close();
-  return {
+  const p = policy({ name: 'b', rate: G, burst: B, batch: { size, ttl: '500ms' } });
+  const point: SweepPoint = {
     size,
-    callsPerDecision: calls / decisions,
-    decisionsPerSecond: decisions / (spanMs / 1_000),
-    underUse: Math.max(0, ideal - admittedAt.length),
+    callsPerDecision: speed.callsPerDecision,
+    decisionsPerSecond: speed.decisionsPerSecond,
+    underUse: under.denied,
     overshoot: Math.max(0, windowMax - (B + (G * W) / 1_000)),
     bound: policyBounds(p, INSTANCES).overshootUnits,
-    decisions,
-    admitted: admittedAt.length,
-    ideal,
+  };
+  return {
+    ...point,
+    underCallsPerDecision: under.calls / under.sent,
+    underSent: under.sent,
+    overCallsPerDecision: over.calls / over.sent,
+    overAdmittedPerSecond: over.admitted.length / (over.spanMs / 1_000),
+    // Requests from different instances reach Redis out of stamp order, so a window's
+    // count is known to within what the bucket refills in one round trip.
+    resolution: Math.ceil((G * over.maxRoundTripMs) / 1_000),
   };
 }
 
@@ -178,6 +262,8 @@ const redis = await RedisServer.start();
 try {
   const hot = await hotKey(redis.port);
   const sweep: Awaited<ReturnType<typeof sweepPoint>>[] = [];
+  // A first pass warms the JIT; the second is reported.
+  if (!quick) await sweepPoint(redis.port, 10);
   for (const size of [1, 10, 100, 1_000]) sweep.push(await sweepPoint(redis.port, size));
   const date = new Date().toISOString().slice(0, 10);
   const lines = [
@@ -185,13 +271,13 @@ try {
     '',
     `Hot key, one process, batch size 1,000: **${Math.round(hot.decisionsPerSecond).toLocaleString('en-US')} decisions/s**, ${hot.callsPerDecision.toFixed(5)} remote calls per decision (1 per ${Math.round(1 / hot.callsPerDecision).toLocaleString('en-US')}).`,
     '',
-    'Sweep: 4 instances × concurrency 32 on one key, global 20,000/s burst 1,000, ttl 500ms:',
+    `Sweep: ${INSTANCES} instances in one process, one key. Speed: 32 checks in flight per instance, limit far above. Under-use: open loop at 0.8 × ${G.toLocaleString('en-US')}/s (burst ${B.toLocaleString('en-US')}), where the global policy alone denies nothing. Overshoot: open loop, per 400 ms 300 ms at 0.5 × the rate and 100 ms at 10 ×, most admitted in a 200 ms window above ${B.toLocaleString('en-US')} + ${G.toLocaleString('en-US')}/s × 200 ms, beside explain's bound N × size; resolution is what the bucket refills in the longest round trip.`,
     '',
-    '| batch size | remote calls / decision | decisions/s | admitted | global alone | under-use | overshoot (200 ms windows) | bound N × size |',
-    '|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| batch size | remote calls / decision (speed) | decisions/s | calls / decision at 0.8 × rate | under-use at 0.8 × rate (denied of sent) | calls / decision, bursty | admitted/s, bursty | overshoot | bound N × size | resolution |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...sweep.map(
       (s) =>
-        `| ${s.size} | ${s.callsPerDecision.toFixed(4)} | ${Math.round(s.decisionsPerSecond).toLocaleString('en-US')} | ${s.admitted.toLocaleString('en-US')} | ${Math.round(s.ideal).toLocaleString('en-US')} | ${Math.round(s.underUse)} | ${Math.round(s.overshoot)} | ${s.bound.toLocaleString('en-US')} |`,
+        `| ${s.size} | ${s.callsPerDecision.toFixed(4)} | ${Math.round(s.decisionsPerSecond).toLocaleString('en-US')} | ${s.underCallsPerDecision.toFixed(4)} | ${s.underUse} of ${s.underSent.toLocaleString('en-US')} | ${s.overCallsPerDecision.toFixed(4)} | ${Math.round(s.overAdmittedPerSecond).toLocaleString('en-US')} | ${Math.round(s.overshoot)} | ${s.bound.toLocaleString('en-US')} | ${s.resolution} |`,
     ),
   ];
   console.log(lines.join('\n'));

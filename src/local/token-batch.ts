@@ -268,9 +268,16 @@ export class TokenBatchStage implements Stage {
   }
 
   async #refillThenTake(r: Reserve, item: StageItem, ctx: StageContext): Promise<StageVerdict> {
-    // Wait for a reservation in flight while its spare units can cover the waiters;
-    // otherwise reserve at once, side by side with it.
-    while (r.waiting + item.cost <= r.inflightExtra) {
+    // While a reservation with spare units is in flight, wait for it when its spare
+    // units cover the waiters or no more may be reserved beside it (size reached): then
+    // a key makes about one call per `size` units. Without spare units in flight (size 1,
+    // or a cold key), reserve at once, side by side.
+    const size = item.policy.batch!.size;
+    while (
+      r.inflightExtra > 0 &&
+      (r.waiting + item.cost <= r.inflightExtra ||
+        Math.min(r.next, size) - item.cost - r.inflightExtra <= 0)
+    ) {
       r.waiting += item.cost;
       try {
         await this.#nextCompletion(r);
