@@ -154,7 +154,7 @@ export function policyBounds(policy: Policy, instances: number, rps?: number): P
       ...(local === undefined
         ? []
         : [{ label: 'local stage', value: '0', note: 'it only refuses, never admits' }]),
-      { label: 'over-limit cache', value: '0', note: 'it only refuses, never admits' },
+      { label: 'over-limit cache (when on)', value: '0', note: 'it only refuses, never admits' },
       ...(batch === undefined
         ? []
         : [
@@ -175,7 +175,7 @@ export function policyBounds(policy: Policy, instances: number, rps?: number): P
     });
   }
   under.push({
-    label: 'over-limit cache',
+    label: 'over-limit cache (when on)',
     value: '0',
     note: 'denies only what the store would deny, until its retry time',
   });
