@@ -18,7 +18,9 @@ import {
   type SettingKey,
 } from '../service/env-settings.js';
 import { startService } from '../service/main.js';
+import { capacityPlan } from '../capacity/capacity-plan.js';
 import { parseDescriptorArgs } from './descriptor-args.js';
+import { planText } from './plan-text.js';
 import { errorText, exitCodeOf } from './error-text.js';
 
 function wholeNumber(name: string, min: number) {
@@ -189,6 +191,7 @@ program
             : { responseHeaders: settings.responseHeaders }),
           responseDynamicMetadata: settings.responseDynamicMetadata,
           decisionMode: settings.decisionMode,
+          decisionLogSampleRate: settings.decisionLogSampleRate,
           logger,
         });
         const stop = (): void => {
@@ -196,6 +199,76 @@ program
         };
         process.once('SIGTERM', stop);
         process.once('SIGINT', stop);
+      } catch (error) {
+        fail(error);
+      }
+    },
+  );
+
+function positiveNumber(name: string, max = Infinity) {
+  return (v: string): number => {
+    const n = /^\s*[0-9.eE+]+\s*$/.test(v) ? Number(v) : NaN;
+    if (!(n > 0 && n <= max))
+      throw new InvalidArgumentError(
+        `${name} must be a number > 0${max === Infinity ? '' : ` and <= ${max}`}`,
+      );
+    return n;
+  };
+}
+
+program
+  .command('plan')
+  .description(
+    "Capacity plan for a policy file on Redis at a peak load, from Sluice's measured per-decision costs (docs/operations.md)",
+  )
+  .requiredOption('--policies <file>', 'Sluice policy file (YAML or JSON)')
+  .requiredOption(
+    '--peak-rps <n>',
+    'requests per second at peak, whole fleet',
+    positiveNumber('--peak-rps'),
+  )
+  .requiredOption(
+    '--tenants <n>',
+    'distinct identities active within a bucket TTL',
+    wholeNumber('--tenants', 1),
+  )
+  .option(
+    '--zipf <s>',
+    'Zipf exponent of traffic over tenants (0: even)',
+    (v: string) => {
+      const n = /^\s*[0-9.eE+]+\s*$/.test(v) ? Number(v) : NaN;
+      if (!(n >= 0 && Number.isFinite(n)))
+        throw new InvalidArgumentError('--zipf must be a number >= 0');
+      return n;
+    },
+    1,
+  )
+  .option(
+    '--target-utilization <r>',
+    'share of a core each Redis primary and service process may use at peak',
+    positiveNumber('--target-utilization', 1),
+    0.5,
+  )
+  .option('--json', 'print the plan as JSON')
+  .action(
+    async (o: {
+      policies: string;
+      peakRps: number;
+      tenants: number;
+      zipf: number;
+      targetUtilization: number;
+      json?: boolean;
+    }) => {
+      try {
+        const set = await loadPolicyFile(o.policies);
+        const plan = capacityPlan({
+          policies: set.policies,
+          peakRps: o.peakRps,
+          tenants: o.tenants,
+          zipf: o.zipf,
+          targetUtilization: o.targetUtilization,
+        });
+        process.stdout.write(o.json ? `${JSON.stringify(plan, null, 2)}\n` : planText(plan));
       } catch (error) {
         fail(error);
       }

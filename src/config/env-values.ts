@@ -97,3 +97,9 @@ export const anyText: SettingValue<string> = z.string();
 export function nonEmptyText(allowed: string): SettingValue<string> {
   return settingValue(allowed, (t) => (t === '' ? undefined : t));
 }
+
+/** A share from 0 (never) to 1 (always), e.g. a sampling rate. */
+export const fraction: SettingValue<number> = settingValue('a number from 0 to 1', (t) => {
+  const n = /^\s*[0-9.eE+-]+\s*$/.test(t) ? Number(t) : NaN;
+  return n >= 0 && n <= 1 ? n : undefined;
+});

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   anyText,
+  fraction,
   goBool,
   headerName,
   hostAddress,
@@ -14,6 +15,7 @@ import {
 import { DECISION_MODES, type DecisionMode } from '../config/envoy/envoy-config.js';
 import { ENVOY_RUNTIME_DEFAULTS } from '../config/envoy/runtime-dir.js';
 import { PolicyError, formatIssue, type PolicyIssue } from '../core/errors.js';
+import { DEFAULT_DECISION_LOG_SAMPLE_RATE } from './decision-log.js';
 import { DEFAULT_NEAR_LIMIT_RATIO } from '../metrics/rule-hits.js';
 import { redisTargetFromSettings, type RedisTarget } from './redis-settings.js';
 import { DEFAULT_RESPONSE_HEADER_NAMES, type ResponseHeaderNames } from './response-headers.js';
@@ -141,6 +143,12 @@ export const SERVICE_SETTINGS = {
   responseDynamicMetadata: setting('RESPONSE_DYNAMIC_METADATA', goBool, false),
   logLevel: setting('LOG_LEVEL', oneOf(LOG_LEVELS), 'info'),
   logFormat: setting('LOG_FORMAT', oneOf({ json: 'json', text: 'text' } as const), 'json'),
+  decisionLogSampleRate: setting(
+    'SLUICE_LOG_SAMPLE_RATE',
+    fraction,
+    DEFAULT_DECISION_LOG_SAMPLE_RATE,
+    { upstream: false },
+  ),
   runtimeRoot: setting('RUNTIME_ROOT', anyText, runtime.runtimeRoot),
   runtimeSubdirectory: setting('RUNTIME_SUBDIRECTORY', anyText, runtime.runtimeSubdirectory),
   runtimeAppDirectory: setting('RUNTIME_APPDIRECTORY', anyText, runtime.runtimeAppDirectory),
@@ -201,6 +209,8 @@ export interface ServiceSettings {
   readonly logLevel: string;
   /** `LOG_FORMAT=text` was asked for; Sluice logs JSON only and says so at start. */
   readonly logFormatText: boolean;
+  /** `SLUICE_LOG_SAMPLE_RATE`: share of decisions logged, 0 to 1. */
+  readonly decisionLogSampleRate: number;
   /** `SLUICE_DECISION_MODE`: how envoy requests are charged where a domain does not say. */
   readonly decisionMode: DecisionMode;
 }
@@ -307,6 +317,7 @@ export function readServiceSettings(
     responseDynamicMetadata: v.responseDynamicMetadata,
     logLevel: v.logLevel,
     logFormatText: v.logFormat === 'text',
+    decisionLogSampleRate: v.decisionLogSampleRate,
     decisionMode: v.decisionMode,
   });
 }
@@ -335,6 +346,7 @@ const CHECKED_OPTIONS = [
   'keyPrefix',
   'nearLimitRatio',
   'localCacheSizeBytes',
+  'decisionLogSampleRate',
 ] as const satisfies readonly SettingKey[];
 
 /**

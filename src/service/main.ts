@@ -17,6 +17,10 @@ import { StoreHealth } from './store-health.js';
 import type { ResponseHeaderNames } from './response-headers.js';
 import { ConfigWatcher } from './config-watcher.js';
 import { loadServiceConfig, type ConfigSources, type LoadedConfig } from './service-config.js';
+import { DecisionLog } from './decision-log.js';
+import type { DecisionEvent } from './decision-event.js';
+import { policiesInForce } from './status/policies-in-force.js';
+import { ServiceStatus, type HotKeySource } from './status/service-status.js';
 
 /**
  * Options of {@link startService}. The descriptor limits (`maxDescriptors` 64,
@@ -88,6 +92,16 @@ export interface ServeOptions extends ConfigSources, Partial<DescriptorLimits> {
   readonly httpRequestTimeoutMs?: number;
   /** How long an idle HTTP keep-alive connection stays open, in ms. @default 5_000 */
   readonly httpKeepAliveTimeoutMs?: number;
+  /**
+   * Share of decisions logged, 0 to 1 (`SLUICE_LOG_SAMPLE_RATE`).
+   * @default 0.001
+   */
+  readonly decisionLogSampleRate?: number;
+  /**
+   * The hot keys the status page shows (hashed identities, busiest first).
+   * @default the Redis store's own top-k; none on the memory store
+   */
+  readonly hotKeys?: { readonly source: string; readonly top: HotKeySource };
 }
 
 export interface RunningService {
@@ -95,6 +109,8 @@ export interface RunningService {
   readonly grpcPort: number;
   readonly service: RateLimitService;
   readonly metrics: ServiceMetrics;
+  /** What `/status` shows. */
+  readonly status: ServiceStatus;
   /** Re-reads every config source; an invalid change keeps the running config. */
   reload(): Promise<boolean>;
   /** Stops accepting, lets in-flight calls finish, closes the store. */
@@ -117,6 +133,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   });
   const config = await loadServiceConfig(options);
   metrics.recordConfigLoad('success');
+  logConfigLoaded(log, config, 'config loaded');
   const prefix = options.keyPrefix ?? 'sl';
   const cluster = options.redisCluster;
   const store: Store =
@@ -134,8 +151,38 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     metrics,
     ...(store instanceof RedisStore ? { connected: () => store.connected } : {}),
   });
+  const storeKind =
+    cluster !== undefined ? 'redis-cluster' : store instanceof RedisStore ? 'redis' : 'memory';
+  const hotKeys =
+    options.hotKeys ??
+    (store instanceof RedisStore
+      ? {
+          source: "the Redis store's top-k of identities seen by this process",
+          top: () => store.hotKeys().map((k) => ({ hash: k.identity, count: k.count })),
+        }
+      : undefined);
+  const status = new ServiceStatus({
+    // A store call does not say which shard failed: the store is one row.
+    store: () => ({
+      kind: storeKind,
+      shards: [storeHealth.status(cluster !== undefined ? 'all primaries' : storeKind)],
+    }),
+    ...(hotKeys === undefined ? {} : { hotKeys }),
+  });
+  status.configLoaded(filesOf(config), config.envoy, config.policies);
+  const decisionLog = new DecisionLog({
+    log,
+    ...(options.decisionLogSampleRate === undefined
+      ? {}
+      : { sampleRate: options.decisionLogSampleRate }),
+  });
+  const decisionObserver = (event: DecisionEvent): void => {
+    status.observe(event);
+    decisionLog.record(event);
+  };
   const service = new RateLimitService({
     storeObserver: storeHealth,
+    decisionObserver,
     store,
     envoyConfig: config.envoy,
     ...(config.policies === undefined ? {} : { policies: config.policies }),
@@ -182,6 +229,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   );
   const http = new HttpServer(handlers, {
     metrics,
+    status: () => status.snapshot(),
     onError,
     descriptorLimits: limits,
     ...(options.httpHeadersTimeoutMs === undefined
@@ -239,14 +287,24 @@ export async function startService(options: ServeOptions): Promise<RunningServic
         const next = await loadServiceConfig(options);
         service.reload(next.envoy, next.policies);
         metrics.recordConfigLoad('success');
-        log.info({ domains: Object.keys(next.envoy.domains) }, 'config reloaded');
+        status.configLoaded(filesOf(next), next.envoy, next.policies);
+        logConfigLoaded(log, next, 'config reloaded');
         warnIfEmpty(next, log);
         return next;
       } catch (error) {
         metrics.recordConfigLoad('error');
         const detail =
           error instanceof PolicyError ? error.issues.map(formatIssue) : [String(error)];
-        log.error({ issues: detail }, 'config reload rejected; the previous config keeps serving');
+        status.configRejected(detail.join('; '));
+        log.error(
+          {
+            result: 'failed',
+            files: [options.envoyConfig, options.policiesFile].filter((f) => f !== undefined),
+            message: detail.join('; '),
+            issues: detail,
+          },
+          'config reload rejected; the previous config keeps serving',
+        );
         return undefined;
       }
     });
@@ -269,7 +327,25 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       await store.close();
       log.info('sluice stopped');
     })());
-  return { httpPort, grpcPort, service, metrics, reload, shutdown };
+  return { httpPort, grpcPort, service, metrics, status, reload, shutdown };
+}
+
+/** The files a load read (directories are listed by the files in them). */
+function filesOf(config: LoadedConfig): string[] {
+  return config.watch.filter((w) => !w.entries).map((w) => w.path);
+}
+
+/** The one line of a successful load: its files and the policies and rules now in force. */
+function logConfigLoaded(log: Logger, config: LoadedConfig, message: string): void {
+  log.info(
+    {
+      result: 'ok',
+      files: filesOf(config),
+      policies: policiesInForce(config.envoy, config.policies).map((p) => p.name),
+      domains: Object.keys(config.envoy.domains),
+    },
+    message,
+  );
 }
 
 /**

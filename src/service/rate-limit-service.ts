@@ -32,7 +32,9 @@ import {
 } from '../limiter/limiter.js';
 import type { RuleUsage } from '../metrics/rule-hits.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
+import { bucketKey, hashTagOf } from '../stores/key.js';
 import type { Store } from '../stores/store.js';
+import type { DecisionObserver } from './decision-event.js';
 import { rateLimitDynamicMetadata } from './dynamic-metadata.js';
 import { toNativeCheckResponse } from './grpc/check-response.js';
 import type {
@@ -84,6 +86,8 @@ export interface RateLimitServiceOptions {
    * @default 0
    */
   readonly localCacheSizeBytes?: number;
+  /** Told about every policy decision (status page, decision log). @default none */
+  readonly decisionObserver?: DecisionObserver;
 }
 
 const MAX_OVERRIDE_POLICIES = 10_000;
@@ -105,12 +109,17 @@ export class RateLimitService {
   /** Per rule, its policy for all-or-nothing batches and its counting one (per-descriptor). */
   readonly #rulePolicies = new WeakMap<EnvoyRule, { batch?: Policy; counting?: Policy }>();
   readonly #overridePolicies = new Map<string, Policy>();
+  readonly #observer: DecisionObserver | undefined;
+  /** Native policies by name, to find the identity a decision was charged to. */
+  #nativePolicies: ReadonlyMap<string, Policy>;
 
   constructor(options: RateLimitServiceOptions) {
     this.#options = options;
     this.#clock = options.clock ?? systemClock;
     this.#metrics = options.metrics;
     this.#config = options.envoyConfig;
+    this.#observer = options.decisionObserver;
+    this.#nativePolicies = byName(options.policies);
     this.#limiter = createLimiter({
       store: options.store,
       policies: options.policies ?? [],
@@ -127,7 +136,10 @@ export class RateLimitService {
 
   /** Swaps rules and policies atomically: a request uses the old set or the new one. */
   reload(envoyConfig: EnvoyConfig, policies?: PolicySet): void {
-    if (policies !== undefined) this.#limiter.setPolicies(policies);
+    if (policies !== undefined) {
+      this.#limiter.setPolicies(policies);
+      this.#nativePolicies = byName(policies);
+    }
     this.#config = envoyConfig;
   }
 
@@ -217,11 +229,11 @@ export class RateLimitService {
       const result = await this.#limiter.decideAt(nowMs, items, { ...callOptions(), independent });
       if (result.decisions.some((d) => d.status === 'UNAVAILABLE')) {
         itemOf.forEach((idx, i) => {
-          if (idx !== undefined)
-            this.#metrics?.recordDecision({
-              ...result.decisions[idx]!,
-              policy: ruleName(resolved[i]!),
-            });
+          if (idx !== undefined) {
+            const named = { ...result.decisions[idx]!, policy: ruleName(resolved[i]!) };
+            this.#metrics?.recordDecision(named);
+            this.#observeRule(named, items[idx]!, context);
+          }
         });
         // envoy has no "could not decide" code: answer the call with an error, as upstream
         // does when Redis fails, so envoy's own failure_mode_deny applies.
@@ -262,8 +274,18 @@ export class RateLimitService {
         this.#metrics?.recordRuleCheck(req.domain, r.statsKey, usage);
     });
     decisionOf.forEach((d, i) => {
+      if (d === undefined) return;
       // Under the rule's public name, never its policy's internal (storage) name.
-      if (d !== undefined) this.#metrics?.recordDecision({ ...d, policy: ruleName(resolved[i]!) });
+      const named = { ...d, policy: ruleName(resolved[i]!) };
+      this.#metrics?.recordDecision(named);
+      if (this.#observer !== undefined) {
+        const r = resolved[i]!;
+        this.#observeRule(
+          named,
+          { policy: this.#policyFor(r, independent), descriptor: bucketDescriptor(r), cost: 0 },
+          context,
+        );
+      }
     });
     const names = this.#options.responseHeaders;
     const headers =
@@ -294,8 +316,29 @@ export class RateLimitService {
       ...(req.requestId === undefined ? {} : { requestId: req.requestId }),
       ...(req.policies === undefined ? {} : { policies: req.policies }),
     });
-    for (const d of result.decisions) this.#metrics?.recordDecision(d);
+    const requestId = req.requestId ?? context?.requestId;
+    for (const d of result.decisions) {
+      this.#metrics?.recordDecision(d);
+      const policy = this.#observer === undefined ? undefined : this.#nativePolicies.get(d.policy);
+      if (policy !== undefined) {
+        this.#observer!({
+          decision: d,
+          identityTag: hashTagOf(bucketKey(policy, req.entries)),
+          ...(requestId === undefined ? {} : { requestId }),
+        });
+      }
+    }
     return toNativeCheckResponse(result);
+  }
+
+  #observeRule(decision: Decision, item: CheckItem, context: CallContext | undefined): void {
+    if (this.#observer === undefined) return;
+    const requestId = context?.requestId;
+    this.#observer({
+      decision,
+      identityTag: hashTagOf(bucketKey(item.policy, item.descriptor)),
+      ...(requestId === undefined ? {} : { requestId }),
+    });
   }
 
   /** Upstream's `/rlconfig` dump: one line per rule. */
@@ -427,6 +470,10 @@ export class RateLimitService {
       ...(rule.sluice.batch === undefined || rule.shadowMode ? {} : { batch: rule.sluice.batch }),
     }) as Policy;
   }
+}
+
+function byName(set: PolicySet | undefined): ReadonlyMap<string, Policy> {
+  return new Map((set?.policies ?? []).map((p) => [p.name, p]));
 }
 
 /**

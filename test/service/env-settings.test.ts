@@ -34,6 +34,7 @@ describe('readServiceSettings: one validation for environment variables and flag
       responseDynamicMetadata: false,
       logLevel: 'info',
       logFormatText: false,
+      decisionLogSampleRate: 0.001,
       decisionMode: 'per-descriptor',
     });
   });
@@ -63,6 +64,7 @@ describe('readServiceSettings: one validation for environment variables and flag
           LOG_FORMAT: 'text',
           RUNTIME_WATCH_ROOT: 'f',
           SLUICE_DECISION_MODE: 'all-or-nothing',
+          SLUICE_LOG_SAMPLE_RATE: '0.25',
         },
         [{ setting: 'port', flag: '--port', value: '0' }],
       ),
@@ -87,6 +89,7 @@ describe('readServiceSettings: one validation for environment variables and flag
       responseDynamicMetadata: true,
       logLevel: 'warn',
       logFormatText: true,
+      decisionLogSampleRate: 0.25,
       decisionMode: 'all-or-nothing',
     });
   });
@@ -141,6 +144,17 @@ describe('readServiceSettings: one validation for environment variables and flag
     expect(issuesOf(() => readSetting('nearLimitRatio', { NEAR_LIMIT_RATIO: '' }))).toEqual([
       ['NEAR_LIMIT_RATIO', 'expected a number greater than 0 and at most 1, got ""'],
     ]);
+  });
+
+  it('the decision log sample rate is a share from 0 (off) to 1 (every decision)', () => {
+    expect(readSetting('decisionLogSampleRate', { SLUICE_LOG_SAMPLE_RATE: '0' })).toBe(0);
+    expect(readSetting('decisionLogSampleRate', { SLUICE_LOG_SAMPLE_RATE: '1' })).toBe(1);
+    for (const bad of ['1.5', '-0.1', 'all', ''])
+      expect(
+        issuesOf(() => readSetting('decisionLogSampleRate', { SLUICE_LOG_SAMPLE_RATE: bad })),
+      ).toEqual([
+        ['SLUICE_LOG_SAMPLE_RATE', `expected a number from 0 to 1, got ${JSON.stringify(bad)}`],
+      ]);
   });
 
   it('header names are checked even while the headers are off, and used only when on', () => {

@@ -18,6 +18,7 @@ import type {
   WireRlsRequest,
   WireRlsResponse,
 } from './wire.js';
+import { requestIdOf } from '../request-id.js';
 
 /**
  * Health service names that report the server's state: `""` (the whole server),
@@ -77,9 +78,12 @@ function contextOf(call: grpc.ServerUnaryCall<unknown, unknown>): {
   });
   const deadline = call.getDeadline();
   const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
-  const context: CallContext = Number.isFinite(deadlineMs)
-    ? { signal: controller.signal, timeoutMs: Math.max(0, deadlineMs - Date.now()) }
-    : { signal: controller.signal };
+  const requestId = requestIdOf(call.metadata.get('x-request-id')[0]);
+  const context: CallContext = {
+    signal: controller.signal,
+    ...(Number.isFinite(deadlineMs) ? { timeoutMs: Math.max(0, deadlineMs - Date.now()) } : {}),
+    ...(requestId === undefined ? {} : { requestId }),
+  };
   return { context, answered: () => void (answered = true) };
 }
 

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { identityHash } from '../identity-hash.js';
 
 /** One entry of {@link HotKeys.top}. */
 export interface HotKey {
@@ -62,11 +62,7 @@ export class HotKeys {
   /** The tracked identities, busiest first (at most k). */
   top(): HotKey[] {
     return [...this.#counts]
-      .map(([tag, c]) => ({ identity: hashOf(tag), count: c.count, error: c.error }))
+      .map(([tag, c]) => ({ identity: identityHash(tag), count: c.count, error: c.error }))
       .sort((a, b) => b.count - a.count || (a.identity < b.identity ? -1 : 1));
   }
-}
-
-function hashOf(tag: string): string {
-  return createHash('sha256').update(tag).digest('hex').slice(0, 16);
 }
