@@ -324,6 +324,8 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       redisWait?.stop();
       http.setHealthy(false);
       await Promise.all([grpc.shutdown(), http.shutdown(timeout)]);
+      // Unspent batch units go back to the store before it closes.
+      await service.close();
       await store.close();
       log.info('sluice stopped');
     })());

@@ -126,7 +126,13 @@ export class RateLimitService {
       clock: this.#clock,
       ...options.descriptorLimits,
       ...(options.storeObserver === undefined ? {} : { storeObserver: options.storeObserver }),
+      overLimitCacheBytes: options.localCacheSizeBytes ?? 0,
     });
+  }
+
+  /** Closes the limiter's stages: unspent batch units go back to the store. Idempotent. */
+  close(): Promise<void> {
+    return this.#limiter.close();
   }
 
   /** The envoy rules in force. */
