@@ -243,9 +243,12 @@ export function policyBounds(policy: Policy, instances: number, rps?: number): P
 }
 
 /**
- * Store calls per second at `rps` to one key, steady state: what the local stages pass
- * (at most N × lr), then one reservation per S admitted units, and over the limit one
- * call per instance per retry time (a remembered denial answers the rest).
+ * Store calls per second at `rps` to one key, steady state. The local stages give units
+ * back when the store denies, so they cut calls only when they bind before the global
+ * limit (N × lr below G); then one reservation per S admitted units, and over the limit
+ * at most two calls per instance per S units refilled (a denial waits for a whole batch
+ * to refill; then one call asks for it and, when another instance took some, one more
+ * asks for what the store holds).
  */
 function remoteCalls(
   rps: number,
@@ -254,10 +257,13 @@ function remoteCalls(
   localPerSecond: number | undefined,
   S: number,
 ): number {
-  const passed = Math.min(rps, localPerSecond === undefined ? Infinity : n * localPerSecond);
+  const passed =
+    localPerSecond !== undefined && n * localPerSecond < G
+      ? Math.min(rps, n * localPerSecond)
+      : rps;
   if (S === 0) return passed;
   const admitted = Math.min(passed, G);
-  return admitted / S + Math.min(passed - admitted, n * G);
+  return admitted / S + Math.min(passed - admitted, (2 * n * G) / S);
 }
 
 function remoteNote(localPerSecond: number | undefined, S: number, G: number, n: number): string {

@@ -101,9 +101,9 @@ export class OverLimitCache implements Stage {
   settle(item: StageItem, verdict: StageVerdict, outcome: StageOutcome, ctx: StageContext): void {
     if (verdict !== undefined) return;
     const { decision } = outcome;
-    // Only the store's own denial of this cost (or the batch stage's, which is the store's
-    // answer for exactly this cost) says when it may fit.
-    if (decision.path !== 'store' && decision.path !== 'batch') return;
+    // Only the store's own denial of this cost says when it may fit (a batch stage's
+    // denial may wait for a whole reservation, longer than this cost needs).
+    if (decision.path !== 'store') return;
     if (decision.allowed || decision.status !== 'OVER_LIMIT') return;
     if (!Number.isFinite(decision.retryAfterMs) || decision.retryAfterMs <= 0) return;
     this.remember(item.key, item.cost, ctx.nowMs, decision);

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { algorithmOf } from '../algorithms/index.js';
+import { sustainedRate } from '../algorithms/sustained-rate.js';
 import { systemClock, type Clock } from '../core/clock.js';
+import { FIT_EPSILON } from '../algorithms/algorithm.js';
 import type { AlgorithmDecision } from '../core/decision.js';
 import { PolicyError, StoreError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
@@ -101,8 +103,12 @@ interface Reserve {
  *   makes the next as large as what was spent. So a key reserves about what it uses
  *   within a ttl, and many cold keys hold little.
  * - Held: at most max(size, cost) units per key and instance.
- * - A denied reservation larger than needed is retried once at the size needed; the
- *   store's denial of that is the item's answer (path `batch`).
+ * - A reservation asks for no more than the store last said it holds; a denied one larger
+ *   than needed is asked again smaller (at least the units needed); the store's denial of
+ *   the units needed is the item's answer (path `batch`). Over the limit, items needing
+ *   as many are then denied here until a whole reservation (the adaptive size) has
+ *   refilled (`size` units), not just the units needed: about one call per `size` units
+ *   even over the limit; the units wait in the global bucket meanwhile.
  * - A failed reservation call passes the item on to the store (the failure mode decides)
  *   and the key's items keep going there for `retryAfterFailureMs`.
  * - `settle`: units of an admitted item whose check was denied go back to the reserve.
@@ -214,7 +220,8 @@ export class TokenBatchStage implements Stage {
       reservedAtMs: 0,
       next: 1,
       limit: 0,
-      remaining: 0,
+      // Unknown until the store answers: no bound on the first reservation.
+      remaining: Infinity,
       resetAfterMs: 0,
       downUntilMs: -Infinity,
       deniedNeed: Infinity,
@@ -328,7 +335,15 @@ export class TokenBatchStage implements Stage {
     const mine = r.units;
     r.units = 0;
     const need = item.cost - mine;
-    let extra = Math.max(0, Math.min(r.next, batch.size) - item.cost - r.inflightExtra);
+    // Spare units up to the adaptive size, and no more than the store last said it holds
+    // (near the limit a large reservation would be denied and cost a second call).
+    let extra = Math.max(
+      0,
+      Math.min(
+        Math.min(r.next, batch.size) - item.cost - r.inflightExtra,
+        Math.floor(r.remaining + FIT_EPSILON) - need - r.inflightExtra,
+      ),
+    );
     r.inflightExtra += extra;
     try {
       for (;;) {
@@ -339,23 +354,37 @@ export class TokenBatchStage implements Stage {
           return undefined;
         }
         const d = result.decision;
+        r.remaining = d.remaining;
         if (d.allowed) {
           this.#hold(r, need + extra, nowMs + batch.ttlMs, d, nowMs);
           r.units += mine;
           return this.#take(r, item, nowMs);
         }
         if (extra > 0) {
-          r.inflightExtra -= extra;
-          extra = 0;
-          r.next = item.cost;
+          // Ask again for what the store says it holds (at least the units needed, to
+          // learn the exact answer for them); always less than before, so this ends.
+          const fewer = Math.max(
+            0,
+            Math.min(extra - 1, Math.floor(d.remaining + FIT_EPSILON) - need),
+          );
+          r.inflightExtra -= extra - fewer;
+          extra = fewer;
           continue;
         }
         this.#putBack(r, mine, nowMs);
         const answer = denial(d, mine);
         if (d.status === 'OVER_LIMIT' && Number.isFinite(d.retryAfterMs) && d.retryAfterMs > 0) {
+          // Over the limit, wait until a whole batch (`size`) has refilled rather than until
+          // the units needed have: items needing as many are denied here until then, so
+          // the key makes about one call per reservation even while over its limit. The
+          // units are not lost: they stay in the global bucket for whoever asks next.
+          const target = Math.max(need, batch.size);
+          const perMs = sustainedRate(item.policy.algorithm, item.policy.params).perSecond / 1_000;
           r.deniedNeed = need;
-          r.deniedUntilMs = nowMs + d.retryAfterMs;
+          r.deniedUntilMs = nowMs + d.retryAfterMs + (target - need) / perMs;
           r.denied = answer;
+          // What the bucket should hold then: the next reservation asks for it.
+          r.remaining = target;
         }
         return { kind: 'answer', decision: answer, path: 'batch' };
       }

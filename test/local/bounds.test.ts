@@ -42,9 +42,15 @@ describe('policyBounds', () => {
     expect(b.remoteCallsPerSecond).toBe(50);
   });
 
-  it('over the limit with batching: admitted / size plus one call per instance per retry', () => {
-    // 1,000 req/s against 100/s on 4 instances: 100/10 + min(900, 4 × 100).
+  it('over the limit with batching: admitted / size plus two calls per instance per size refilled', () => {
+    // 1,000 req/s against 100/s on 4 instances: 100/10 + min(900, 2 × 4 × 100/10).
     const b = policyBounds(policy({ batch: { size: 10 } }), 4, 1_000);
-    expect(b.remoteCallsPerSecond).toBe(410);
+    expect(b.remoteCallsPerSecond).toBe(90);
+  });
+
+  it('a local stage that binds after the global limit saves no calls (it gives units back)', () => {
+    // 10 × 20/s = 200/s ≥ 100/s: the store sees every request that passes, all 1,000/s.
+    const b = policyBounds(policy({ local: { rate: 20, burst: 20 } }), 10, 1_000);
+    expect(b.remoteCallsPerSecond).toBe(1_000);
   });
 });

@@ -87,6 +87,7 @@ interface Measured {
   readonly overshootWindow: number;
   readonly underUse: number;
   readonly zipfOvershoot: number;
+  /** The hot tenant's store calls per decision. */
   readonly callsPerDecision: number;
   readonly resolution: number;
   readonly paths: Record<string, number>;
@@ -121,7 +122,7 @@ function measure(reports: readonly RunReport[], b: PolicyBounds): Measured {
     underUse: Math.max(0, ideal - stamps.length),
     zipfOvershoot: Math.max(0, ...[...tenants.values()].map((n) => n - ideal)),
     callsPerDecision:
-      reports.reduce((a, r) => a + r.storeCalls, 0) / reports.reduce((a, r) => a + r.decisions, 0),
+      reports.reduce((a, r) => a + r.hotCalls, 0) / reports.reduce((a, r) => a + r.hotDecisions, 0),
     resolution: Math.ceil((G * (maxLatencyMs + 2)) / 1_000),
     paths,
   };
@@ -138,7 +139,7 @@ describe('local protection and token batching: accuracy against the bound (10 pr
   afterAll(() => {
     console.log(
       [
-        'setup / load            | admitted | overshoot (window, whole) ≤ bound | under-use ≤ bound | calls/decision | resolution',
+        'setup / load            | admitted | overshoot (window, whole) ≤ bound | under-use ≤ bound | hot calls/decision | resolution | paths',
         ...rows,
       ].join('\n'),
     );
@@ -173,7 +174,7 @@ describe('local protection and token batching: accuracy against the bound (10 pr
           (bounds.underUse.perSecond * m.spanMs) / 1_000 +
           bounds.underUse.batchUnits;
         rows.push(
-          `${`${name} / ${pattern}`.padEnd(23)} | ${String(m.admitted).padStart(8)} | ${m.overshootWindow.toFixed(1)}, ${m.overshootWhole.toFixed(1)} ≤ ${bounds.overshootUnits} | ${m.underUse.toFixed(1)} ≤ ${underBound.toFixed(1)} | ${m.callsPerDecision.toFixed(3)} | ${m.resolution} | ${JSON.stringify(m.paths)}`,
+          `${`${name} / ${pattern}`.padEnd(23)} | ${String(m.admitted).padStart(8)} | ${m.overshootWindow.toFixed(1)}, ${m.overshootWhole.toFixed(1)} ≤ ${bounds.overshootUnits} | ${m.underUse.toFixed(1)} ≤ ${underBound.toFixed(1)} | ${m.callsPerDecision.toFixed(3)} (explain ${(bounds.remoteCallsPerSecond! / (N * HOT_RPS)).toFixed(3)}) | ${m.resolution} | ${JSON.stringify(m.paths)}`,
         );
         // The hot tenant was over its limit: the fleet admitted about the global rate.
         expect(m.admitted).toBeGreaterThan(0.8 * (100 + (500 * m.spanMs) / 1_000));
@@ -185,7 +186,11 @@ describe('local protection and token batching: accuracy against the bound (10 pr
         if (stages.includes('local')) expect(m.paths['local:OVER_LIMIT']).toBeGreaterThan(0);
         if (stages.includes('batch')) {
           expect(m.paths['batch:OK']).toBeGreaterThan(0);
-          expect(m.callsPerDecision).toBeLessThan(0.5);
+          // explain's remote calls for the hot key, per request; the Zipf tenants' cold
+          // keys and the slow start add some.
+          expect(m.callsPerDecision).toBeLessThan(
+            bounds.remoteCallsPerSecond! / (N * HOT_RPS) + 0.25,
+          );
         }
       }, 30_000);
     }

@@ -103,7 +103,7 @@ describe('TokenBatchStage', () => {
     expect(stage.unitsHeld).toBe(0);
   });
 
-  it('retries a too-large reservation at the size needed, and remembers the store denial until its retry time', async () => {
+  it('asks no more than the store holds; over the limit, denies in process until a whole reservation has refilled', async () => {
     const store = new MemoryStore();
     const stage = new TokenBatchStage({ store });
     // Global: 10/s, burst 10. Warm up to a reservation of 8.
@@ -113,16 +113,19 @@ describe('TokenBatchStage', () => {
       const d = await stageCheck([stage], store, p, KEY, 1, { nowMs: 0 });
       paths.push(`${d.status}`);
     }
-    // 1+2+4 = 7 admitted, then 8 is denied (3 left), retried at 1: admitted, twice more.
-    // Then 1 is denied with retry 100 ms: answered from memory until then.
+    // Reservations 1, 2, 4 (3 left in the store), then 3, not 8: what the store holds.
+    // The 11th check needs 1 of an empty bucket: denied, retry 100 ms. The key then waits
+    // until a whole batch (8) has refilled: 100 + 7 × 100 = 800 ms.
     expect(paths).toEqual([...Array<string>(10).fill('OK'), 'OVER_LIMIT', 'OVER_LIMIT']);
-    const calls = stage.stats.reservationCalls;
+    expect(stage.stats.reservationCalls).toBe(5);
     const denied = await stageCheck([stage], store, p, KEY, 1, { nowMs: 50 });
-    expect(denied).toMatchObject({ path: 'batch', status: 'OVER_LIMIT', retryAfterMs: 50 });
-    expect(stage.stats.reservationCalls).toBe(calls);
-    expect(await stageCheck([stage], store, p, KEY, 1, { nowMs: 100 })).toMatchObject({
+    expect(denied).toMatchObject({ path: 'batch', status: 'OVER_LIMIT', retryAfterMs: 750 });
+    expect(stage.stats.reservationCalls).toBe(5);
+    expect(await stageCheck([stage], store, p, KEY, 1, { nowMs: 800 })).toMatchObject({
       status: 'OK',
     });
+    // One call took the units the bucket had refilled (next size 6: twice the last, 3).
+    expect(stage.stats).toMatchObject({ reservationCalls: 6, unitsReserved: 16 });
   });
 
   it('takes once when a timed-out reservation is retried under its id (store dedup)', async () => {

@@ -1,12 +1,13 @@
 /**
  * One limiter instance of the accuracy test (local-and-batching.redis.test.ts), run as
- * its own process: a RedisStore on the test's redis-server (client clock, so each
- * decision is made at the instant the instance stamped it) and the stages of one setup.
+ * its own process: `createLimiter` over a RedisStore on the test's redis-server (client
+ * clock, so each decision is made at the instant the instance stamped it) with the stages
+ * of one setup.
  * Commands come as JSON lines on stdin; answers go as JSON lines on stdout.
  */
 import { createInterface } from 'node:readline';
-import { parsePolicies } from '../../../src/config/policies.js';
-import type { Policy } from '../../../src/core/policy.js';
+import type { PolicyInput } from '../../../src/config/policies.js';
+import { createLimiter, type Limiter } from '../../../src/limiter/limiter.js';
 import type { Stage } from '../../../src/limiter/stage.js';
 import { LocalStage } from '../../../src/local/local-stage.js';
 import { OverLimitCache } from '../../../src/local/over-limit-cache.js';
@@ -14,7 +15,6 @@ import { TokenBatchStage, type TokenBatchStats } from '../../../src/local/token-
 import { RedisStore } from '../../../src/stores/redis/redis-store.js';
 import type { Store } from '../../../src/stores/store.js';
 import { mulberry32 } from '../../support/random.js';
-import { stageCheck } from './stage-check.js';
 
 export type StageName = 'local' | 'cache' | 'batch';
 
@@ -49,6 +49,9 @@ export interface RunReport {
   readonly tenantAdmitted: Record<string, number>;
   readonly storeCalls: number;
   readonly decisions: number;
+  /** Store calls on the hot tenant's bucket, and its decisions. */
+  readonly hotCalls: number;
+  readonly hotDecisions: number;
   readonly maxLatencyMs: number;
   /** The batch stage's counters, when it ran. */
   readonly batch?: TokenBatchStats;
@@ -77,9 +80,12 @@ export interface CloseCommand {
 /** A store that counts the calls made on it (the remote calls a setup costs). */
 class CountingStore implements Store {
   calls = 0;
+  /** Calls on the hot tenant's bucket. */
+  hotCalls = 0;
   constructor(readonly inner: RedisStore) {}
   apply(...args: Parameters<Store['apply']>): ReturnType<Store['apply']> {
     this.calls++;
+    if (args[0][0]?.key.startsWith('{hot}') === true) this.hotCalls++;
     return this.inner.apply(...args);
   }
   refund(
@@ -112,9 +118,9 @@ function stagesOf(names: readonly StageName[], store: Store): Stage[] {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function run(c: RunCommand): Promise<RunReport> {
-  const policy: Policy = parsePolicies([c.policy]).policies[0]!;
   const store = storeAt(c.port);
   const stages = stagesOf(c.stages, store);
+  const limiter = createLimiter({ store, policies: [c.policy as PolicyInput], stages });
   const batchStage = stages.find((s): s is TokenBatchStage => s instanceof TokenBatchStage);
   const random = mulberry32(c.seed);
   const weights = Array.from({ length: c.tenants }, (_, i) => 1 / (i + 1) ** 1.1);
@@ -141,16 +147,15 @@ async function run(c: RunCommand): Promise<RunReport> {
       firstSendMs = Math.min(firstSendMs, nowMs - c.startAtMs);
       lastSendMs = Math.max(lastSendMs, nowMs - c.startAtMs);
     }
-    const p = stageCheck(stages, store, policy, `{${tenant}}:${policy.name}`, 1, { nowMs }).then(
-      (d) => {
-        decisions++;
-        maxLatencyMs = Math.max(maxLatencyMs, Date.now() - nowMs);
-        if (hot) paths[`${d.path}:${d.status}`] = (paths[`${d.path}:${d.status}`] ?? 0) + 1;
-        if (!d.allowed) return;
-        if (hot) hotAdmitted.push(nowMs - c.startAtMs);
-        else tenantAdmitted[tenant] = (tenantAdmitted[tenant] ?? 0) + 1;
-      },
-    );
+    const p = limiter.checkAt(nowMs, { tenant }).then((r) => {
+      const d = r.decision!;
+      decisions++;
+      maxLatencyMs = Math.max(maxLatencyMs, Date.now() - nowMs);
+      if (hot) paths[`${d.path}:${d.status}`] = (paths[`${d.path}:${d.status}`] ?? 0) + 1;
+      if (!d.allowed) return;
+      if (hot) hotAdmitted.push(nowMs - c.startAtMs);
+      else tenantAdmitted[tenant] = (tenantAdmitted[tenant] ?? 0) + 1;
+    });
     inFlight.add(p);
     void p.finally(() => inFlight.delete(p));
   };
@@ -172,7 +177,7 @@ async function run(c: RunCommand): Promise<RunReport> {
     await sleep(2);
   }
   await Promise.all(inFlight);
-  for (const s of stages) await s.close?.();
+  await limiter.close();
   const report: RunReport = {
     id: c.id,
     hotAdmitted,
@@ -183,6 +188,8 @@ async function run(c: RunCommand): Promise<RunReport> {
     tenantAdmitted,
     storeCalls: store.calls,
     decisions,
+    hotCalls: store.hotCalls,
+    hotDecisions: Object.values(paths).reduce((a, b) => a + b, 0),
     maxLatencyMs,
     ...(batchStage === undefined ? {} : { batch: { ...batchStage.stats } }),
   };
@@ -190,20 +197,17 @@ async function run(c: RunCommand): Promise<RunReport> {
   return report;
 }
 
-let holding: { stage: TokenBatchStage; store: CountingStore } | undefined;
+let holding: { limiter: Limiter; stage: TokenBatchStage; store: CountingStore } | undefined;
 
 async function hold(c: HoldCommand): Promise<HoldReport> {
-  const policy: Policy = parsePolicies([c.policy]).policies[0]!;
   const store = storeAt(c.port);
   await store.inner.ready();
   const stage = new TokenBatchStage({ store });
-  holding = { stage, store };
+  const limiter = createLimiter({ store, policies: [c.policy as PolicyInput], stages: [stage] });
+  holding = { limiter, stage, store };
   let spent = 0;
   for (let i = 0; i < c.checks; i++) {
-    const d = await stageCheck([stage], store, policy, `{hold}:${policy.name}`, 1, {
-      nowMs: Date.now(),
-    });
-    if (d.allowed) spent++;
+    if ((await limiter.checkAt(Date.now(), { tenant: 'hold' })).allowed) spent++;
   }
   return { id: c.id, spent, reserved: stage.stats.unitsReserved, held: stage.unitsHeld };
 }
@@ -211,7 +215,7 @@ async function hold(c: HoldCommand): Promise<HoldReport> {
 async function close(c: CloseCommand): Promise<{ id: number; returned: number }> {
   const h = holding;
   if (h === undefined) return { id: c.id, returned: 0 };
-  await h.stage.close();
+  await h.limiter.close();
   await h.store.close();
   return { id: c.id, returned: h.stage.stats.unitsReturned };
 }
