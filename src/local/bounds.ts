@@ -268,11 +268,16 @@ function remoteCalls(
 
 function remoteNote(localPerSecond: number | undefined, S: number, G: number, n: number): string {
   const parts: string[] = [];
-  if (localPerSecond !== undefined)
-    parts.push(`local stages pass ≤ ${units(n * localPerSecond)}/s`);
+  if (localPerSecond !== undefined) {
+    parts.push(
+      n * localPerSecond < G
+        ? `local stages pass ≤ ${units(n * localPerSecond)}/s`
+        : `local stages bind only above ${units(n * localPerSecond)}/s admitted, and give units back on denials`,
+    );
+  }
   if (S > 0) {
     parts.push(`1 reservation per ${units(S)} admitted units (a cold key: per unit)`);
-    parts.push(`over ${units(G)}/s: ≤ 1 call per instance per retry time`);
+    parts.push(`over ${units(G)}/s: ≤ 2 calls per instance per ${units(S)} units refilled`);
   }
   return parts.length === 0 ? 'no local stage' : parts.join('; ');
 }

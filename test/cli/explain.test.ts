@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -21,6 +22,26 @@ async function sluice(
 }
 
 describe('sluice explain (built dist/, spawned)', () => {
+  it('prints what docs/local-and-batching.md shows for the payments examples', async () => {
+    const doc = readFileSync(join(root, 'docs/local-and-batching.md'), 'utf8');
+    const blocks = [...doc.matchAll(/```text\n([\s\S]*?)```/g)].map((m) => m[1]);
+    const shown = await Promise.all(
+      ['examples/policies.yaml', 'examples/local-and-batching.yaml'].map(async (file) => {
+        const r = await sluice(
+          'explain',
+          '--policies',
+          file,
+          '--instances',
+          '100',
+          '--rps',
+          '1000',
+        );
+        return `${r.stdout.trimEnd()}\n`;
+      }),
+    );
+    expect(blocks).toEqual(shown);
+  });
+
   it('prints the payments example with local and batching on 100 instances', async () => {
     const r = await sluice(
       'explain',
