@@ -125,7 +125,7 @@ program
   .option('--grpc-host <addr>', 'gRPC bind address (env GRPC_HOST; default 0.0.0.0)')
   .option(
     '--redis <url>',
-    'Redis host:port or redis:// URL (env REDIS_URL; REDIS_AUTH, REDIS_TYPE); default: the embedded memory store',
+    'Redis host:port or redis:// URL (env REDIS_URL; REDIS_AUTH, REDIS_TYPE, for Sentinel REDIS_SENTINEL_AUTH); default: the embedded memory store',
   )
   .option(
     '--redis-cluster <host:port,...>',
@@ -134,6 +134,34 @@ program
   .option(
     '--store-timeout <ms>',
     `store deadline for envoy rules, 1-${MAX_STORE_TIMEOUT_MS} ms (env STORE_TIMEOUT_MS; default 100)`,
+  )
+  .option(
+    '--max-descriptors <n>',
+    'most descriptors in one request (env SLUICE_MAX_DESCRIPTORS; default 64)',
+  )
+  .option(
+    '--max-descriptor-entries <n>',
+    'most entries in one descriptor (env SLUICE_MAX_DESCRIPTOR_ENTRIES; default 32)',
+  )
+  .option(
+    '--max-descriptor-key-length <n>',
+    'longest entry key (env SLUICE_MAX_DESCRIPTOR_KEY_LENGTH; default 256)',
+  )
+  .option(
+    '--max-descriptor-value-length <n>',
+    'longest entry value (env SLUICE_MAX_DESCRIPTOR_VALUE_LENGTH; default 1024)',
+  )
+  .option(
+    '--http-headers-timeout <ms>',
+    'time a client has to send its request headers, then 408 (env SLUICE_HTTP_HEADERS_TIMEOUT_MS; default 10000)',
+  )
+  .option(
+    '--http-request-timeout <ms>',
+    'time a client has to send a whole request, then 408 (env SLUICE_HTTP_REQUEST_TIMEOUT_MS; default 30000)',
+  )
+  .option(
+    '--http-keep-alive-timeout <ms>',
+    'how long an idle keep-alive connection stays open (env SLUICE_HTTP_KEEP_ALIVE_TIMEOUT_MS; default 5000)',
   )
   .action(
     async (o: {
@@ -146,6 +174,13 @@ program
       redis?: string;
       redisCluster?: string;
       storeTimeout?: string;
+      maxDescriptors?: string;
+      maxDescriptorEntries?: string;
+      maxDescriptorKeyLength?: string;
+      maxDescriptorValueLength?: string;
+      httpHeadersTimeout?: string;
+      httpRequestTimeout?: string;
+      httpKeepAliveTimeout?: string;
     }) => {
       try {
         // Flags and environment variables go through one validation, before anything
@@ -162,6 +197,17 @@ program
         flag('redisUrl', '--redis-cluster', o.redisCluster);
         flag('redisType', '--redis-cluster', o.redisCluster === undefined ? undefined : 'cluster');
         flag('storeTimeoutMs', '--store-timeout', o.storeTimeout);
+        flag('maxDescriptors', '--max-descriptors', o.maxDescriptors);
+        flag('maxDescriptorEntries', '--max-descriptor-entries', o.maxDescriptorEntries);
+        flag('maxDescriptorKeyLength', '--max-descriptor-key-length', o.maxDescriptorKeyLength);
+        flag(
+          'maxDescriptorValueLength',
+          '--max-descriptor-value-length',
+          o.maxDescriptorValueLength,
+        );
+        flag('httpHeadersTimeoutMs', '--http-headers-timeout', o.httpHeadersTimeout);
+        flag('httpRequestTimeoutMs', '--http-request-timeout', o.httpRequestTimeout);
+        flag('httpKeepAliveTimeoutMs', '--http-keep-alive-timeout', o.httpKeepAliveTimeout);
         const settings = readServiceSettings(env, flags);
         const logger = pino({ name: 'sluice', level: settings.logLevel });
         if (settings.logFormatText)
@@ -174,12 +220,29 @@ program
             ? {}
             : target.type === 'single'
               ? { redisUrl: target.url }
-              : { redisCluster: target }),
+              : target.type === 'sentinel'
+                ? { redisSentinel: target }
+                : { redisCluster: target }),
+          ...(settings.redisTls === undefined ? {} : { redisTls: settings.redisTls }),
+          ...(settings.grpcTls === undefined ? {} : { grpcTls: settings.grpcTls }),
           port: settings.port,
           grpcPort: settings.grpcPort,
           host: settings.host,
           grpcHost: settings.grpcHost,
           storeTimeoutMs: settings.storeTimeoutMs,
+          maxDescriptors: settings.maxDescriptors,
+          maxDescriptorEntries: settings.maxDescriptorEntries,
+          maxDescriptorKeyLength: settings.maxDescriptorKeyLength,
+          maxDescriptorValueLength: settings.maxDescriptorValueLength,
+          ...(settings.httpHeadersTimeoutMs === undefined
+            ? {}
+            : { httpHeadersTimeoutMs: settings.httpHeadersTimeoutMs }),
+          ...(settings.httpRequestTimeoutMs === undefined
+            ? {}
+            : { httpRequestTimeoutMs: settings.httpRequestTimeoutMs }),
+          ...(settings.httpKeepAliveTimeoutMs === undefined
+            ? {}
+            : { httpKeepAliveTimeoutMs: settings.httpKeepAliveTimeoutMs }),
           keyPrefix: settings.keyPrefix,
           shadowMode: settings.shadowMode,
           quotaMode: settings.quotaMode,

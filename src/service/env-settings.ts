@@ -14,10 +14,13 @@ import {
 } from '../config/env-values.js';
 import { DECISION_MODES, type DecisionMode } from '../config/envoy/envoy-config.js';
 import { ENVOY_RUNTIME_DEFAULTS } from '../config/envoy/runtime-dir.js';
+import { DEFAULT_DESCRIPTOR_LIMITS } from '../core/descriptor-limits.js';
 import { PolicyError, formatIssue, type PolicyIssue } from '../core/errors.js';
 import { DEFAULT_DECISION_LOG_SAMPLE_RATE } from './decision-log.js';
 import { DEFAULT_NEAR_LIMIT_RATIO } from '../metrics/rule-hits.js';
+import type { GrpcTlsSettings } from './grpc/tls-credentials.js';
 import { redisTargetFromSettings, type RedisTarget } from './redis-settings.js';
+import type { RedisTlsSettings } from './redis-tls.js';
 import { DEFAULT_RESPONSE_HEADER_NAMES, type ResponseHeaderNames } from './response-headers.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -79,6 +82,15 @@ export const MAX_LOCAL_CACHE_BYTES = 1_073_741_824;
 /** The longest store deadline accepted, in ms: a rate limit decision that waits longer is an outage. */
 export const MAX_STORE_TIMEOUT_MS = 60_000;
 
+/** The largest descriptor limit accepted (count or length). */
+export const MAX_DESCRIPTOR_LIMIT = 1_000_000;
+
+/** The longest HTTP server timeout accepted, in ms (an hour). */
+export const MAX_HTTP_TIMEOUT_MS = 3_600_000;
+
+const descriptorLimit = wholeNumber(1, MAX_DESCRIPTOR_LIMIT);
+const httpTimeout = wholeNumber(1, MAX_HTTP_TIMEOUT_MS, ' of milliseconds');
+
 const runtime = ENVOY_RUNTIME_DEFAULTS;
 
 /**
@@ -102,18 +114,63 @@ export const SERVICE_SETTINGS = {
   redisAuth: setting('REDIS_AUTH', anyText, ''),
   redisType: setting(
     'REDIS_TYPE',
-    oneOf(
-      { single: 'single', cluster: 'cluster' } as const,
-      'single or cluster (Redis Sentinel is not supported)',
-    ),
+    oneOf({ single: 'single', cluster: 'cluster', sentinel: 'sentinel' } as const),
     'single',
   ),
+  redisSentinelAuth: setting('REDIS_SENTINEL_AUTH', anyText, ''),
+  redisTls: setting('REDIS_TLS', goBool, false),
+  redisTlsCaCert: setting('REDIS_TLS_CACERT', anyText, ''),
+  redisTlsClientCert: setting('REDIS_TLS_CLIENT_CERT', anyText, ''),
+  redisTlsClientKey: setting('REDIS_TLS_CLIENT_KEY', anyText, ''),
+  redisTlsSkipHostnameVerification: setting('REDIS_TLS_SKIP_HOSTNAME_VERIFICATION', goBool, false),
+  grpcServerUseTls: setting('GRPC_SERVER_USE_TLS', goBool, false),
+  grpcServerTlsCert: setting('GRPC_SERVER_TLS_CERT', anyText, ''),
+  grpcServerTlsKey: setting('GRPC_SERVER_TLS_KEY', anyText, ''),
+  grpcClientTlsCaCert: setting('GRPC_CLIENT_TLS_CACERT', anyText, ''),
+  grpcClientTlsSan: setting('GRPC_CLIENT_TLS_SAN', anyText, ''),
   storeTimeoutMs: setting(
     'STORE_TIMEOUT_MS',
     wholeNumber(1, MAX_STORE_TIMEOUT_MS, ' of milliseconds'),
     100,
     { flags: ['--store-timeout'], upstream: false },
   ),
+  maxDescriptors: setting(
+    'SLUICE_MAX_DESCRIPTORS',
+    descriptorLimit,
+    DEFAULT_DESCRIPTOR_LIMITS.maxDescriptors,
+    { flags: ['--max-descriptors'], upstream: false },
+  ),
+  maxDescriptorEntries: setting(
+    'SLUICE_MAX_DESCRIPTOR_ENTRIES',
+    descriptorLimit,
+    DEFAULT_DESCRIPTOR_LIMITS.maxDescriptorEntries,
+    { flags: ['--max-descriptor-entries'], upstream: false },
+  ),
+  maxDescriptorKeyLength: setting(
+    'SLUICE_MAX_DESCRIPTOR_KEY_LENGTH',
+    descriptorLimit,
+    DEFAULT_DESCRIPTOR_LIMITS.maxDescriptorKeyLength,
+    { flags: ['--max-descriptor-key-length'], upstream: false },
+  ),
+  maxDescriptorValueLength: setting(
+    'SLUICE_MAX_DESCRIPTOR_VALUE_LENGTH',
+    descriptorLimit,
+    DEFAULT_DESCRIPTOR_LIMITS.maxDescriptorValueLength,
+    { flags: ['--max-descriptor-value-length'], upstream: false },
+  ),
+  // Unset: the HTTP server's own defaults (10 s, 30 s or the headers timeout, 5 s).
+  httpHeadersTimeoutMs: optionalSetting('SLUICE_HTTP_HEADERS_TIMEOUT_MS', httpTimeout, {
+    flags: ['--http-headers-timeout'],
+    upstream: false,
+  }),
+  httpRequestTimeoutMs: optionalSetting('SLUICE_HTTP_REQUEST_TIMEOUT_MS', httpTimeout, {
+    flags: ['--http-request-timeout'],
+    upstream: false,
+  }),
+  httpKeepAliveTimeoutMs: optionalSetting('SLUICE_HTTP_KEEP_ALIVE_TIMEOUT_MS', httpTimeout, {
+    flags: ['--http-keep-alive-timeout'],
+    upstream: false,
+  }),
   keyPrefix: setting(
     'CACHE_KEY_PREFIX',
     settingValue('a non-empty key prefix without "{" or "}"', (t) =>
@@ -194,7 +251,20 @@ export interface ServiceSettings {
   readonly grpcHost: string;
   /** Absent: the embedded memory store. */
   readonly redis?: RedisTarget;
+  /** TLS to Redis: `REDIS_TLS=true` or a `rediss://` URL, with the `REDIS_TLS_*` files. */
+  readonly redisTls?: RedisTlsSettings;
+  /** TLS (and mutual TLS) of the gRPC server: `GRPC_SERVER_USE_TLS=true`. */
+  readonly grpcTls?: GrpcTlsSettings;
   readonly storeTimeoutMs: number;
+  /** The descriptor limits (`SLUICE_MAX_DESCRIPTOR*`); see `DescriptorLimits`. */
+  readonly maxDescriptors: number;
+  readonly maxDescriptorEntries: number;
+  readonly maxDescriptorKeyLength: number;
+  readonly maxDescriptorValueLength: number;
+  /** The HTTP server's timeouts in ms (`SLUICE_HTTP_*_TIMEOUT_MS`); absent: its defaults. */
+  readonly httpHeadersTimeoutMs?: number;
+  readonly httpRequestTimeoutMs?: number;
+  readonly httpKeepAliveTimeoutMs?: number;
   readonly keyPrefix: string;
   readonly shadowMode: boolean;
   readonly quotaMode: boolean;
@@ -273,9 +343,9 @@ export function readServiceSettings(
 ): Readonly<ServiceSettings> {
   const result = parse(Object.keys(SERVICE_SETTINGS) as SettingKey[], env, flags);
   const issues = 'issues' in result ? [...result.issues] : [];
-  // The URL's form depends on REDIS_TYPE: checked once the three Redis settings read well,
+  // The URL's form depends on REDIS_TYPE: checked once the Redis settings read well,
   // whatever else is wrong, so that every problem is reported at once.
-  const r = parse(['redisUrl', 'redisAuth', 'redisType'], env, flags);
+  const r = parse(['redisUrl', 'redisAuth', 'redisType', 'redisSentinelAuth'], env, flags);
   let redis: RedisTarget | undefined;
   if (!('issues' in r) && r.values.redisUrl !== undefined) {
     try {
@@ -283,6 +353,7 @@ export function readServiceSettings(
         url: r.values.redisUrl,
         auth: r.values.redisAuth,
         type: r.values.redisType,
+        sentinelAuth: r.values.redisSentinelAuth,
         urlSetting: r.source['redisUrl']!,
       });
     } catch (e) {
@@ -290,15 +361,60 @@ export function readServiceSettings(
       issues.push(...e.issues);
     }
   }
+  if (!('issues' in result)) {
+    issues.push(...tlsIssues(result.values));
+    const { httpHeadersTimeoutMs: headers, httpRequestTimeoutMs: request } = result.values;
+    // Node refuses a headers timeout longer than the request timeout.
+    if (headers !== undefined && request !== undefined && headers > request) {
+      issues.push({
+        path: result.source['httpHeadersTimeoutMs']!,
+        message: `must not exceed ${result.source['httpRequestTimeoutMs']!} (${request}), got "${headers}"`,
+      });
+    }
+  }
   if ('issues' in result || issues.length > 0) refuse(issues);
   const v = result.values;
+  const redisTlsOn = v.redisTls || (redis?.type === 'single' && redis.url.startsWith('rediss://'));
   return Object.freeze({
     port: v.port,
     grpcPort: v.grpcPort,
     host: v.host,
     grpcHost: v.grpcHost,
     ...(redis === undefined ? {} : { redis }),
+    ...(redis === undefined || !redisTlsOn
+      ? {}
+      : {
+          redisTls: Object.freeze({
+            ...(v.redisTlsCaCert === '' ? {} : { caFile: v.redisTlsCaCert }),
+            ...(v.redisTlsClientCert === '' ? {} : { certFile: v.redisTlsClientCert }),
+            ...(v.redisTlsClientKey === '' ? {} : { keyFile: v.redisTlsClientKey }),
+            skipHostnameVerification: v.redisTlsSkipHostnameVerification,
+          }),
+        }),
+    ...(v.grpcServerUseTls
+      ? {
+          grpcTls: Object.freeze({
+            certFile: v.grpcServerTlsCert,
+            keyFile: v.grpcServerTlsKey,
+            ...(v.grpcClientTlsCaCert === '' ? {} : { clientCaFile: v.grpcClientTlsCaCert }),
+            ...(v.grpcClientTlsSan === '' ? {} : { clientSan: v.grpcClientTlsSan }),
+          }),
+        }
+      : {}),
     storeTimeoutMs: v.storeTimeoutMs,
+    maxDescriptors: v.maxDescriptors,
+    maxDescriptorEntries: v.maxDescriptorEntries,
+    maxDescriptorKeyLength: v.maxDescriptorKeyLength,
+    maxDescriptorValueLength: v.maxDescriptorValueLength,
+    ...(v.httpHeadersTimeoutMs === undefined
+      ? {}
+      : { httpHeadersTimeoutMs: v.httpHeadersTimeoutMs }),
+    ...(v.httpRequestTimeoutMs === undefined
+      ? {}
+      : { httpRequestTimeoutMs: v.httpRequestTimeoutMs }),
+    ...(v.httpKeepAliveTimeoutMs === undefined
+      ? {}
+      : { httpKeepAliveTimeoutMs: v.httpKeepAliveTimeoutMs }),
     keyPrefix: v.keyPrefix,
     shadowMode: v.shadowMode,
     quotaMode: v.quotaMode,
@@ -322,6 +438,38 @@ export function readServiceSettings(
   });
 }
 
+/** What is missing for the TLS settings that are on. */
+function tlsIssues(v: Parsed): PolicyIssue[] {
+  const issues: PolicyIssue[] = [];
+  if (v.grpcServerUseTls) {
+    for (const [env, value] of [
+      ['GRPC_SERVER_TLS_CERT', v.grpcServerTlsCert],
+      ['GRPC_SERVER_TLS_KEY', v.grpcServerTlsKey],
+    ] as const) {
+      if (value === '')
+        issues.push({ path: env, message: 'required with GRPC_SERVER_USE_TLS=true' });
+    }
+  } else if (v.grpcClientTlsCaCert !== '' || v.grpcClientTlsSan !== '') {
+    issues.push({
+      path: v.grpcClientTlsCaCert !== '' ? 'GRPC_CLIENT_TLS_CACERT' : 'GRPC_CLIENT_TLS_SAN',
+      message: 'applies only with GRPC_SERVER_USE_TLS=true',
+    });
+  }
+  if (v.grpcClientTlsSan !== '' && v.grpcClientTlsCaCert === '') {
+    issues.push({
+      path: 'GRPC_CLIENT_TLS_SAN',
+      message: 'needs GRPC_CLIENT_TLS_CACERT (client certificates are asked for only then)',
+    });
+  }
+  if ((v.redisTlsClientCert === '') !== (v.redisTlsClientKey === '')) {
+    issues.push({
+      path: v.redisTlsClientCert === '' ? 'REDIS_TLS_CLIENT_CERT' : 'REDIS_TLS_CLIENT_KEY',
+      message: 'give both REDIS_TLS_CLIENT_CERT and REDIS_TLS_CLIENT_KEY, or neither',
+    });
+  }
+  return issues;
+}
+
 /**
  * Reads one setting the way {@link readServiceSettings} does (for commands that need
  * only that one, like `validate` with `MERGE_DOMAIN_CONFIG`).
@@ -343,6 +491,13 @@ const CHECKED_OPTIONS = [
   'host',
   'grpcHost',
   'storeTimeoutMs',
+  'maxDescriptors',
+  'maxDescriptorEntries',
+  'maxDescriptorKeyLength',
+  'maxDescriptorValueLength',
+  'httpHeadersTimeoutMs',
+  'httpRequestTimeoutMs',
+  'httpKeepAliveTimeoutMs',
   'keyPrefix',
   'nearLimitRatio',
   'localCacheSizeBytes',

@@ -5,10 +5,12 @@ import { descriptorLimits, type DescriptorLimits } from '../core/descriptor-limi
 import { formatIssue, PolicyError } from '../core/errors.js';
 import { ServiceMetrics } from '../metrics/service-metrics.js';
 import { MemoryStore } from '../stores/memory/memory-store.js';
-import { RedisStore } from '../stores/redis/redis-store.js';
+import { RedisStore, type SentinelTarget } from '../stores/redis/redis-store.js';
 import type { Store } from '../stores/store.js';
 import { checkServeOptionValues } from './env-settings.js';
 import { createGrpcServer } from './grpc/server.js';
+import { ReloadingServerCredentials, type GrpcTlsSettings } from './grpc/tls-credentials.js';
+import { redisTls as watchedRedisTls, type RedisTlsSettings } from './redis-tls.js';
 import type { CallContext } from './grpc/types.js';
 import { HttpServer } from './http/http-server.js';
 import { RateLimitService } from './rate-limit-service.js';
@@ -47,6 +49,21 @@ export interface ServeOptions extends ConfigSources, Partial<DescriptorLimits> {
     readonly username?: string;
     readonly password?: string;
   };
+  /**
+   * A primary found through Redis Sentinel (`REDIS_TYPE=sentinel`: `REDIS_URL` is the
+   * master name then the Sentinels, `REDIS_SENTINEL_AUTH`). Exclusive with `redisUrl`
+   * and `redisCluster`.
+   */
+  readonly redisSentinel?: SentinelTarget;
+  /** TLS to Redis (`REDIS_TLS`, `REDIS_TLS_*`); the files are re-read when they change. */
+  readonly redisTls?: RedisTlsSettings;
+  /**
+   * TLS of the gRPC server (`GRPC_SERVER_USE_TLS`, `GRPC_SERVER_TLS_CERT`,
+   * `GRPC_SERVER_TLS_KEY`), mutual with `GRPC_CLIENT_TLS_CACERT`, and the client
+   * certificate's name with `GRPC_CLIENT_TLS_SAN`; the files are re-read when they change.
+   * @default plaintext
+   */
+  readonly grpcTls?: GrpcTlsSettings;
   /** Key prefix in Redis (`CACHE_KEY_PREFIX`). @default "sl" */
   readonly keyPrefix?: string;
   /** Upstream's `SHADOW_MODE`. @default false */
@@ -136,16 +153,40 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   logConfigLoaded(log, config, 'config loaded');
   const prefix = options.keyPrefix ?? 'sl';
   const cluster = options.redisCluster;
+  // Certificate files are read now (a problem stops the start, naming its setting) and
+  // re-read when they change; a change that does not load keeps the previous ones.
+  const reloaded =
+    (what: string) =>
+    (error: Error | undefined): void => {
+      if (error === undefined) log.info(`${what} certificates reloaded`);
+      else
+        log.error(
+          { err: error },
+          `${what} certificates changed but do not load; keeping the previous ones`,
+        );
+    };
+  const redisTls =
+    options.redisTls === undefined
+      ? undefined
+      : watchedRedisTls(options.redisTls, reloaded('Redis TLS'));
+  const grpcCredentials =
+    options.grpcTls === undefined
+      ? undefined
+      : new ReloadingServerCredentials(options.grpcTls, reloaded('gRPC server TLS'));
+  const tls = redisTls === undefined ? {} : { tls: redisTls.tls };
   const store: Store =
-    cluster !== undefined
-      ? RedisStore.connectCluster(cluster.nodes, {
-          prefix,
-          ...(cluster.username === undefined ? {} : { username: cluster.username }),
-          ...(cluster.password === undefined ? {} : { password: cluster.password }),
-        })
-      : options.redisUrl === undefined
-        ? new MemoryStore()
-        : RedisStore.connect(options.redisUrl, { prefix });
+    options.redisSentinel !== undefined
+      ? RedisStore.connectSentinel({ ...options.redisSentinel, ...tls }, { prefix })
+      : cluster !== undefined
+        ? RedisStore.connectCluster(cluster.nodes, {
+            prefix,
+            ...(cluster.username === undefined ? {} : { username: cluster.username }),
+            ...(cluster.password === undefined ? {} : { password: cluster.password }),
+            ...tls,
+          })
+        : options.redisUrl === undefined
+          ? new MemoryStore()
+          : RedisStore.connect(options.redisUrl, { prefix, ...tls });
   const storeHealth = new StoreHealth({
     log,
     metrics,
@@ -225,7 +266,12 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       shouldRateLimit: timed('ShouldRateLimit', handlers.shouldRateLimit),
       check: timed('Check', handlers.check),
     },
-    { onError, shutdownTimeoutMs: timeout, descriptorLimits: limits },
+    {
+      onError,
+      shutdownTimeoutMs: timeout,
+      descriptorLimits: limits,
+      ...(grpcCredentials === undefined ? {} : { credentials: grpcCredentials }),
+    },
   );
   const http = new HttpServer(handlers, {
     metrics,
@@ -244,10 +290,13 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   });
   // The ports open whether Redis is there or not: until it is, health says NOT_SERVING
   // (gRPC) and 500 (`/healthcheck`), and calls take their rule's failure mode.
+  let refusedAtStart: ((error: Error) => void) | undefined;
+  const refused = new Promise<Error>((resolve) => (refusedAtStart = resolve));
   const redisWait =
     store instanceof RedisStore
       ? waitForRedis(store, {
           log,
+          onRefused: (error) => refusedAtStart?.(error),
           onReady: () => {
             http.setHealthy(true);
             grpc.setHealthy(true);
@@ -256,11 +305,23 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       : undefined;
   if (redisWait !== undefined) {
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      redisWait.ready,
-      new Promise((resolve) => (timer = setTimeout(resolve, REDIS_CONNECT_GRACE_MS))),
+    const refusal = await Promise.race([
+      redisWait.ready.then(() => undefined),
+      refused,
+      new Promise<undefined>((resolve) => {
+        timer = setTimeout(() => resolve(undefined), REDIS_CONNECT_GRACE_MS);
+      }),
     ]);
     clearTimeout(timer);
+    refusedAtStart = undefined;
+    if (refusal !== undefined) {
+      // A replica at start is a mistake in the settings, not an outage: refuse to start.
+      redisWait.stop();
+      await store.close();
+      redisTls?.close();
+      grpcCredentials?.close();
+      throw refusal;
+    }
     if (redisWait.waiting) {
       http.setHealthy(false);
       grpc.setHealthy(false);
@@ -327,6 +388,8 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       // Unspent batch units go back to the store before it closes.
       await service.close();
       await store.close();
+      redisTls?.close();
+      grpcCredentials?.close();
       log.info('sluice stopped');
     })());
   return { httpPort, grpcPort, service, metrics, status, reload, shutdown };

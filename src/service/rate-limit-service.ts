@@ -3,7 +3,7 @@ import { systemClock, type Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import type { Descriptor } from '../core/descriptor.js';
 import type { DescriptorLimits } from '../core/descriptor-limits.js';
-import { StoreError } from '../core/errors.js';
+import { formatIssue, PolicyError, StoreError, type PolicyIssue } from '../core/errors.js';
 import type { FailureMode, Policy } from '../core/policy.js';
 import { algorithmOf } from '../algorithms/index.js';
 import {
@@ -120,6 +120,7 @@ export class RateLimitService {
     this.#config = options.envoyConfig;
     this.#observer = options.decisionObserver;
     this.#nativePolicies = byName(options.policies);
+    this.#checkRules(options.envoyConfig);
     this.#limiter = createLimiter({
       store: options.store,
       policies: options.policies ?? [],
@@ -142,6 +143,7 @@ export class RateLimitService {
 
   /** Swaps rules and policies atomically: a request uses the old set or the new one. */
   reload(envoyConfig: EnvoyConfig, policies?: PolicySet): void {
+    this.#checkRules(envoyConfig);
     if (policies !== undefined) {
       this.#limiter.setPolicies(policies);
       this.#nativePolicies = byName(policies);
@@ -445,6 +447,45 @@ export class RateLimitService {
       this.#overridePolicies.set(key, p);
     }
     return p;
+  }
+
+  /**
+   * Throws a `PolicyError` listing every rule of `config` the store cannot run (its
+   * `checkPolicy`, as the limiter asks for native policies), each under its file and path.
+   */
+  #checkRules(config: EnvoyConfig): void {
+    const store = this.#options.store;
+    const checkPolicy = store.checkPolicy?.bind(store);
+    if (checkPolicy === undefined) return;
+    const issues: PolicyIssue[] = [];
+    let code: PolicyError['code'] | undefined;
+    const walk = (level: EnvoyDescriptorLevel): void => {
+      for (const node of Object.values(level.nodes)) {
+        const rule = node.rule;
+        if (rule?.sluice.params !== undefined && !rule.unlimited) {
+          try {
+            // Both ways the rule is decided; named as the operator knows it.
+            for (const counting of [true, false]) {
+              const policy = this.#buildPolicy(rule, 1, counting);
+              checkPolicy({ ...policy, name: publicRuleName(rule) });
+            }
+          } catch (error) {
+            if (!(error instanceof PolicyError)) throw error;
+            code ??= error.code;
+            issues.push({
+              file: node.file,
+              path: `${node.path}.rate_limit`,
+              message: error.message,
+            });
+          }
+        }
+        walk(node.children);
+      }
+    };
+    for (const d of Object.values(config.domains)) walk(d.descriptors);
+    if (code !== undefined) {
+      throw new PolicyError(code, issues.map(formatIssue).join('\n'), { issues });
+    }
   }
 
   #buildPolicy(rule: EnvoyRule, depth: number, counting: boolean): Policy {
