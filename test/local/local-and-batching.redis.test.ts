@@ -183,7 +183,12 @@ describe('local protection and token batching: accuracy against the bound (10 pr
         expect(m.zipfOvershoot).toBeLessThanOrEqual(bounds.overshootUnits + m.resolution);
         expect(m.underUse).toBeLessThanOrEqual(underBound + m.resolution);
         expect(Object.keys(m.paths).filter((p) => p.startsWith('fail-'))).toEqual([]);
-        if (stages.includes('local')) expect(m.paths['local:OVER_LIMIT']).toBeGreaterThan(0);
+        // Bursts of 10 per instance pass a local burst of 15 only while it has refilled:
+        // the local stage answers some. (Under steady load it gives back the units of
+        // store denials, so with 10 × 60/s above the global 500/s it need not deny.)
+        if (stages.includes('local') && pattern === 'bursty') {
+          expect(m.paths['local:OVER_LIMIT']).toBeGreaterThan(0);
+        }
         if (stages.includes('batch')) {
           expect(m.paths['batch:OK']).toBeGreaterThan(0);
           // explain's remote calls for the hot key, per request; the Zipf tenants' cold
