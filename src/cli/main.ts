@@ -16,9 +16,11 @@ import {
   readSetting,
   type FlagValue,
   type SettingKey,
+  type XdsSettings,
 } from '../service/env-settings.js';
-import { startService } from '../service/main.js';
 import { capacityPlan } from '../capacity/capacity-plan.js';
+import { startService, type ServeOptions } from '../service/main.js';
+import { readXdsTlsFiles } from '../service/xds/xds-tls-files.js';
 import { parseDescriptorArgs } from './descriptor-args.js';
 import { planText } from './plan-text.js';
 import { errorText, exitCodeOf } from './error-text.js';
@@ -255,6 +257,20 @@ program
           responseDynamicMetadata: settings.responseDynamicMetadata,
           decisionMode: settings.decisionMode,
           decisionLogSampleRate: settings.decisionLogSampleRate,
+          ...(settings.xds === undefined ? {} : { xds: xdsOptions(settings.xds) }),
+          ...(settings.statsd === undefined ? {} : { statsd: settings.statsd }),
+          ...(settings.tracing === undefined ? {} : { tracing: settings.tracing }),
+          healthyWithAtLeastOneConfigLoaded: settings.healthyWithAtLeastOneConfigLoaded,
+          ...(settings.grpcUds === undefined ? {} : { grpcUds: settings.grpcUds }),
+          grpcMaxConnectionAgeMs: settings.grpcMaxConnectionAgeMs,
+          grpcMaxConnectionAgeGraceMs: settings.grpcMaxConnectionAgeGraceMs,
+          ...(settings.debug === undefined ? {} : { debug: settings.debug }),
+          ...(settings.redisPerSecond === undefined
+            ? {}
+            : { perSecondRedis: settings.redisPerSecond }),
+          ...(settings.redisTimeoutMs === undefined
+            ? {}
+            : { redisTimeoutMs: settings.redisTimeoutMs }),
           logger,
         });
         const stop = (): void => {
@@ -337,6 +353,12 @@ program
       }
     },
   );
+
+/** The xDS settings with their TLS files read. */
+function xdsOptions(xds: XdsSettings): NonNullable<ServeOptions['xds']> {
+  const { tls, ...rest } = xds;
+  return tls === undefined ? rest : { ...rest, tls: readXdsTlsFiles(tls) };
+}
 
 /** Which loader a file given to `validate` is meant for. */
 type ConfigFormat = 'envoy' | 'sluice';

@@ -3,10 +3,14 @@ import {
   anyText,
   fraction,
   goBool,
+  goDuration,
+  goDurationMs,
+  keyValueList,
   headerName,
   hostAddress,
   oneOf,
   portNumber,
+  nonEmptyText,
   ratio,
   settingValue,
   wholeNumber,
@@ -22,6 +26,9 @@ import type { GrpcTlsSettings } from './grpc/tls-credentials.js';
 import { redisTargetFromSettings, type RedisTarget } from './redis-settings.js';
 import type { RedisTlsSettings } from './redis-tls.js';
 import { DEFAULT_RESPONSE_HEADER_NAMES, type ResponseHeaderNames } from './response-headers.js';
+import type { XdsOptions } from './xds/xds-config-client.js';
+import type { StatsdOptions } from '../metrics/statsd/statsd-stats.js';
+import type { TracingOptions } from './tracing/service-tracing.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -78,6 +85,12 @@ const LOG_LEVELS: Readonly<Record<string, string>> = Object.freeze({
 
 /** The largest over-limit cache accepted, in bytes (1 GiB): it holds small entries only. */
 export const MAX_LOCAL_CACHE_BYTES = 1_073_741_824;
+
+/** A Go duration a Node timer can hold: at most 2^31 − 1 ms (about 24.8 days). */
+const timerDuration = settingValue('a duration such as 10s or 24h, at most 596h', (t) => {
+  const ms = goDurationMs(t);
+  return ms !== undefined && ms <= 2 ** 31 - 1 ? ms : undefined;
+});
 
 /** The longest store deadline accepted, in ms: a rate limit decision that waits longer is an outage. */
 export const MAX_STORE_TIMEOUT_MS = 60_000;
@@ -220,6 +233,84 @@ export const SERVICE_SETTINGS = {
     'per-descriptor' as DecisionMode,
     { upstream: false },
   ),
+  configType: setting(
+    'CONFIG_TYPE',
+    oneOf({ file: 'FILE', grpc_xds_sotw: 'GRPC_XDS_SOTW' } as const, 'FILE or GRPC_XDS_SOTW'),
+    'FILE',
+  ),
+  forceStartWithoutInitialConfig: setting('FORCE_START_WITHOUT_INITIAL_CONFIG', goBool, false),
+  xdsServerUrl: setting(
+    'CONFIG_GRPC_XDS_SERVER_URL',
+    nonEmptyText('a gRPC target such as host:port'),
+    'localhost:18000',
+  ),
+  xdsNodeId: setting('CONFIG_GRPC_XDS_NODE_ID', anyText, 'default'),
+  xdsNodeMetadata: setting('CONFIG_GRPC_XDS_NODE_METADATA', keyValueList('='), {}),
+  xdsHeaders: setting('CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS', keyValueList(':'), {}),
+  xdsServerUseTls: setting('CONFIG_GRPC_XDS_SERVER_USE_TLS', goBool, false),
+  xdsClientTlsCert: setting('CONFIG_GRPC_XDS_CLIENT_TLS_CERT', anyText, ''),
+  xdsClientTlsKey: setting('CONFIG_GRPC_XDS_CLIENT_TLS_KEY', anyText, ''),
+  xdsServerTlsCaCert: setting('CONFIG_GRPC_XDS_SERVER_TLS_CACERT', anyText, ''),
+  xdsServerTlsSan: setting('CONFIG_GRPC_XDS_SERVER_TLS_SAN', anyText, ''),
+  xdsBackoffInitialMs: setting('XDS_CLIENT_BACKOFF_INITIAL_INTERVAL', goDuration, 10_000),
+  xdsBackoffMaxMs: setting('XDS_CLIENT_BACKOFF_MAX_INTERVAL', goDuration, 60_000),
+  xdsBackoffRandomFactor: setting('XDS_CLIENT_BACKOFF_RANDOM_FACTOR', fraction, 0.5),
+  xdsBackoffJitter: setting('XDS_CLIENT_BACKOFF_JITTER', goBool, true),
+  xdsMaxMessageBytes: setting(
+    'XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES',
+    wholeNumber(0, 2 ** 31 - 1, ' of bytes'),
+    0,
+  ),
+  useStatsd: setting('USE_STATSD', goBool, false),
+  useDogStatsd: setting('USE_DOG_STATSD', goBool, false),
+  statsdHost: setting('STATSD_HOST', hostAddress, 'localhost'),
+  statsdPort: setting('STATSD_PORT', wholeNumber(1, 65_535), 8125),
+  extraTags: setting('EXTRA_TAGS', keyValueList(':'), {}),
+  statsFlushIntervalMs: setting('STATS_FLUSH_INTERVAL', goDuration, 10_000),
+  tracingEnabled: setting('TRACING_ENABLED', goBool, false),
+  tracingProtocol: setting(
+    'TRACING_EXPORTER_PROTOCOL',
+    oneOf({ http: 'http', grpc: 'grpc' } as const, 'http or grpc'),
+    'http',
+  ),
+  tracingServiceName: setting('TRACING_SERVICE_NAME', anyText, 'RateLimit'),
+  tracingServiceNamespace: setting('TRACING_SERVICE_NAMESPACE', anyText, ''),
+  tracingServiceInstanceId: setting('TRACING_SERVICE_INSTANCE_ID', anyText, ''),
+  tracingSamplingRate: setting('TRACING_SAMPLING_RATE', fraction, 1),
+  otlpEndpoint: optionalSetting(
+    'OTEL_EXPORTER_OTLP_ENDPOINT',
+    settingValue('an http:// or https:// URL', (t) =>
+      /^https?:\/\/[^/\s]+/.test(t) ? t : undefined,
+    ),
+  ),
+  healthyWithAtLeastOneConfigLoaded: setting(
+    'HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED',
+    goBool,
+    false,
+  ),
+  grpcUds: setting('GRPC_UDS', anyText, ''),
+  grpcMaxConnectionAgeMs: setting('GRPC_MAX_CONNECTION_AGE', timerDuration, 24 * 3_600_000),
+  grpcMaxConnectionAgeGraceMs: setting('GRPC_MAX_CONNECTION_AGE_GRACE', timerDuration, 3_600_000),
+  debugHost: setting('DEBUG_HOST', hostAddress, '0.0.0.0'),
+  debugPort: optionalSetting('DEBUG_PORT', portNumber),
+  redisTimeoutMs: optionalSetting(
+    'REDIS_TIMEOUT',
+    settingValue('a duration above 0 such as 250ms or 10s, at most 596h', (t) => {
+      const ms = goDurationMs(t);
+      return ms !== undefined && ms > 0 && ms <= 2 ** 31 - 1 ? ms : undefined;
+    }),
+  ),
+  redisPerSecond: setting('REDIS_PERSECOND', goBool, false),
+  redisPerSecondUrl: optionalSetting(
+    'REDIS_PERSECOND_URL',
+    settingValue('host:port or a redis:// URL', (t) => (t === '' ? undefined : t)),
+  ),
+  redisPerSecondAuth: setting('REDIS_PERSECOND_AUTH', anyText, ''),
+  redisPerSecondType: setting(
+    'REDIS_PERSECOND_TYPE',
+    oneOf({ single: 'single', cluster: 'cluster' } as const, 'single or cluster'),
+    'single',
+  ),
 } as const;
 
 export type SettingKey = keyof typeof SERVICE_SETTINGS;
@@ -283,6 +374,39 @@ export interface ServiceSettings {
   readonly decisionLogSampleRate: number;
   /** `SLUICE_DECISION_MODE`: how envoy requests are charged where a domain does not say. */
   readonly decisionMode: DecisionMode;
+  /** Present when `CONFIG_TYPE=GRPC_XDS_SOTW`: rules come from this xDS server, not files. */
+  readonly xds?: XdsSettings;
+  /** Present when `USE_STATSD` or `USE_DOG_STATSD` is true. */
+  readonly statsd?: StatsdSettings;
+  /** Present when `TRACING_ENABLED` is true. */
+  readonly tracing?: TracingOptions;
+  readonly healthyWithAtLeastOneConfigLoaded: boolean;
+  /** gRPC on this unix socket instead of TCP (`GRPC_UDS`); absent: TCP. */
+  readonly grpcUds?: string;
+  readonly grpcMaxConnectionAgeMs: number;
+  readonly grpcMaxConnectionAgeGraceMs: number;
+  /** Present when `DEBUG_PORT` is set. */
+  readonly debug?: { readonly host: string; readonly port: number };
+  /** `REDIS_TIMEOUT`: how long a Redis call may go unanswered before the connection is reopened. */
+  readonly redisTimeoutMs?: number;
+  /** Present when `REDIS_PERSECOND` is true: the Redis for rules whose unit is second. */
+  readonly redisPerSecond?: RedisTarget;
+}
+
+/** Where upstream's stats go, besides Prometheus. */
+export type StatsdSettings = Omit<StatsdOptions, 'nearLimitRatio' | 'onError'>;
+
+/** The xDS subscription's settings, TLS files named (read at start). */
+export interface XdsSettings extends Omit<XdsOptions, 'tls'> {
+  /** Serve (empty) before the first config arrives (`FORCE_START_WITHOUT_INITIAL_CONFIG`). */
+  readonly forceStart: boolean;
+  /** Absent: plaintext. Paths are '' when unset. */
+  readonly tls?: {
+    readonly caCertFile: string;
+    readonly clientCertFile: string;
+    readonly clientKeyFile: string;
+    readonly serverName: string;
+  };
 }
 
 type Parsed = z.output<typeof serviceSettingsSchema>;
@@ -372,6 +496,34 @@ export function readServiceSettings(
       });
     }
   }
+  let redisPerSecond: RedisTarget | undefined;
+  if (!('issues' in result) && result.values.redisPerSecond) {
+    const v = result.values;
+    if (v.redisPerSecondUrl === undefined) {
+      issues.push({
+        path: 'REDIS_PERSECOND_URL',
+        message: 'required when REDIS_PERSECOND is true',
+      });
+    } else {
+      try {
+        redisPerSecond = redisTargetFromSettings({
+          url: v.redisPerSecondUrl,
+          auth: v.redisPerSecondAuth,
+          type: v.redisPerSecondType,
+          urlSetting: 'REDIS_PERSECOND_URL',
+        });
+      } catch (e) {
+        if (!(e instanceof PolicyError)) throw e;
+        issues.push(...e.issues);
+      }
+    }
+  }
+  if (!('issues' in result) && result.values.useStatsd && result.values.useDogStatsd) {
+    issues.push({
+      path: 'USE_STATSD, USE_DOG_STATSD',
+      message: 'set only one of them to true (one statsd sink at a time, as upstream)',
+    });
+  }
   if ('issues' in result || issues.length > 0) refuse(issues);
   const v = result.values;
   const redisTlsOn = v.redisTls || (redis?.type === 'single' && redis.url.startsWith('rediss://'));
@@ -435,6 +587,69 @@ export function readServiceSettings(
     logFormatText: v.logFormat === 'text',
     decisionLogSampleRate: v.decisionLogSampleRate,
     decisionMode: v.decisionMode,
+    ...(v.configType === 'GRPC_XDS_SOTW' ? { xds: xdsSettings(v) } : {}),
+    ...(v.useStatsd || v.useDogStatsd
+      ? {
+          statsd: Object.freeze({
+            flavor: v.useDogStatsd ? ('dogstatsd' as const) : ('statsd' as const),
+            host: v.statsdHost,
+            port: v.statsdPort,
+            extraTags: v.extraTags,
+            flushIntervalMs: v.statsFlushIntervalMs,
+          }),
+        }
+      : {}),
+    healthyWithAtLeastOneConfigLoaded: v.healthyWithAtLeastOneConfigLoaded,
+    ...(v.grpcUds === '' ? {} : { grpcUds: v.grpcUds }),
+    grpcMaxConnectionAgeMs: v.grpcMaxConnectionAgeMs,
+    grpcMaxConnectionAgeGraceMs: v.grpcMaxConnectionAgeGraceMs,
+    ...(v.debugPort === undefined
+      ? {}
+      : { debug: Object.freeze({ host: v.debugHost, port: v.debugPort }) }),
+    ...(v.redisTimeoutMs === undefined ? {} : { redisTimeoutMs: v.redisTimeoutMs }),
+    ...(redisPerSecond === undefined ? {} : { redisPerSecond }),
+    ...(v.tracingEnabled
+      ? {
+          tracing: Object.freeze({
+            protocol: v.tracingProtocol,
+            // The OTLP defaults: 4318 for HTTP, 4317 for gRPC.
+            endpoint:
+              v.otlpEndpoint ??
+              (v.tracingProtocol === 'grpc' ? 'http://localhost:4317' : 'http://localhost:4318'),
+            serviceName: v.tracingServiceName,
+            serviceNamespace: v.tracingServiceNamespace,
+            serviceInstanceId: v.tracingServiceInstanceId,
+            samplingRate: v.tracingSamplingRate,
+          }),
+        }
+      : {}),
+  });
+}
+
+function xdsSettings(v: Parsed): XdsSettings {
+  return Object.freeze({
+    serverUrl: v.xdsServerUrl,
+    nodeId: v.xdsNodeId,
+    nodeMetadata: v.xdsNodeMetadata,
+    headers: v.xdsHeaders,
+    backoff: Object.freeze({
+      initialMs: v.xdsBackoffInitialMs,
+      maxMs: v.xdsBackoffMaxMs,
+      randomFactor: v.xdsBackoffRandomFactor,
+      jitter: v.xdsBackoffJitter,
+    }),
+    maxMessageBytes: v.xdsMaxMessageBytes,
+    forceStart: v.forceStartWithoutInitialConfig,
+    ...(v.xdsServerUseTls
+      ? {
+          tls: Object.freeze({
+            caCertFile: v.xdsServerTlsCaCert,
+            clientCertFile: v.xdsClientTlsCert,
+            clientKeyFile: v.xdsClientTlsKey,
+            serverName: v.xdsServerTlsSan,
+          }),
+        }
+      : {}),
   });
 }
 

@@ -27,12 +27,15 @@ import { DEFAULT_TIMEOUT_MS, type PolicySet } from '../config/policies.js';
 import {
   createLimiter,
   type CheckItem,
+  type DecideOptions,
   type Limiter,
   type StoreCallObserver,
 } from '../limiter/limiter.js';
+import { combineDecisions, type CheckResult } from '../limiter/check-result.js';
 import type { RuleUsage } from '../metrics/rule-hits.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
 import { bucketKey, hashTagOf } from '../stores/key.js';
+import type { UpstreamStats } from '../metrics/statsd/statsd-stats.js';
 import type { Store } from '../stores/store.js';
 import type { DecisionObserver } from './decision-event.js';
 import { rateLimitDynamicMetadata } from './dynamic-metadata.js';
@@ -57,6 +60,15 @@ export interface RateLimitServiceOptions {
   /** @default the system clock */
   readonly clock?: Clock;
   readonly metrics?: ServiceMetrics;
+  /**
+   * A second store for the rules whose unit is `second` (upstream's `REDIS_PERSECOND`).
+   * A request with rules of both kinds is decided in both stores at once; under
+   * all-or-nothing each store's part is atomic, the whole is not (a denial in one does
+   * not undo what the other consumed). @default none: `store` serves every rule
+   */
+  readonly perSecondStore?: Store;
+  /** Upstream's stats (statsd), told of every rule check, unknown domain and shadowed answer. */
+  readonly stats?: UpstreamStats;
   /** Upstream's SHADOW_MODE: every overall answer is OK (descriptors still say). @default false */
   readonly globalShadowMode?: boolean;
   /** Upstream's QUOTA_MODE. @default false */
@@ -102,6 +114,7 @@ const MAX_OVERRIDE_POLICIES = 10_000;
  */
 export class RateLimitService {
   readonly #limiter: Limiter;
+  readonly #perSecondLimiter: Limiter | undefined;
   readonly #clock: Clock;
   readonly #metrics: ServiceMetrics | undefined;
   readonly #options: RateLimitServiceOptions;
@@ -129,6 +142,48 @@ export class RateLimitService {
       ...(options.storeObserver === undefined ? {} : { storeObserver: options.storeObserver }),
       overLimitCacheBytes: options.localCacheSizeBytes ?? 0,
     });
+    this.#perSecondLimiter =
+      options.perSecondStore === undefined
+        ? undefined
+        : createLimiter({
+            store: options.perSecondStore,
+            policies: [],
+            clock: this.#clock,
+            ...options.descriptorLimits,
+          });
+  }
+
+  /**
+   * Decides `items` in the store each belongs to: those marked in `perSecond` in the
+   * per-second store (when there is one), the rest in the main one, both at once; the
+   * decisions come back in item order.
+   */
+  async #decideAt(
+    nowMs: number,
+    items: readonly CheckItem[],
+    perSecond: readonly boolean[],
+    options: DecideOptions,
+  ): Promise<CheckResult> {
+    const second = this.#perSecondLimiter;
+    if (second === undefined || !perSecond.includes(true))
+      return this.#limiter.decideAt(nowMs, items, options);
+    if (!perSecond.includes(false)) return second.decideAt(nowMs, items, options);
+    const [main, fast] = await Promise.all([
+      this.#limiter.decideAt(
+        nowMs,
+        items.filter((_, i) => !perSecond[i]),
+        options,
+      ),
+      second.decideAt(
+        nowMs,
+        items.filter((_, i) => perSecond[i]),
+        options,
+      ),
+    ]);
+    const from = { main: 0, fast: 0 };
+    return combineDecisions(
+      perSecond.map((s) => (s ? fast.decisions[from.fast++]! : main.decisions[from.main++]!)),
+    );
   }
 
   /** Closes the limiter's stages: unspent batch units go back to the store. Idempotent. */
@@ -159,6 +214,8 @@ export class RateLimitService {
     const callOptions = callBudget(context);
     const config = this.#config; // one read: a reload never mixes rule sets
     const nowMs = this.#clock.nowMs();
+    if (config.domains[req.domain] === undefined)
+      this.#options.stats?.domainNotFound(req.domain, req.descriptors.length);
     const hits = hitsAddends(
       req.hitsAddend,
       req.descriptors.map((d) => d.hitsAddend),
@@ -225,8 +282,10 @@ export class RateLimitService {
     let overall: ReturnType<typeof overallResult>;
     for (;;) {
       const items: CheckItem[] = [];
+      const perSecond: boolean[] = [];
       const itemOf = limited.map((r, i) => {
         if (r === undefined || droppedQuota.has(i)) return undefined;
+        perSecond.push(r.rule.unit === 'second');
         items.push({
           policy: this.#policyFor(r, independent),
           descriptor: bucketDescriptor(r),
@@ -234,7 +293,10 @@ export class RateLimitService {
         });
         return items.length - 1;
       });
-      const result = await this.#limiter.decideAt(nowMs, items, { ...callOptions(), independent });
+      const result = await this.#decideAt(nowMs, items, perSecond, {
+        ...callOptions(),
+        independent,
+      });
       if (result.decisions.some((d) => d.status === 'UNAVAILABLE')) {
         itemOf.forEach((idx, i) => {
           if (idx !== undefined) {
@@ -278,9 +340,11 @@ export class RateLimitService {
     }
     usages.forEach((usage, i) => {
       const r = resolved[i];
-      if (usage !== undefined && r !== undefined)
-        this.#metrics?.recordRuleCheck(req.domain, r.statsKey, usage);
+      if (usage === undefined || r === undefined) return;
+      this.#metrics?.recordRuleCheck(req.domain, r.statsKey, usage);
+      this.#options.stats?.ruleCheck(r.statsKey, usage);
     });
+    if (overall.globalShadowApplied) this.#options.stats?.globalShadowMode();
     decisionOf.forEach((d, i) => {
       if (d === undefined) return;
       // Under the rule's public name, never its policy's internal (storage) name.

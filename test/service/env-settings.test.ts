@@ -40,6 +40,9 @@ describe('readServiceSettings: one validation for environment variables and flag
       logFormatText: false,
       decisionLogSampleRate: 0.001,
       decisionMode: 'per-descriptor',
+      healthyWithAtLeastOneConfigLoaded: false,
+      grpcMaxConnectionAgeMs: 86_400_000,
+      grpcMaxConnectionAgeGraceMs: 3_600_000,
     });
   });
 
@@ -112,6 +115,9 @@ describe('readServiceSettings: one validation for environment variables and flag
       logFormatText: true,
       decisionLogSampleRate: 0.25,
       decisionMode: 'all-or-nothing',
+      healthyWithAtLeastOneConfigLoaded: false,
+      grpcMaxConnectionAgeMs: 86_400_000,
+      grpcMaxConnectionAgeGraceMs: 3_600_000,
     });
   });
 

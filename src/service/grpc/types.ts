@@ -130,6 +130,8 @@ export interface CallContext {
    * absent when not sent or not a well-formed id (see `requestIdOf`).
    */
   readonly requestId?: string;
+  /** Reads a request header (gRPC metadata) by lower-case name, e.g. `traceparent`. */
+  readonly header?: (name: string) => string | undefined;
 }
 
 /** The service core the gRPC server calls. Over limit is an answer, never a rejection. */

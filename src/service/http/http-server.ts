@@ -351,8 +351,13 @@ export class HttpServer {
     });
     const startedMs = performance.now();
     const requestId = requestIdOf(req.headers['x-request-id']);
+    const header = (name: string): string | undefined => {
+      const value = req.headers[name];
+      return typeof value === 'string' ? value : undefined;
+    };
     const context: CallContext = {
       signal: controller.signal,
+      header,
       ...(requestId === undefined ? {} : { requestId }),
     };
     const x: Exchange = { req, res, path, context };
