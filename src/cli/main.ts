@@ -7,6 +7,7 @@ import { loadPolicyFile } from '../config/load.js';
 import { formatIssue } from '../core/errors.js';
 import { fsProblem } from '../config/read-file.js';
 import { createLimiter } from '../limiter/limiter.js';
+import { formatBounds, policyBounds } from '../local/bounds.js';
 import { MemoryStore } from '../stores/memory/memory-store.js';
 import { pino } from 'pino';
 import {
@@ -251,6 +252,7 @@ program
           quotaMode: settings.quotaMode,
           mergeDomainConfig: settings.mergeDomainConfig,
           nearLimitRatio: settings.nearLimitRatio,
+          localCacheSizeBytes: settings.localCacheSizeBytes,
           ...(settings.responseHeaders === undefined
             ? {}
             : { responseHeaders: settings.responseHeaders }),
@@ -410,6 +412,35 @@ const argv = process.argv.map((a) => {
   const m = /^--?(config_dir|merge_domain_configs)(=.*)?$/.exec(a);
   return m ? `${GO_FLAGS[m[1]!]}${m[2] ?? ''}` : a;
 });
+
+program
+  .command('explain')
+  .description(
+    'Print per policy what the local stages permit on a fleet: fleet burst, units held outside the global owner, overshoot and under-use bounds, remote calls, each failure mode with the store down',
+  )
+  .requiredOption('--policies <file>', 'policy file (YAML or JSON)')
+  .requiredOption(
+    '--instances <n>',
+    'how many limiter instances share the store',
+    wholeNumber('--instances', 1),
+  )
+  .option('--rps <r>', 'requests per second to one key across the fleet', (v: string): number => {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('--rps must be a number > 0');
+    return n;
+  })
+  .option('--json', 'print the same as JSON')
+  .action(async (o: { policies: string; instances: number; rps?: number; json?: boolean }) => {
+    try {
+      const set = await loadPolicyFile(o.policies);
+      const all = set.policies.map((p) => policyBounds(p, o.instances, o.rps));
+      process.stdout.write(
+        o.json === true ? `${JSON.stringify(all, null, 2)}\n` : formatBounds(all),
+      );
+    } catch (error) {
+      fail(error);
+    }
+  });
 
 program
   .command('validate')

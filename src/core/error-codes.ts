@@ -100,6 +100,20 @@ export const ERROR_CODES = Object.freeze({
     grpcStatus: GRPC_INVALID_ARGUMENT,
     summary: "A check's timeoutMs is not a positive number.",
   },
+  SLUICE_ERR_LOCAL_INVALID: {
+    family: 'policy',
+    httpStatus: 500,
+    grpcStatus: GRPC_FAILED_PRECONDITION,
+    summary:
+      "A policy's local bucket (local: rate, period, burst) or the local stages' options (key bound, over-limit cache bytes) are not allowed, e.g. a local burst below the policy's cost.",
+  },
+  SLUICE_ERR_BATCH_INVALID: {
+    family: 'policy',
+    httpStatus: 500,
+    grpcStatus: GRPC_FAILED_PRECONDITION,
+    summary:
+      "A policy's token batching (batch: size, ttl) is not allowed, e.g. a size above the policy's capacity, or batching on a shadow policy.",
+  },
   SLUICE_ERR_STORE_UNAVAILABLE: {
     family: 'store',
     httpStatus: 503,

@@ -32,6 +32,8 @@ export interface PolicyIssue {
   /** Path inside the document, e.g. `policies[0].burst`; empty for the document root. */
   readonly path: string;
   readonly message: string;
+  /** A finer code for the issue, when it has one (e.g. `SLUICE_ERR_LOCAL_INVALID`). */
+  readonly code?: ErrorCode;
 }
 
 /** Configuration, descriptor or cost errors: the request or policy is wrong (INVALID_POLICY). */

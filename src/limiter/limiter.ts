@@ -1,3 +1,4 @@
+import { localStages } from '../local/stages.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { AlgorithmDecision, Decision } from '../core/decision.js';
 import { toDescriptor, type Descriptor, type DescriptorInput } from '../core/descriptor.js';
@@ -38,9 +39,17 @@ export interface LimiterOptions extends Partial<Omit<DescriptorLimits, 'maxDescr
    * The pipeline's stages, in order (a local bucket, an over-limit cache, a token batch, a
    * quota lease; see `Stage`). Each check's items pass them before the store; a stage
    * applies only to the policies its `appliesTo` accepts, asked once per policy set.
-   * {@link Limiter.close} closes them. @default none
+   * {@link Limiter.close} closes them. @default the local stages (`localStages`): the local
+   * bucket and the token batch, which take part only in checks of policies with `local`
+   * or `batch`, and the over-limit cache when `overLimitCacheBytes` is above 0
    */
   readonly stages?: readonly Stage[];
+  /**
+   * Bytes of the over-limit cache among the default stages (a bucket the store just denied
+   * is denied in process until its retry time; envoyproxy/ratelimit's
+   * `LOCAL_CACHE_SIZE_IN_BYTES`). Unused when `stages` is given. @default 0 (no cache)
+   */
+  readonly overLimitCacheBytes?: number;
 }
 
 /** What ended a failed store call. */
@@ -173,7 +182,13 @@ export class Limiter {
     this.#clock = options.clock ?? systemClock;
     this.#limits = descriptorLimits(options);
     this.#observer = options.storeObserver;
-    const stages = options.stages ?? [];
+    const stages =
+      options.stages ??
+      localStages({
+        store: this.#store,
+        clock: this.#clock,
+        overLimitCacheBytes: options.overLimitCacheBytes ?? 0,
+      });
     checkStages(stages);
     this.#stages = Object.freeze([...stages]);
     this.#current = this.#accept(options.policies);

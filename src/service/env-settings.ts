@@ -83,6 +83,9 @@ const LOG_LEVELS: Readonly<Record<string, string>> = Object.freeze({
   panic: 'fatal',
 });
 
+/** The largest over-limit cache accepted, in bytes (1 GiB): it holds small entries only. */
+export const MAX_LOCAL_CACHE_BYTES = 1_073_741_824;
+
 /** A Go duration a Node timer can hold: at most 2^31 − 1 ms (about 24.8 days). */
 const timerDuration = settingValue('a duration such as 10s or 24h, at most 596h', (t) => {
   const ms = goDurationMs(t);
@@ -194,6 +197,11 @@ export const SERVICE_SETTINGS = {
     flags: ['--merge-domain-configs'],
   }),
   nearLimitRatio: setting('NEAR_LIMIT_RATIO', ratio, DEFAULT_NEAR_LIMIT_RATIO),
+  localCacheSizeBytes: setting(
+    'LOCAL_CACHE_SIZE_IN_BYTES',
+    wholeNumber(0, MAX_LOCAL_CACHE_BYTES, ' of bytes'),
+    0,
+  ),
   responseHeadersEnabled: setting('LIMIT_RESPONSE_HEADERS_ENABLED', goBool, false),
   limitHeader: setting('LIMIT_LIMIT_HEADER', headerName, DEFAULT_RESPONSE_HEADER_NAMES.limit),
   remainingHeader: setting(
@@ -353,6 +361,8 @@ export interface ServiceSettings {
   readonly quotaMode: boolean;
   readonly mergeDomainConfig: boolean;
   readonly nearLimitRatio: number;
+  /** Upstream's `LOCAL_CACHE_SIZE_IN_BYTES`: the over-limit cache's bound; 0 is off. */
+  readonly localCacheSizeBytes: number;
   /** Present when `LIMIT_RESPONSE_HEADERS_ENABLED` is true. */
   readonly responseHeaders?: ResponseHeaderNames;
   readonly responseDynamicMetadata: boolean;
@@ -562,6 +572,7 @@ export function readServiceSettings(
     quotaMode: v.quotaMode,
     mergeDomainConfig: v.mergeDomainConfig,
     nearLimitRatio: v.nearLimitRatio,
+    localCacheSizeBytes: v.localCacheSizeBytes,
     ...(v.responseHeadersEnabled
       ? {
           responseHeaders: Object.freeze({
@@ -704,6 +715,7 @@ const CHECKED_OPTIONS = [
   'httpKeepAliveTimeoutMs',
   'keyPrefix',
   'nearLimitRatio',
+  'localCacheSizeBytes',
   'decisionLogSampleRate',
 ] as const satisfies readonly SettingKey[];
 

@@ -79,6 +79,11 @@ export interface ServeOptions extends ConfigSources, Partial<DescriptorLimits> {
   readonly quotaMode?: boolean;
   /** Upstream's `NEAR_LIMIT_RATIO`, for the `near_limit` counters. @default 0.8 */
   readonly nearLimitRatio?: number;
+  /**
+   * Upstream's `LOCAL_CACHE_SIZE_IN_BYTES`: bytes of the over-limit cache (a bucket the
+   * store just denied is denied in process until its retry time); 0 is off. @default 0
+   */
+  readonly localCacheSizeBytes?: number;
   /** Upstream's `LIMIT_RESPONSE_HEADERS_ENABLED` with the header names. @default off */
   readonly responseHeaders?: ResponseHeaderNames;
   /** Upstream's `RESPONSE_DYNAMIC_METADATA`. @default false */
@@ -336,6 +341,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     defaultFailureMode: 'closed',
     timeoutMs: options.storeTimeoutMs ?? 100,
     descriptorLimits: limits,
+    localCacheSizeBytes: options.localCacheSizeBytes ?? 0,
   });
   const handlers = {
     shouldRateLimit: async (
@@ -566,6 +572,8 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       redisWait?.stop();
       http.setHealthy(false);
       await Promise.all([grpc.shutdown(), http.shutdown(timeout), debug?.close()]);
+      // Unspent batch units go back to the store before it closes.
+      await service.close();
       await store.close();
       await perSecondStore?.close();
       await stats?.close();

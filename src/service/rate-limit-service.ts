@@ -93,6 +93,11 @@ export interface RateLimitServiceOptions {
   readonly decisionMode?: DecisionMode;
   /** Told how each store call ended (see `StoreHealth`). @default none */
   readonly storeObserver?: StoreCallObserver;
+  /**
+   * Bytes of the over-limit cache (upstream's `LOCAL_CACHE_SIZE_IN_BYTES`); 0 is off.
+   * @default 0
+   */
+  readonly localCacheSizeBytes?: number;
   /** Told about every policy decision (status page, decision log). @default none */
   readonly decisionObserver?: DecisionObserver;
 }
@@ -135,6 +140,7 @@ export class RateLimitService {
       clock: this.#clock,
       ...options.descriptorLimits,
       ...(options.storeObserver === undefined ? {} : { storeObserver: options.storeObserver }),
+      overLimitCacheBytes: options.localCacheSizeBytes ?? 0,
     });
     this.#perSecondLimiter =
       options.perSecondStore === undefined
@@ -178,6 +184,11 @@ export class RateLimitService {
     return combineDecisions(
       perSecond.map((s) => (s ? fast.decisions[from.fast++]! : main.decisions[from.main++]!)),
     );
+  }
+
+  /** Closes the limiter's stages: unspent batch units go back to the store. Idempotent. */
+  close(): Promise<void> {
+    return this.#limiter.close();
   }
 
   /** The envoy rules in force. */
@@ -565,6 +576,9 @@ export class RateLimitService {
       failureMode: rule.sluice.failureMode ?? this.#options.defaultFailureMode ?? 'open',
       timeoutMs: this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       shadow: rule.shadowMode,
+      ...(rule.sluice.local === undefined ? {} : { local: rule.sluice.local }),
+      // A shadow rule never blocks: units reserved for it would be held for nothing.
+      ...(rule.sluice.batch === undefined || rule.shadowMode ? {} : { batch: rule.sluice.batch }),
     }) as Policy;
   }
 }

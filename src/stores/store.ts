@@ -64,6 +64,23 @@ export interface StoreApplyOptions {
   readonly independent?: boolean;
 }
 
+/** Options of {@link Store.refund}. */
+export interface StoreRefundOptions {
+  /** The caller's clock reading; stores that use a server clock may ignore it. */
+  readonly nowMs: number;
+  /**
+   * When the units were taken (the admitting call's `nowMs`): a window algorithm gives
+   * back only while the state is still the window that held them.
+   */
+  readonly consumedAtMs: number;
+  /**
+   * Makes the refund happen once per id and first key, however often it is repeated
+   * (within the store's dedup TTL): the id of the call that took the units.
+   */
+  readonly requestId?: string;
+  readonly signal?: AbortSignal;
+}
+
 /**
  * Runs batches of bucket transitions atomically. A batch is all-or-nothing: when any
  * enforced request is denied, nothing in the batch is consumed; otherwise every enforced
@@ -99,6 +116,16 @@ export interface Store {
    */
   keySpace?(name: string): KeySpace | undefined;
   close(): Promise<void>;
+  /**
+   * Gives back units that admitted requests took (`refundState`, algorithms/refund.ts:
+   * never more than was taken, capacity never above its maximum). Only for units whose
+   * taking is certain: after an ambiguous outcome nothing may be given back. Results in
+   * request order, each the bucket as left (unconsumed). Stores without it cannot refund.
+   */
+  refund?(
+    batch: readonly StoreRequest[],
+    options: StoreRefundOptions,
+  ): Promise<readonly StoreResult[]>;
   /**
    * Throws a `PolicyError` when this store cannot run the policy as configured. The
    * limiter calls it for every policy it is given, before using them.

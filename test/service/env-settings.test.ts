@@ -34,6 +34,7 @@ describe('readServiceSettings: one validation for environment variables and flag
       quotaMode: false,
       mergeDomainConfig: false,
       nearLimitRatio: 0.8,
+      localCacheSizeBytes: 0,
       responseDynamicMetadata: false,
       logLevel: 'info',
       logFormatText: false,
@@ -62,6 +63,7 @@ describe('readServiceSettings: one validation for environment variables and flag
           QUOTA_MODE: '1',
           MERGE_DOMAIN_CONFIG: 'T',
           NEAR_LIMIT_RATIO: '0.5',
+          LOCAL_CACHE_SIZE_IN_BYTES: '1048576',
           LIMIT_RESPONSE_HEADERS_ENABLED: 'True',
           LIMIT_REMAINING_HEADER: 'X-RateLimit-Remaining',
           RESPONSE_DYNAMIC_METADATA: 'TRUE',
@@ -102,6 +104,7 @@ describe('readServiceSettings: one validation for environment variables and flag
       quotaMode: true,
       mergeDomainConfig: true,
       nearLimitRatio: 0.5,
+      localCacheSizeBytes: 1_048_576,
       responseHeaders: {
         limit: 'RateLimit-Limit',
         remaining: 'X-RateLimit-Remaining',
@@ -154,6 +157,14 @@ describe('readServiceSettings: one validation for environment variables and flag
     expect(readSetting('port', { PORT: '65535' })).toBe(65_535);
     expect(readSetting('storeTimeoutMs', { STORE_TIMEOUT_MS: '60000' })).toBe(60_000);
     expect(readSetting('nearLimitRatio', { NEAR_LIMIT_RATIO: '1' })).toBe(1);
+    expect(
+      issuesOf(() => readSetting('localCacheSizeBytes', { LOCAL_CACHE_SIZE_IN_BYTES: '-1' })),
+    ).toEqual([
+      [
+        'LOCAL_CACHE_SIZE_IN_BYTES',
+        'expected a whole number of bytes from 0 to 1073741824, got "-1"',
+      ],
+    ]);
     expect(issuesOf(() => readSetting('port', { PORT: '0x1f90' }))).toEqual([
       ['PORT', 'expected a whole number from 0 to 65535, got "0x1f90"'],
     ]);

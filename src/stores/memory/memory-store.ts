@@ -1,11 +1,19 @@
 import { decisionCell, type Algorithm, type DecisionCell } from '../../algorithms/algorithm.js';
 import type { AlgorithmDecision } from '../../core/decision.js';
 import { StoreError } from '../../core/errors.js';
+import { refundState } from '../../algorithms/refund.js';
 import { decideBatch } from '../batch.js';
 import { dedupKey } from '../key.js';
 import { newBucket, newTable, type Bucket, type Table } from './bucket.js';
 import { indexable, placeOf, valueIndexId } from './bucket-place.js';
-import type { KeySpace, Store, StoreApplyOptions, StoreRequest, StoreResult } from '../store.js';
+import type {
+  KeySpace,
+  Store,
+  StoreApplyOptions,
+  StoreRefundOptions,
+  StoreRequest,
+  StoreResult,
+} from '../store.js';
 
 export interface MemoryStoreOptions {
   /**
@@ -200,6 +208,51 @@ export class MemoryStore implements Store {
     const d = this.#one(table, key, table.map.get(key), r.algorithm, r.params, r.cost, nowMs, out);
     this.#release(table);
     return d;
+  }
+
+  refund(
+    batch: readonly StoreRequest[],
+    options: StoreRefundOptions,
+  ): Promise<readonly StoreResult[]> {
+    return Promise.resolve(this.refundSync(batch, options));
+  }
+
+  /**
+   * {@link MemoryStore.refund}, synchronously. With a request id, a repeat within the
+   * dedup TTL returns the first results and gives back nothing more.
+   */
+  refundSync(batch: readonly StoreRequest[], options: StoreRefundOptions): readonly StoreResult[] {
+    if (this.#closed) {
+      const error = new StoreError('SLUICE_ERR_STORE_CLOSED', 'MemoryStore is closed');
+      return batch.map(() => ({ ok: false as const, error }));
+    }
+    const { nowMs, consumedAtMs } = options;
+    const marker =
+      options.requestId === undefined || batch.length === 0
+        ? undefined
+        : `${dedupKey(batch[0]!.key, options.requestId)}:refund`;
+    if (marker !== undefined) {
+      const seen = this.#requests.get(marker);
+      if (seen !== undefined && nowMs < seen.expiresAtMs) return seen.results;
+    }
+    if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
+    const results: StoreResult[] = [];
+    for (const r of batch) {
+      const [table, key] = this.#placeOf(r);
+      const state = this.#live(table, key, r, nowMs);
+      const next = refundState(r.algorithm.kind, state, nowMs, consumedAtMs, r.cost, r.params);
+      if (next !== undefined) this.#write(table, key, r, next, nowMs);
+      const read = r.algorithm.transition(next ?? state, nowMs, 0, r.params).decision;
+      this.#release(table);
+      results.push({ ok: true, decision: read });
+    }
+    if (marker !== undefined) {
+      if (this.#requests.size >= this.#maxRequestIds) {
+        this.#requests.delete(this.#requests.keys().next().value as string);
+      }
+      this.#requests.set(marker, { results, expiresAtMs: nowMs + this.#dedupTtlMs });
+    }
+    return results;
   }
 
   /** Where request `r`'s bucket is held: its key space's value, else by its key text. */

@@ -4,7 +4,13 @@ import type { AlgorithmDecision } from '../../core/decision.js';
 import { PolicyError, StoreError } from '../../core/errors.js';
 import type { Policy } from '../../core/policy.js';
 import { hashTagOf } from '../key.js';
-import type { Store, StoreApplyOptions, StoreRequest, StoreResult } from '../store.js';
+import type {
+  Store,
+  StoreApplyOptions,
+  StoreRefundOptions,
+  StoreRequest,
+  StoreResult,
+} from '../store.js';
 import type { ScriptCoalescer } from './coalescer.js';
 import { coalescedApply } from './coalesced-apply.js';
 import { SafeConnection } from './connection.js';
@@ -406,6 +412,38 @@ export class RedisStore implements Store {
       clientClock ? String(options.nowMs) : '',
       dedupTtlMs,
     );
+  }
+
+  /**
+   * refundBatch.lua over `batch` (Store.refund): one call per slot. With a request id, a
+   * marker key makes the refund happen once per id, however often it is repeated. Under
+   * the server clock, `consumedAtMs` is compared with Redis's time.
+   */
+  async refund(
+    batch: readonly StoreRequest[],
+    options: StoreRefundOptions,
+  ): Promise<readonly StoreResult[]> {
+    if (this.#closed) {
+      return failAll(batch, new StoreError('SLUICE_ERR_STORE_CLOSED', 'RedisStore is closed'));
+    }
+    if (batch.length === 0) return [];
+    const keys = batch.map((r) => this.redisKey(r.key));
+    const groups: readonly SlotGroup[] = this.#cluster
+      ? groupBySlot(keys)
+      : [{ slot: 0, indices: batch.map((_, i) => i) }];
+    const results: StoreResult[] = new Array<StoreResult>(batch.length);
+    await Promise.all(
+      groups.map(async (g) => {
+        const out = await this.#refundGroup(batch, keys, g, g.indices, options.consumedAtMs, {
+          nowMs: options.nowMs,
+          ...(options.requestId === undefined ? {} : { requestId: options.requestId }),
+        });
+        g.indices.forEach((i, j) => {
+          results[i] = out.ok ? { ok: true, decision: out.decisions[j]! } : out;
+        });
+      }),
+    );
+    return results;
   }
 
   /** Whether the connection is up and ready for commands now. */
