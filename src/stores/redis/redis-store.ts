@@ -1,3 +1,4 @@
+import { algorithmOf } from '../../algorithms/index.js';
 import { Cluster, Redis } from 'ioredis';
 import { PolicyError, StoreError } from '../../core/errors.js';
 import type { Policy } from '../../core/policy.js';
@@ -122,10 +123,12 @@ export class RedisStore implements Store {
 
   checkPolicy(policy: Policy): void {
     const max = this.#settings.maxSlidingLogLimit;
-    if (policy.algorithm === 'sliding-log' && (policy.params['limit'] as number) > max) {
+    // A sliding log's capacity is its limit.
+    const limit = algorithmOf(policy.algorithm).capacity(policy.params);
+    if (policy.algorithm === 'sliding-log' && limit > max) {
       throw new PolicyError(
         'SLUICE_ERR_POLICY_UNSUPPORTED',
-        `policy "${policy.name}": sliding-log limit ${String(policy.params['limit'])} is above the Redis store's maxSlidingLogLimit ${max}; its memory and per-decision work grow with the limit, so use sliding-window-counter or token-bucket for high limits`,
+        `policy "${policy.name}": sliding-log limit ${limit} is above the Redis store's maxSlidingLogLimit ${max}; its memory and per-decision work grow with the limit, so use sliding-window-counter or token-bucket for high limits`,
       );
     }
   }
