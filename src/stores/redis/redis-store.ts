@@ -295,7 +295,13 @@ export class RedisStore implements Store {
       const first = items[0]!;
       items = [
         ...items,
-        { ...first, cost: first.algorithm.capacity(first.params) + 1, enforce: true },
+        {
+          key: first.key,
+          algorithm: first.algorithm,
+          params: first.params,
+          cost: first.algorithm.capacity(first.params) + 1,
+          enforce: true,
+        },
       ];
       keys = [...keys, keys[0]!];
     }
