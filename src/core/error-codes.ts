@@ -128,6 +128,20 @@ export const ERROR_CODES = Object.freeze({
     summary:
       'A batch spans several Redis Cluster slots and the store\'s crossSlot strategy is "reject", or it holds a request that charges denials (decide those independently); nothing was applied.',
   },
+  SLUICE_ERR_STORE_REPLICA: {
+    family: 'store',
+    httpStatus: 503,
+    grpcStatus: GRPC_UNAVAILABLE,
+    summary:
+      'The Redis server is a replica (its primary named), or the client is set to read from replicas: the store decides only on a primary, never on a copy that may be stale.',
+  },
+  SLUICE_ERR_STORE_NOT_REPLICATED: {
+    family: 'store',
+    httpStatus: 503,
+    grpcStatus: GRPC_UNAVAILABLE,
+    summary:
+      'Strict replicated acknowledgement: a consume was applied on the primary but its replicas did not acknowledge it in time, so it is not admitted (its units stay charged).',
+  },
   SLUICE_ERR_STORE_CLOSED: {
     family: 'store',
     httpStatus: 503,

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { StoreError, StoreFailureReason } from '../core/errors.js';
 import type { StoreCallEnd, StoreCallObserver } from '../limiter/limiter.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
+import type { ShardStatus } from './status/status-snapshot.js';
 
 /** A failed store call's reason as counted: the store's, or what the caller did. */
 export type CountedFailureReason = StoreFailureReason | 'deadline' | 'cancelled';
@@ -18,10 +19,13 @@ export interface StoreHealthOptions {
   readonly connected?: () => boolean;
   /** @default performance.now */
   readonly nowMs?: () => number;
+  /** Wall clock for the status page's "since", in ms since the epoch. @default Date.now */
+  readonly wallMs?: () => number;
 }
 
 interface Failing {
   readonly sinceMs: number;
+  readonly sinceWallMs: number;
   readonly reasons: Partial<Record<CountedFailureReason, number>>;
   failures: number;
 }
@@ -29,8 +33,10 @@ interface Failing {
 /**
  * Watches the limiter's store calls: counts every failed call by reason in
  * `sluice_store_errors_total`, and logs the store's state changes, not each call. The
- * first failure logs `store failing: <reason>` (error level); the next answered call
- * logs `store healthy again` (info) with the failures counted meanwhile, by reason.
+ * first failure logs `store failing: <reason>` (error level, `state: "unhealthy"`); the
+ * next answered call logs `store healthy again` (info, `state: "healthy"`) with the
+ * failures counted meanwhile, by reason. The store is one unit here: its calls do not say
+ * which shard failed, so neither do the lines.
  * A call ended by its caller (deadline, cancellation) is counted but says nothing
  * about the store, so it changes no state.
  */
@@ -39,6 +45,7 @@ export class StoreHealth implements StoreCallObserver {
   readonly #metrics: ServiceMetrics | undefined;
   readonly #connected: () => boolean;
   readonly #nowMs: () => number;
+  readonly #wallMs: () => number;
   #failing: Failing | undefined;
 
   constructor(options: StoreHealthOptions) {
@@ -46,11 +53,27 @@ export class StoreHealth implements StoreCallObserver {
     this.#metrics = options.metrics;
     this.#connected = options.connected ?? (() => true);
     this.#nowMs = options.nowMs ?? (() => performance.now());
+    this.#wallMs = options.wallMs ?? Date.now;
   }
 
   /** Whether the last store call that says anything about the store failed. */
   get failing(): boolean {
     return this.#failing !== undefined;
+  }
+
+  /** The store's state for the status page, as one shard named `name`. */
+  status(name: string): ShardStatus {
+    const failing = this.#failing;
+    const connected = this.#connected();
+    return failing === undefined
+      ? { name, state: 'healthy', connected }
+      : {
+          name,
+          state: 'unhealthy',
+          connected,
+          since: new Date(failing.sinceWallMs).toISOString(),
+          failures: { ...failing.reasons },
+        };
   }
 
   answered(): void {
@@ -59,6 +82,7 @@ export class StoreHealth implements StoreCallObserver {
     this.#failing = undefined;
     this.#log.info(
       {
+        state: 'healthy',
         failures: failing.failures,
         reasons: failing.reasons,
         failingMs: Math.round(this.#nowMs() - failing.sinceMs),
@@ -80,9 +104,14 @@ export class StoreHealth implements StoreCallObserver {
     if (endedBy !== 'store') return;
     let failing = this.#failing;
     if (failing === undefined) {
-      this.#failing = failing = { sinceMs: this.#nowMs(), reasons: {}, failures: 0 };
+      this.#failing = failing = {
+        sinceMs: this.#nowMs(),
+        sinceWallMs: this.#wallMs(),
+        reasons: {},
+        failures: 0,
+      };
       this.#log.error(
-        { reason, code: error.code, error: error.message },
+        { state: 'unhealthy', reason, code: error.code, error: error.message },
         `store failing: ${reason}`,
       );
     }
