@@ -71,6 +71,13 @@ export interface Algorithm<P, S> {
   refillPerMs(params: P): number;
   /** What the `RateLimit-Policy` header advertises for these params (see {@link Quota}). */
   quota(params: P): Quota;
+  /** What it admits over time, for the bounds of local stages and batches. */
+  sustainedRate(params: P): SustainedRate;
+  /**
+   * Whether its admissions carry a wait (`delayMs`) the caller must serve: such decisions
+   * cannot be handed out later from a reserve. @default false when absent
+   */
+  answersWithDelay?(params: P): boolean;
   /**
    * Gives back `cost` units that an admitted transition at `consumedAtMs` took, at `nowMs`
    * (shortly after): the cross-slot refund (see `refundState`). Pure; `state` is never
@@ -96,6 +103,20 @@ export interface Quota {
   readonly units: number;
   readonly windowMs: number;
   readonly burst?: number;
+}
+
+/** What an algorithm admits over time: a sustained rate and what may come at once. */
+export interface SustainedRate {
+  /** Units admitted per second, sustained. */
+  readonly perSecond: number;
+  /**
+   * Most units admitted at one instant: the burst (token bucket, GCRA), the queue (leaky
+   * bucket), or twice the limit across a fixed window's boundary (the limit for the
+   * sliding algorithms).
+   */
+  readonly atOnce: number;
+  /** The window, for window algorithms (their counts start again each window). */
+  readonly windowMs?: number;
 }
 
 /** `T` with its fields writable: a state being written in place. */

@@ -123,6 +123,12 @@ export const fixedWindow: Algorithm<FixedWindowParams, FixedWindowState> = {
   scriptParams: (p) => [p.limit, p.windowMs, p.chargeDenied === true ? 1 : 0, 0],
   refillPerMs: () => 0,
   quota: (p) => ({ units: p.limit, windowMs: p.windowMs }),
+  // Twice the limit can pass across a window boundary.
+  sustainedRate: (p) => ({
+    perSecond: (p.limit * 1_000) / p.windowMs,
+    atOnce: 2 * p.limit,
+    windowMs: p.windowMs,
+  }),
   // A later window never held those units.
   refund: (s, _nowMs, consumedAtMs, cost, p) =>
     s.window === Math.floor(consumedAtMs / p.windowMs)

@@ -144,6 +144,8 @@ export const leakyBucket: Algorithm<LeakyBucketParams, LeakyBucketState> = {
   scriptParams: (p) => [p.rate, p.periodMs, p.capacity, p.mode === 'delay' ? 1 : 0],
   refillPerMs: (p) => p.rate / p.periodMs,
   quota: (p) => ({ units: p.rate, windowMs: p.periodMs, burst: p.capacity }),
+  sustainedRate: (p) => ({ perSecond: (p.rate * 1_000) / p.periodMs, atOnce: p.capacity }),
+  answersWithDelay: (p) => p.mode === 'delay',
   refund: (s, nowMs, _consumedAtMs, cost, p) => {
     // Leak to nowMs first, so the level never goes below zero.
     const elapsedMs = Math.max(0, nowMs - s.tsMs);

@@ -102,6 +102,11 @@ export const slidingLog: Algorithm<SlidingLogParams, SlidingLogState> = {
   scriptParams: (p) => [p.limit, p.windowMs, 0, 0],
   refillPerMs: () => 0,
   quota: (p) => ({ units: p.limit, windowMs: p.windowMs }),
+  sustainedRate: (p) => ({
+    perSecond: (p.limit * 1_000) / p.windowMs,
+    atOnce: p.limit,
+    windowMs: p.windowMs,
+  }),
   refund: (s, _nowMs, consumedAtMs, cost) => {
     // One entry of exactly `cost` stamped at the earliest instant >= consumedAtMs (entries
     // at one instant with one cost are interchangeable).

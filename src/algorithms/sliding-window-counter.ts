@@ -204,6 +204,11 @@ export const slidingWindowCounter: Algorithm<
   scriptParams: (p) => [p.limit, p.windowMs, 0, 0],
   refillPerMs: () => 0,
   quota: (p) => ({ units: p.limit, windowMs: p.windowMs }),
+  sustainedRate: (p) => ({
+    perSecond: (p.limit * 1_000) / p.windowMs,
+    atOnce: p.limit,
+    windowMs: p.windowMs,
+  }),
   // The window of consumedAtMs, or the one after it (where it is `previous`); not later.
   refund: (s, _nowMs, consumedAtMs, cost, p) => {
     const w = Math.floor(consumedAtMs / p.windowMs);

@@ -127,6 +127,7 @@ export const tokenBucket: Algorithm<TokenBucketParams, TokenBucketState> = {
   scriptParams: (p) => [p.rate, p.periodMs, p.burst, 0],
   refillPerMs: (p) => p.rate / p.periodMs,
   quota: (p) => ({ units: p.rate, windowMs: p.periodMs, burst: p.burst }),
+  sustainedRate: (p) => ({ perSecond: (p.rate * 1_000) / p.periodMs, atOnce: p.burst }),
   refund: (s, nowMs, _consumedAtMs, cost, p) => {
     // Refill to nowMs first, so the refund cannot push the bucket past its burst.
     const elapsedMs = Math.max(0, nowMs - s.tsMs);
