@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from 'commander';
 import { formatIssue, PolicyError, SluiceError } from '../core/errors.js';
 
 /**
@@ -23,8 +24,9 @@ export function errorText(error: unknown): string {
 
 /**
  * Exit status for an error: 1 for invalid configuration or input (a `PolicyError`
- * family), 2 for anything else.
+ * family, or arguments that do not go together), 2 for anything else.
  */
 export function exitCodeOf(error: unknown): number {
+  if (error instanceof InvalidArgumentError) return 1;
   return error instanceof SluiceError && error.family === 'policy' ? 1 : 2;
 }

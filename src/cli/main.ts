@@ -7,7 +7,9 @@ import { loadPolicyFile } from '../config/load.js';
 import { formatIssue } from '../core/errors.js';
 import { fsProblem } from '../config/read-file.js';
 import { createLimiter } from '../limiter/limiter.js';
-import { formatBounds, policyBounds } from '../local/bounds.js';
+import { formatBounds, policyBounds, type PolicyBounds } from '../local/bounds.js';
+import { algorithmOf } from '../algorithms/index.js';
+import { partitionBoundSection } from '../quota/bounds.js';
 import { MemoryStore } from '../stores/memory/memory-store.js';
 import { pino } from 'pino';
 import {
@@ -429,18 +431,74 @@ program
     if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('--rps must be a number > 0');
     return n;
   })
+  .option(
+    '--lease-refresh <ms>',
+    'with quota leases: the report and lease period R; adds the partition bound to each policy',
+    wholeNumber('--lease-refresh', 1),
+  )
+  .option('--lease-ttl <ms>', 'the lease TTL L (default 3 × R)', wholeNumber('--lease-ttl', 1))
+  .option(
+    '--partition <ms>',
+    'how long agents are cut off from the controller (default 5 × R)',
+    wholeNumber('--partition', 0),
+  )
+  .option(
+    '--cut-off <n>',
+    'how many of the instances are cut off (default all)',
+    wholeNumber('--cut-off', 0),
+  )
+  .addOption(
+    new Option('--fallback <kind>', "the agents' fallback once their lease expires")
+      .choices(['static', 'deny', 'store'])
+      .default('static'),
+  )
   .option('--json', 'print the same as JSON')
-  .action(async (o: { policies: string; instances: number; rps?: number; json?: boolean }) => {
-    try {
-      const set = await loadPolicyFile(o.policies);
-      const all = set.policies.map((p) => policyBounds(p, o.instances, o.rps));
-      process.stdout.write(
-        o.json === true ? `${JSON.stringify(all, null, 2)}\n` : formatBounds(all),
-      );
-    } catch (error) {
-      fail(error);
-    }
-  });
+  .action(
+    async (o: {
+      policies: string;
+      instances: number;
+      rps?: number;
+      leaseRefresh?: number;
+      leaseTtl?: number;
+      partition?: number;
+      cutOff?: number;
+      fallback: 'static' | 'deny' | 'store';
+      json?: boolean;
+    }) => {
+      try {
+        const leaseOnly = ['leaseTtl', 'partition', 'cutOff'] as const;
+        const stray = leaseOnly.find((k) => o[k] !== undefined);
+        if (o.leaseRefresh === undefined && stray !== undefined)
+          throw new InvalidArgumentError(
+            `--${stray.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} needs --lease-refresh`,
+          );
+        if (o.cutOff !== undefined && o.cutOff > o.instances)
+          throw new InvalidArgumentError(`--cut-off must be at most --instances (${o.instances})`);
+        const set = await loadPolicyFile(o.policies);
+        const all = set.policies.map((p): PolicyBounds => {
+          const b = policyBounds(p, o.instances, o.rps);
+          const refreshMs = o.leaseRefresh;
+          if (refreshMs === undefined) return b;
+          // The budget is the policy's global rate; a static fallback is an equal share of it.
+          const budget = algorithmOf(p.algorithm).sustainedRate(p.params).perSecond;
+          const cutOff = o.cutOff ?? o.instances;
+          const lease = partitionBoundSection({
+            budgetPerSecond: budget,
+            refreshMs,
+            leaseTtlMs: o.leaseTtl ?? 3 * refreshMs,
+            partitionMs: o.partition ?? 5 * refreshMs,
+            fallbackRatePerSecond: o.fallback === 'static' ? (cutOff * budget) / o.instances : 0,
+          });
+          return { ...b, sections: [...b.sections, lease] };
+        });
+        process.stdout.write(
+          o.json === true ? `${JSON.stringify(all, null, 2)}\n` : formatBounds(all),
+        );
+      } catch (error) {
+        fail(error);
+      }
+    },
+  );
 
 program
   .command('validate')

@@ -99,4 +99,61 @@ describe('sluice explain (built dist/, spawned)', () => {
       "policies[0].local.burst: local burst 4 is below the policy's cost 5: every instance would deny that cost, always",
     );
   });
+
+  it('adds the quota lease partition bound (src/quota/bounds.ts) when given --lease-refresh', async () => {
+    // payments-tenant: 100/s. 10 of 100 agents cut off for 6 s on a static share (1/s each),
+    // R = 1 s, L = 2 s: the fallback runs 6 + 1 − 2 = 5 s, 10/s over the budget, 50 units.
+    const r = await sluice(
+      'explain',
+      '--policies',
+      'examples/policies.yaml',
+      '--instances',
+      '100',
+      '--lease-refresh',
+      '1000',
+      '--lease-ttl',
+      '2000',
+      '--partition',
+      '6000',
+      '--cut-off',
+      '10',
+      '--json',
+    );
+    expect(r.stderr).toBe('');
+    const all = JSON.parse(r.stdout) as PolicyBounds[];
+    const lease = all[0]!.sections.at(-1)!;
+    expect(lease.title).toBe('lease, controller unreachable for 6s');
+    expect(lease.lines.map((l) => [l.label, l.value])).toEqual([
+      ['stale lease', '0'],
+      ['fallback runs, at most', '5s'],
+      ['units over the budget, at most', '50'],
+      ['any window of R, at most', '110% of the budget'],
+    ]);
+    const deny = await sluice(
+      'explain',
+      '--policies',
+      'examples/policies.yaml',
+      '--instances',
+      '100',
+      '--lease-refresh',
+      '1000',
+      '--fallback',
+      'deny',
+    );
+    expect(deny.stdout).toMatch(/units over the budget, at most +0 /);
+  });
+
+  it('refuses lease options without --lease-refresh, naming them', async () => {
+    const r = await sluice(
+      'explain',
+      '--policies',
+      'examples/policies.yaml',
+      '--instances',
+      '10',
+      '--partition',
+      '5000',
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('--partition needs --lease-refresh');
+  });
 });
