@@ -4,10 +4,11 @@ import { loadSync, type MessageTypeDefinition } from '@grpc/proto-loader';
 import { LOADER_OPTIONS, PROTO_DIR } from '../grpc/protos.js';
 
 /**
- * The official envoy, xds and ratelimit protos (see its README), an include root of its
- * own: envoy's full `core/v3/base.proto` there must not meet Sluice's minimal one.
+ * The official envoy, xds and ratelimit protos (`proto/upstream`, see its README), an
+ * include root of their own: envoy's full `core/v3/base.proto` there must not meet
+ * Sluice's minimal one.
  */
-export const XDS_PROTO_DIR = join(PROTO_DIR, 'xds-api');
+export const XDS_PROTO_DIR = join(PROTO_DIR, 'upstream');
 
 /** The resource type the service subscribes to, as upstream's `resource.RateLimitConfigType`. */
 export const RATE_LIMIT_CONFIG_TYPE_URL =
