@@ -54,8 +54,10 @@ function agent(
   return p;
 }
 const isWindow = (l: JsonLine) => l['event'] === 'window';
-const nthWindowOnLease = (n: number) => (l: JsonLine) =>
-  isWindow(l) && l['mode'] === 'lease' && (n -= 1) <= 0;
+const isLeaseWindow = (l: JsonLine) => isWindow(l) && l['mode'] === 'lease';
+// Counts over the lines given rather than in a closure: waitFor rescans on every chunk.
+const nthWindowOnLease = (n: number) => (l: JsonLine, i: number, lines: readonly JsonLine[]) =>
+  isLeaseWindow(l) && lines.slice(0, i + 1).filter(isLeaseWindow).length >= n;
 
 /** Σ admitted per window start, over windows every agent reported. */
 function fleetWindows(agents: readonly JsonProcess[], from: number, to: number): number[] {
