@@ -6,6 +6,9 @@ import { descriptorLimits, type DescriptorLimits } from '../core/descriptor-limi
 import { PolicyError, StoreError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
 import { parsePolicies, type PolicyInput, type PolicySet } from '../config/policies.js';
+import type { Registry } from 'prom-client';
+import type { CheckRecorder } from '../metrics/check-recorder.js';
+import { LimiterMetrics } from '../metrics/limiter-metrics.js';
 import { bucketKey } from '../stores/key.js';
 import { MemoryStore } from '../stores/memory/memory-store.js';
 import type { Store, StoreApplyOptions, StoreRequest, StoreResult } from '../stores/store.js';
@@ -34,6 +37,17 @@ export interface LimiterOptions extends Partial<Omit<DescriptorLimits, 'maxDescr
   readonly clock?: Clock;
   /** Told how each call to an asynchronous store ended. @default none */
   readonly storeObserver?: StoreCallObserver;
+  /**
+   * Where the limiter's metrics go: a `LimiterMetrics` (keep it to read `hotKeys()`), or
+   * any `CheckRecorder`. See docs/metrics.md. @default none, or one made in `registry`
+   */
+  readonly metrics?: CheckRecorder;
+  /**
+   * A prom-client registry to register the limiter's metrics in (a `LimiterMetrics` with
+   * default options, read back from {@link Limiter.metrics}). Ignored with `metrics`.
+   * @default none: no metrics
+   */
+  readonly registry?: Registry;
 }
 
 /** What ended a failed store call. */
@@ -143,6 +157,7 @@ export class Limiter {
   readonly #observer: StoreCallObserver | undefined;
   /** The store when it is a MemoryStore, which decides a one-bucket check directly. */
   readonly #memory: MemoryStore | undefined;
+  readonly #metrics: CheckRecorder | undefined;
 
   constructor(options: LimiterOptions) {
     this.#store = options.store;
@@ -150,6 +165,11 @@ export class Limiter {
     this.#clock = options.clock ?? systemClock;
     this.#limits = descriptorLimits(options);
     this.#observer = options.storeObserver;
+    this.#metrics =
+      options.metrics ??
+      (options.registry === undefined
+        ? undefined
+        : new LimiterMetrics({ registry: options.registry }));
     this.#current = this.#accept(options.policies);
   }
 
@@ -158,6 +178,11 @@ export class Limiter {
     for (const p of set.policies) this.#store.checkPolicy?.(p);
     this.#store.checkPolicies?.(set.policies);
     return new PolicyPlans(set.policies, this.#memory);
+  }
+
+  /** The recorder the limiter reports to (`metrics`, or the one made in `registry`). */
+  get metrics(): CheckRecorder | undefined {
+    return this.#metrics;
   }
 
   /** The policies in force. */
@@ -208,6 +233,10 @@ export class Limiter {
         'Limiter.checkSync needs a store that decides synchronously (such as MemoryStore); use check()',
       );
     }
+    const m = this.#metrics;
+    if (m !== undefined) {
+      return measured(m, () => this.#check(nowMs, descriptor, options)) as CheckResult;
+    }
     return this.#check(nowMs, descriptor, options) as CheckResult;
   }
 
@@ -232,6 +261,9 @@ export class Limiter {
   ): Promise<CheckResult> {
     // Not async: on a synchronous store (MemoryStore) the result is ready at once, and
     // an already-resolved promise is all a check costs beyond the decision itself.
+    const m = this.#metrics;
+    if (m !== undefined)
+      return settled(() => measured(m, () => this.#check(nowMs, descriptor, options)));
     try {
       const result = this.#check(nowMs, descriptor, options);
       return result instanceof Promise ? result : Promise.resolve(result);
@@ -320,6 +352,7 @@ export class Limiter {
     const cost = override ?? recordCost(policy, record);
     if (cost > plan.capacity) throw costExceeds(cost, plan.capacity, policy);
     validateTimeout(options.timeoutMs);
+    this.#metrics?.bucket(policy.name, plan.key(record), cost, nowMs);
     const d = this.#memory!.decideIn(index, value, plan.algorithm, policy.params, cost, nowMs);
     if (d === undefined) return undefined;
     if (policy.failureMode === 'stale') this.#stale.record(plan.key(record), d, nowMs);
@@ -399,6 +432,7 @@ export class Limiter {
       const policy = plan.policy;
       if (cost > plan.capacity) throw costExceeds(cost, plan.capacity, policy);
       validateTimeout(options.timeoutMs);
+      this.#metrics?.bucket(policy.name, item.key, cost, nowMs);
       const d = memory.decideOne(item, plan.algorithm, policy.params, cost, nowMs);
       // undefined: the store is closed, and the general path reports that.
       if (d !== undefined) {
@@ -443,7 +477,12 @@ export class Limiter {
     items: readonly CheckItem[],
     options: DecideOptions = {},
   ): Promise<CheckResult> {
-    return settled(() => this.#decide(nowMs, items, options, false));
+    const m = this.#metrics;
+    return settled(() =>
+      m === undefined
+        ? this.#decide(nowMs, items, options, false)
+        : measured(m, () => this.#decide(nowMs, items, options, false)),
+    );
   }
 
   /** `rejectOversized`: a cost above capacity throws (checkAt) instead of being decided. */
@@ -491,6 +530,12 @@ export class Limiter {
     const requestId =
       options.requestId === undefined ? undefined : validateRequestId(options.requestId);
     validateTimeout(options.timeoutMs);
+    const m = this.#metrics;
+    if (m !== undefined) {
+      for (let i = 0; i < batch.length; i++) {
+        m.bucket(selected[i]!.name, batch[i]!.key, batch[i]!.cost, nowMs);
+      }
+    }
     const independent = options.independent === true;
     const store = this.#store;
     if (store.applySync !== undefined) {
@@ -504,6 +549,11 @@ export class Limiter {
       } catch (cause) {
         const error = asStoreError(cause);
         results = batch.map(() => ({ ok: false as const, error }));
+      }
+      // In-process calls are not timed (they are the check); their failures are counted.
+      if (m !== undefined) {
+        const failed = results.find((r) => !r.ok);
+        if (failed !== undefined) m.storeCall(0, failed.error);
       }
       return this.#finish(selected, batch, results, nowMs, independent);
     }
@@ -576,6 +626,8 @@ export class Limiter {
     deadlineEnds: 'store' | 'deadline',
     signal: AbortSignal | undefined,
   ): Promise<CheckResult> {
+    const metrics = this.#metrics;
+    const startedAt = metrics === undefined ? 0 : performance.now();
     return new Promise<CheckResult>((resolve, reject) => {
       const call = new StoreCall(nowMs, requestId, independent);
       let deadline: Deadline | undefined;
@@ -586,10 +638,11 @@ export class Limiter {
         deadline?.clear();
         signal?.removeEventListener('abort', onAbort);
         const observer = this.#observer;
-        if (observer !== undefined) {
+        if (observer !== undefined || metrics !== undefined) {
           const failed = results.find((r) => !r.ok);
-          if (failed === undefined) observer.answered();
-          else observer.failed(failed.error, endedBy);
+          if (failed === undefined) observer?.answered();
+          else observer?.failed(failed.error, endedBy);
+          metrics?.storeCall(performance.now() - startedAt, failed?.error, endedBy);
         }
         try {
           resolve(this.#finish(selected, batch, results, nowMs, independent));
@@ -742,6 +795,35 @@ function settled<T>(run: () => T | Promise<T>): Promise<T> {
   } catch (error) {
     return Promise.reject(error as Error);
   }
+}
+
+/** Runs one check and tells `m` how it ended and how long it took. */
+function measured(
+  m: CheckRecorder,
+  run: () => CheckResult | Promise<CheckResult>,
+): CheckResult | Promise<CheckResult> {
+  const t0 = performance.now();
+  let result: CheckResult | Promise<CheckResult>;
+  try {
+    result = run();
+  } catch (error) {
+    m.refused(error, performance.now() - t0);
+    throw error;
+  }
+  if (!(result instanceof Promise)) {
+    m.decided(result.status, result.decisions, performance.now() - t0);
+    return result;
+  }
+  return result.then(
+    (r) => {
+      m.decided(r.status, r.decisions, performance.now() - t0);
+      return r;
+    },
+    (error: unknown) => {
+      m.refused(error, performance.now() - t0);
+      throw error;
+    },
+  );
 }
 
 /** The longest delay a Node timer takes (2^31-1 ms, ~24.8 days); past it, it fires at 1ms. */

@@ -104,7 +104,9 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   checkServeOptionValues(options);
   const log = options.logger ?? pino({ name: 'sluice' });
   const limits = descriptorLimits(options);
+  let redis: RedisStore | undefined;
   const metrics = new ServiceMetrics({
+    storeConnected: () => redis?.connected ?? true,
     ...(options.nearLimitRatio === undefined ? {} : { nearLimitRatio: options.nearLimitRatio }),
     ...(options.maxSeriesPerMetric === undefined
       ? {}
@@ -118,15 +120,16 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     cluster !== undefined
       ? RedisStore.connectCluster(cluster.nodes, {
           prefix,
+          observer: metrics.redis,
           ...(cluster.username === undefined ? {} : { username: cluster.username }),
           ...(cluster.password === undefined ? {} : { password: cluster.password }),
         })
       : options.redisUrl === undefined
         ? new MemoryStore()
-        : RedisStore.connect(options.redisUrl, { prefix });
+        : RedisStore.connect(options.redisUrl, { prefix, observer: metrics.redis });
+  if (store instanceof RedisStore) redis = store;
   const storeHealth = new StoreHealth({
     log,
-    metrics,
     ...(store instanceof RedisStore ? { connected: () => store.connected } : {}),
   });
   const service = new RateLimitService({

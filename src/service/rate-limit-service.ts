@@ -112,6 +112,9 @@ export class RateLimitService {
       clock: this.#clock,
       ...options.descriptorLimits,
       ...(options.storeObserver === undefined ? {} : { storeObserver: options.storeObserver }),
+      // Every decision, store call and bucket is counted by the limiter, under the rules'
+      // public names (see #buildPolicy).
+      ...(options.metrics === undefined ? {} : { metrics: options.metrics.limiter }),
     });
   }
 
@@ -211,13 +214,6 @@ export class RateLimitService {
       });
       const result = await this.#limiter.decideAt(nowMs, items, { ...callOptions(), independent });
       if (result.decisions.some((d) => d.status === 'UNAVAILABLE')) {
-        itemOf.forEach((idx, i) => {
-          if (idx !== undefined)
-            this.#metrics?.recordDecision({
-              ...result.decisions[idx]!,
-              policy: ruleName(resolved[i]!),
-            });
-        });
         // envoy has no "could not decide" code: answer the call with an error, as upstream
         // does when Redis fails, so envoy's own failure_mode_deny applies.
         throw new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', 'rate limit store unavailable');
@@ -256,10 +252,6 @@ export class RateLimitService {
       if (usage !== undefined && r !== undefined)
         this.#metrics?.recordRuleCheck(req.domain, r.statsKey, usage);
     });
-    decisionOf.forEach((d, i) => {
-      // Under the rule's public name, never its policy's internal (storage) name.
-      if (d !== undefined) this.#metrics?.recordDecision({ ...d, policy: ruleName(resolved[i]!) });
-    });
     const names = this.#options.responseHeaders;
     const headers =
       names === undefined || overall.headerIndex === undefined
@@ -289,7 +281,6 @@ export class RateLimitService {
       ...(req.requestId === undefined ? {} : { requestId: req.requestId }),
       ...(req.policies === undefined ? {} : { policies: req.policies }),
     });
-    for (const d of result.decisions) this.#metrics?.recordDecision(d);
     return toNativeCheckResponse(result);
   }
 
@@ -402,10 +393,12 @@ export class RateLimitService {
         ? (algorithmOf(rule.sluice.algorithm).chargingDenied?.(configured) as typeof configured)
         : undefined) ?? configured;
     // Internal name: safe in storage keys whatever the rule's path holds, and never shown
-    // (decisions are reported under `ruleName`). The limit, algorithm and params are part
+    // (metrics label it with the rule's public name, `publicRuleName`). The limit, algorithm and params are part
     // of it, so a reload that changes them (or how the window counts) starts fresh buckets.
     const fingerprint = `${rule.fullKey}|${rule.requestsPerUnit}|${rule.unit ?? ''}|${rule.sluice.algorithm}|${JSON.stringify(params)}`;
     const name = `envoy.${createHash('sha256').update(fingerprint).digest('hex').slice(0, 24)}`;
+    // Metrics label the policy with the rule's public name, never the internal one.
+    this.#metrics?.limiter.labelPolicy(name, publicRuleName(rule));
     const keys = Array.from({ length: depth }, (_, i) => `e${i}`);
     return Object.freeze({
       name,
@@ -419,15 +412,6 @@ export class RateLimitService {
       shadow: rule.shadowMode,
     }) as Policy;
   }
-}
-
-/**
- * The name a descriptor's rule goes by in Sluice's metrics and messages: the rule's
- * public name (`sluice.name`, else `rate_limit.name`, else its key path as configured),
- * never the internal name of its policy.
- */
-function ruleName(r: ResolvedLimit): string {
-  return publicRuleName(r.rule);
 }
 
 /** Positional entries (e0, e1, ...): envoy descriptors may repeat a key; paths are unique per policy. */

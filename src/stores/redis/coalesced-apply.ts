@@ -32,7 +32,7 @@ function applyCall(
 ): Promise<GroupOutcome[]> {
   const { keys, packed } = encodeBatches(batches);
   return connection
-    .script(() => script(keys, [packed]))
+    .script(() => script(keys, [packed]), 'applyBatches', keys[0])
     .then((out) => {
       if (!out.ok) return batches.map(() => out);
       let replies: unknown[];

@@ -1,7 +1,9 @@
 import { Cluster, Redis, ReplyError } from 'ioredis';
 import { StoreError } from '../../core/errors.js';
 import type { StoreApplyOptions } from '../store.js';
+import type { RedisCallObserver, RedisScriptName } from './call-observer.js';
 import { asRedisError } from './redis-errors.js';
+import { keySlot } from './slot-groups.js';
 
 /** A script call's reply, or the StoreError it failed with. */
 export type CallOutcome = { ok: true; reply: unknown } | { ok: false; error: StoreError };
@@ -20,11 +22,24 @@ export class SafeConnection {
   /** When the connection was made but not yet ready (its ready check may be lost). */
   #connectSince: number | undefined;
   #ready: Promise<void> | undefined;
+  readonly #observer: RedisCallObserver | undefined;
+  /** A standalone Redis's `host:port`; undefined on a Cluster (per slot). */
+  readonly #standalone: string | undefined;
 
-  constructor(client: Redis | Cluster, maxInFlight: number, stuckAfterMs: number) {
+  constructor(
+    client: Redis | Cluster,
+    maxInFlight: number,
+    stuckAfterMs: number,
+    observer?: RedisCallObserver,
+  ) {
     this.client = safeConnection(client);
     this.#maxInFlight = maxInFlight;
     this.#stuckAfterMs = stuckAfterMs;
+    this.#observer = observer;
+    this.#standalone =
+      this.client instanceof Cluster
+        ? undefined
+        : `${this.client.options.host ?? 'localhost'}:${this.client.options.port ?? 6379}`;
     const own = this.client;
     if (own instanceof Cluster) {
       // Connect each node as soon as ioredis learns of it: with no cluster offline queue,
@@ -87,19 +102,38 @@ export class SafeConnection {
    * Sends one script call under the stuck watchdog: a command unanswered for
    * `stuckAfterMs` means a dead link (see #checkStuck). Never rejects.
    */
-  script(send: () => Promise<unknown>): Promise<CallOutcome> {
-    this.#unansweredSince ??= performance.now();
+  script(
+    send: () => Promise<unknown>,
+    name: RedisScriptName = 'applyBatches',
+    key?: string,
+  ): Promise<CallOutcome> {
+    const sentAt = performance.now();
+    this.#unansweredSince ??= sentAt;
+    const observer = this.#observer;
     return send().then(
       (reply): CallOutcome => {
         this.#unansweredSince = undefined;
+        observer?.scriptCall(name, this.shardOf(key), performance.now() - sentAt);
         return { ok: true, reply };
       },
       (cause: unknown): CallOutcome => {
         // An error reply still proves the connection works; a connection error does not.
         if (cause instanceof ReplyError) this.#unansweredSince = undefined;
-        return { ok: false, error: asRedisError(cause) };
+        const error = asRedisError(cause);
+        observer?.scriptCall(name, this.shardOf(key), performance.now() - sentAt, error);
+        return { ok: false, error };
       },
     );
+  }
+
+  /**
+   * The node serving `key`, `host:port`: the standalone server, or on a Cluster the
+   * primary of the key's slot as ioredis knows it (`unknown` without a key or slot map).
+   */
+  shardOf(key: string | undefined): string {
+    if (this.#standalone !== undefined) return this.#standalone;
+    if (key === undefined) return 'unknown';
+    return (this.client as Cluster).slots[keySlot(key)]?.[0] ?? 'unknown';
   }
 
   /**
@@ -111,18 +145,18 @@ export class SafeConnection {
     fail: (error: StoreError) => T,
     /** Read only when the connection is not ready: its `signal` may be made on demand. */
     options: StoreApplyOptions | undefined,
+    /** A key of the call, naming its shard for the observer. */
+    key?: string,
   ): Promise<T> {
     this.#checkStuck();
     if (this.#inFlight >= this.#maxInFlight) {
-      return Promise.resolve(
-        fail(
-          new StoreError(
-            'SLUICE_ERR_STORE_UNAVAILABLE',
-            `Redis: ${this.#inFlight} calls already waiting (maxInFlight)`,
-            { reason: 'overloaded' },
-          ),
-        ),
+      const error = new StoreError(
+        'SLUICE_ERR_STORE_UNAVAILABLE',
+        `Redis: ${this.#inFlight} calls already waiting (maxInFlight)`,
+        { reason: 'overloaded' },
       );
+      this.#observer?.notSent(this.shardOf(key), error);
+      return Promise.resolve(fail(error));
     }
     this.#inFlight++;
     const sent =
@@ -136,7 +170,10 @@ export class SafeConnection {
       },
       (cause: unknown) => {
         this.#inFlight--;
-        return fail(asRedisError(cause));
+        // `call` sends through `script`, which never rejects: this is a call never sent.
+        const error = asRedisError(cause);
+        this.#observer?.notSent(this.shardOf(key), error);
+        return fail(error);
       },
     );
   }

@@ -61,6 +61,7 @@ export class RedisStore implements Store {
       options.client,
       this.#settings.maxInFlight,
       this.#settings.stuckAfterMs,
+      options.observer,
     );
     this.#cluster = this.#connection.client instanceof Cluster;
     this.#apply = coalescedApply(this.#connection, options.maxBatchesPerCall);
@@ -231,6 +232,7 @@ export class RedisStore implements Store {
           () => this.#apply.callAll(g.slot, wires),
           (error) => wires.map(() => failed(error)),
           options,
+          wires[0]!.keys[0],
         );
         await this.#ack.after(
           wires.map((w) => w.items),
@@ -308,7 +310,12 @@ export class RedisStore implements Store {
     };
     // Coalesced with other checks of the same slot (one group on a standalone Redis):
     // one script's keys must share a slot on a Cluster.
-    const decided = this.#connection.call(() => this.#apply.call(slot, wire), failed, options);
+    const decided = this.#connection.call(
+      () => this.#apply.call(slot, wire),
+      failed,
+      options,
+      keys[0],
+    );
     if (dryRun || !this.#ack.on) return decided;
     return decided.then((out) => this.#ack.after([items], slot, [out]).then(() => out));
   }

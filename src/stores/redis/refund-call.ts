@@ -34,9 +34,10 @@ export class RefundCall {
     const scriptKeys = markerKey === undefined ? keys : [...keys, markerKey];
     // Refunds run even after the caller's deadline: the consumption must not stay.
     const reply = await this.#connection.call(
-      () => this.#connection.script(() => this.#script(scriptKeys, args)),
+      () => this.#connection.script(() => this.#script(scriptKeys, args), 'refundBatch', keys[0]),
       failed,
       undefined,
+      keys[0],
     );
     if (!reply.ok) return reply;
     try {
