@@ -5,6 +5,7 @@
  */
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
+import type { PolicyInput } from '../../src/config/policies.js';
 import { ManualClock } from '../../src/core/clock.js';
 import { StoreError } from '../../src/core/errors.js';
 import { createLimiter } from '../../src/limiter/limiter.js';
@@ -18,7 +19,7 @@ import { MemoryStore } from '../../src/stores/memory/memory-store.js';
 import type { Store } from '../../src/stores/store.js';
 import { samplesOf, sumOf } from '../support/prometheus-text.js';
 
-const POLICIES = [
+const POLICIES: PolicyInput[] = [
   { name: 'api', match: [{ key: 'tenant' }], algorithm: 'fixed-window', limit: 2, window: '1m' },
   {
     name: 'probe',
@@ -28,7 +29,7 @@ const POLICIES = [
     window: '1m',
     shadow: true,
   },
-] as const;
+];
 
 async function text(registry: Registry): Promise<string> {
   return registry.metrics();
@@ -68,7 +69,7 @@ describe('createLimiter({ registry })', () => {
   it('counts a failed in-process store call by code and reason, and the fail-open decision', async () => {
     const registry = new Registry();
     const store = new MemoryStore();
-    const limiter = createLimiter({ store, policies: [POLICIES[0]], registry });
+    const limiter = createLimiter({ store, policies: [POLICIES[0]!], registry });
     await store.close();
     const result = await limiter.check({ tenant: 'acme' });
     expect(result.decisions[0]!.path).toBe('fail-open');
@@ -89,7 +90,7 @@ describe('createLimiter({ registry })', () => {
     const metrics = new LimiterMetrics();
     const limiter = createLimiter({
       store: silent,
-      policies: [{ ...POLICIES[0], timeout: '5ms', failureMode: 'closed' }],
+      policies: [{ ...POLICIES[0]!, timeout: '5ms', failureMode: 'closed' }],
       metrics,
     });
     expect(limiter.metrics).toBe(metrics);
@@ -112,7 +113,7 @@ describe('createLimiter({ registry })', () => {
     const metrics = new LimiterMetrics({ registry, hotKeys: 10, activeKeyWindowMs: 60_000 });
     const limiter = createLimiter({
       store: new MemoryStore(),
-      policies: [POLICIES[0]],
+      policies: [POLICIES[0]!],
       clock,
       metrics,
     });
