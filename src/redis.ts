@@ -5,3 +5,4 @@ export type { CrossSlotStats, CrossSlotStrategy } from './stores/redis/cross-slo
 export type { HotKey } from './stores/redis/hot-keys.js';
 export type { ReplicatedAckOptions, ReplicatedAckStats } from './stores/redis/replicated-ack.js';
 export type { RedisCallObserver, RedisScriptName } from './stores/redis/call-observer.js';
+export type { ScriptStats } from './stores/redis/script-stats.js';

@@ -1,6 +1,7 @@
 import { Counter, Histogram, Registry } from 'prom-client';
 import type { StoreError } from '../core/errors.js';
 import type { RedisCallObserver, RedisScriptName } from '../stores/redis/call-observer.js';
+import type { ScriptStats } from '../stores/redis/script-stats.js';
 import { boundedLabelValue, DEFAULT_MAX_SERIES_PER_METRIC, SeriesCap } from './series-cap.js';
 
 /** Options of {@link RedisMetrics}. */
@@ -17,6 +18,16 @@ const DEFAULT_BUCKETS: readonly number[] = Object.freeze([
   0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
 ]);
 
+/** What {@link RedisMetrics.watchScripts} reads: `RedisStore`. */
+export interface ScriptStatsSource {
+  scriptStats(): Promise<ScriptStats[]>;
+}
+
+/** How long a scrape waits for `INFO commandstats`, in ms; past it the last values stay. */
+const STATS_TIMEOUT_MS = 1_000;
+/** Scrapes within this many ms share one poll (the two families read one answer). */
+const STATS_REUSE_MS = 1_000;
+
 const DURATION = 'sluice_redis_call_duration_seconds';
 const ERRORS = 'sluice_redis_errors_total';
 
@@ -30,6 +41,11 @@ const ERRORS = 'sluice_redis_errors_total';
  * - `sluice_redis_errors_total{shard, reason}`: failed calls by reason (timeout,
  *   connection, oom, wrongtype, readonly, overloaded, …), sent or not.
  *
+ * - with {@link watchScripts}, read from each node's `INFO commandstats` at scrape time:
+ *   `sluice_redis_script_seconds_total{shard, command}` and
+ *   `sluice_redis_script_calls_total{shard, command}` (`fcall`, `evalsha`, …), the
+ *   node's own script execution time (every client of the node, since it started).
+ *
  * `shard` is the node's `host:port`: as many as the Cluster has primaries, and capped
  * by the series cap like every family.
  */
@@ -39,6 +55,10 @@ export class RedisMetrics implements RedisCallObserver {
   readonly #duration: Histogram<'shard' | 'script'>;
   readonly #errors: Counter<'shard' | 'reason'>;
   readonly #bucketSeries: number;
+  #source: ScriptStatsSource | undefined;
+  /** The last answer of `INFO commandstats`, kept when a poll fails. */
+  #stats: readonly ScriptStats[] = [];
+  #polled: { atMs: number; done: Promise<void> } | undefined;
 
   constructor(options: RedisMetricsOptions = {}) {
     const registry = (this.registry = options.registry ?? new Registry());
@@ -61,6 +81,65 @@ export class RedisMetrics implements RedisCallObserver {
       labelNames: ['shard', 'reason'] as const,
       registers: [registry],
     });
+    const cap = this.#cap;
+    const poll = (): Promise<readonly ScriptStats[]> => this.#poll();
+    const totals = (name: string, help: string, value: (s: ScriptStats) => number): void => {
+      new Counter({
+        name,
+        help,
+        labelNames: ['shard', 'command'] as const,
+        registers: [registry],
+        async collect() {
+          const stats = await poll();
+          this.reset();
+          for (const s of stats) {
+            const shard = boundedLabelValue(s.shard);
+            if (cap.admit(name, `${shard}\u0000${s.command}`)) {
+              this.inc({ shard, command: s.command }, value(s));
+            }
+          }
+        },
+      });
+    };
+    totals(
+      'sluice_redis_script_seconds_total',
+      "Time each Redis node spent running script commands (fcall, evalsha, ...), from its INFO commandstats at scrape time; all the node's clients.",
+      (s) => s.usec / 1e6,
+    );
+    totals(
+      'sluice_redis_script_calls_total',
+      "Script commands each Redis node ran, from its INFO commandstats at scrape time; all the node's clients.",
+      (s) => s.calls,
+    );
+  }
+
+  /**
+   * Reads the nodes' script totals at each scrape from `source` (a `RedisStore`), into
+   * `sluice_redis_script_seconds_total` and `sluice_redis_script_calls_total`. A node
+   * that does not answer within a second leaves the last values.
+   */
+  watchScripts(source: ScriptStatsSource): void {
+    this.#source = source;
+  }
+
+  async #poll(): Promise<readonly ScriptStats[]> {
+    const source = this.#source;
+    if (source === undefined) return [];
+    const now = performance.now();
+    if (this.#polled === undefined || now - this.#polled.atMs > STATS_REUSE_MS) {
+      let timer: NodeJS.Timeout | undefined;
+      const done = Promise.race([
+        source.scriptStats().then((stats) => {
+          this.#stats = stats;
+        }),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, STATS_TIMEOUT_MS))),
+      ])
+        .catch(() => undefined) // not connected: keep the last values
+        .finally(() => clearTimeout(timer));
+      this.#polled = { atMs: now, done };
+    }
+    await this.#polled.done;
+    return this.#stats;
   }
 
   scriptCall(script: RedisScriptName, shard: string, durationMs: number, error?: StoreError): void {

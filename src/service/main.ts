@@ -127,7 +127,10 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       : options.redisUrl === undefined
         ? new MemoryStore()
         : RedisStore.connect(options.redisUrl, { prefix, observer: metrics.redis });
-  if (store instanceof RedisStore) redis = store;
+  if (store instanceof RedisStore) {
+    redis = store;
+    metrics.redis.watchScripts(store);
+  }
   const storeHealth = new StoreHealth({
     log,
     ...(store instanceof RedisStore ? { connected: () => store.connected } : {}),

@@ -198,6 +198,15 @@ describe('GET /metrics of the running service', () => {
     expect(scriptCalls).toBeGreaterThanOrEqual(5);
     expect(scriptCalls).toBeLessThanOrEqual(6);
     expect(v('sluice_redis_errors_total', { shard })).toBeGreaterThanOrEqual(1);
+    // The node's own script time (INFO commandstats at scrape): this service is its only
+    // client, so it ran the calls answered above.
+    const serverCalls = v('sluice_redis_script_calls_total', { shard });
+    console.log(
+      `[observability] ${shard}: ${scriptCalls} script calls timed on the wire; INFO commandstats: ${serverCalls} calls, ${v('sluice_redis_script_seconds_total', { shard })} s`,
+    );
+    expect(serverCalls).toBeGreaterThanOrEqual(5);
+    expect(serverCalls).toBeLessThanOrEqual(scriptCalls);
+    expect(v('sluice_redis_script_seconds_total', { shard })).toBeGreaterThan(0);
     expect(
       samplesOf(t)
         .filter((s) => s.name.startsWith('sluice_redis_'))

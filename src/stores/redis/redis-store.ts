@@ -19,6 +19,7 @@ import { HotKeys, type HotKey } from './hot-keys.js';
 import { failed } from './redis-errors.js';
 import { RefundCall } from './refund-call.js';
 import { ReplicatedAck, type ReplicatedAckStats } from './replicated-ack.js';
+import { scriptStats, type ScriptStats } from './script-stats.js';
 import { groupBySlot, type SlotGroup } from './slot-groups.js';
 import { storeSettings, type RedisStoreOptions, type StoreSettings } from './store-options.js';
 import { MAX_BATCH_ITEMS, type WireBatch } from './wire.js';
@@ -142,6 +143,16 @@ export class RedisStore implements Store {
   /** The busiest identities seen by this store (hashed), busiest first; empty when off. */
   hotKeys(): HotKey[] {
     return this.#hotKeys?.top() ?? [];
+  }
+
+  /**
+   * `INFO commandstats` of the script commands on each node the store sends scripts to
+   * (the standalone server, or the Cluster's primaries): the nodes' own script time, for
+   * `RedisMetrics.watchScripts`. Counts every client of a node. Rejects when a node
+   * does not answer (not connected: at once).
+   */
+  scriptStats(): Promise<ScriptStats[]> {
+    return scriptStats(this.#connection.client);
   }
 
   /** Counters of cross-slot batches (live object; see {@link CrossSlotStats}). */
