@@ -24,7 +24,7 @@ export interface ScriptStatsSource {
 }
 
 /** How long a scrape waits for `INFO commandstats`, in ms; past it the last values stay. */
-const STATS_TIMEOUT_MS = 1_000;
+const STATS_WAIT_MS = 100;
 /** Scrapes within this many ms share one poll (the two families read one answer). */
 const STATS_REUSE_MS = 1_000;
 
@@ -58,7 +58,7 @@ export class RedisMetrics implements RedisCallObserver {
   #source: ScriptStatsSource | undefined;
   /** The last answer of `INFO commandstats`, kept when a poll fails. */
   #stats: readonly ScriptStats[] = [];
-  #polled: { atMs: number; done: Promise<void> } | undefined;
+  #polled: { atMs: number; pending: boolean } | undefined;
 
   constructor(options: RedisMetricsOptions = {}) {
     const registry = (this.registry = options.registry ?? new Registry());
@@ -116,29 +116,42 @@ export class RedisMetrics implements RedisCallObserver {
   /**
    * Reads the nodes' script totals at each scrape from `source` (a `RedisStore`), into
    * `sluice_redis_script_seconds_total` and `sluice_redis_script_calls_total`. A node
-   * that does not answer within a second leaves the last values.
+   * that does not answer within 100 ms leaves the last values (one poll at a time).
    */
   watchScripts(source: ScriptStatsSource): void {
     this.#source = source;
   }
 
+  /**
+   * The nodes' totals for this scrape. One `INFO commandstats` at a time: while one is
+   * out (a frozen node), scrapes answer the last values at once; a new one is waited for
+   * at most {@link STATS_WAIT_MS}, so a scrape never stalls on Redis.
+   */
   async #poll(): Promise<readonly ScriptStats[]> {
     const source = this.#source;
     if (source === undefined) return [];
     const now = performance.now();
-    if (this.#polled === undefined || now - this.#polled.atMs > STATS_REUSE_MS) {
-      let timer: NodeJS.Timeout | undefined;
-      const done = Promise.race([
-        source.scriptStats().then((stats) => {
-          this.#stats = stats;
-        }),
-        new Promise<void>((resolve) => (timer = setTimeout(resolve, STATS_TIMEOUT_MS))),
-      ])
-        .catch(() => undefined) // not connected: keep the last values
-        .finally(() => clearTimeout(timer));
-      this.#polled = { atMs: now, done };
+    const last = this.#polled;
+    if (last !== undefined && (last.pending || now - last.atMs <= STATS_REUSE_MS)) {
+      return this.#stats;
     }
-    await this.#polled.done;
+    const polled = { atMs: now, pending: true };
+    this.#polled = polled;
+    const done = source
+      .scriptStats()
+      .then(
+        (stats) => {
+          this.#stats = stats;
+        },
+        () => undefined, // not connected: keep the last values
+      )
+      .finally(() => (polled.pending = false));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      done,
+      new Promise((resolve) => (timer = setTimeout(resolve, STATS_WAIT_MS))),
+    ]);
+    clearTimeout(timer);
     return this.#stats;
   }
 
