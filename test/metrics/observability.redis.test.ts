@@ -190,13 +190,13 @@ describe('GET /metrics of the running service', () => {
 
     // Redis per shard (the node's host:port) and per script: the answered calls took time
     // on the wire; the outage's failures are the shard's errors.
-    // (The first call of the outage may have gone out on the link just reset.)
+    // (A failed call may have gone out: on the link just reset, or one reconnecting.)
     const scriptCalls = v('sluice_redis_call_duration_seconds_count', {
       shard,
       script: 'applyBatches',
     });
     expect(scriptCalls).toBeGreaterThanOrEqual(5);
-    expect(scriptCalls).toBeLessThanOrEqual(6);
+    expect(scriptCalls).toBeLessThanOrEqual(5 + failedCalls);
     expect(v('sluice_redis_errors_total', { shard })).toBeGreaterThanOrEqual(1);
     // The node's own script time (INFO commandstats at scrape): this service is its only
     // client, so it ran the calls answered above.
