@@ -58,7 +58,7 @@ export class RedisMetrics implements RedisCallObserver {
   #source: ScriptStatsSource | undefined;
   /** The last answer of `INFO commandstats`, kept when a poll fails. */
   #stats: readonly ScriptStats[] = [];
-  #polled: { atMs: number; pending: boolean } | undefined;
+  #polled: { atMs: number; pending: boolean; wait: Promise<void> } | undefined;
 
   constructor(options: RedisMetricsOptions = {}) {
     const registry = (this.registry = options.registry ?? new Registry());
@@ -123,35 +123,35 @@ export class RedisMetrics implements RedisCallObserver {
   }
 
   /**
-   * The nodes' totals for this scrape. One `INFO commandstats` at a time: while one is
-   * out (a frozen node), scrapes answer the last values at once; a new one is waited for
-   * at most {@link STATS_WAIT_MS}, so a scrape never stalls on Redis.
+   * The nodes' totals for this scrape (both families' collectors run at once and share
+   * one poll). One `INFO commandstats` at a time: while one is out (a frozen node),
+   * scrapes answer the last values; a new one is waited for at most
+   * {@link STATS_WAIT_MS}, so a scrape never stalls on Redis.
    */
   async #poll(): Promise<readonly ScriptStats[]> {
     const source = this.#source;
     if (source === undefined) return [];
     const now = performance.now();
     const last = this.#polled;
-    if (last !== undefined && (last.pending || now - last.atMs <= STATS_REUSE_MS)) {
-      return this.#stats;
+    if (last === undefined || (!last.pending && now - last.atMs > STATS_REUSE_MS)) {
+      const polled = { atMs: now, pending: true, wait: Promise.resolve() };
+      const done = source
+        .scriptStats()
+        .then(
+          (stats) => {
+            this.#stats = stats;
+          },
+          () => undefined, // not connected: keep the last values
+        )
+        .finally(() => (polled.pending = false));
+      let timer: NodeJS.Timeout | undefined;
+      polled.wait = Promise.race([
+        done,
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, STATS_WAIT_MS))),
+      ]).finally(() => clearTimeout(timer));
+      this.#polled = polled;
     }
-    const polled = { atMs: now, pending: true };
-    this.#polled = polled;
-    const done = source
-      .scriptStats()
-      .then(
-        (stats) => {
-          this.#stats = stats;
-        },
-        () => undefined, // not connected: keep the last values
-      )
-      .finally(() => (polled.pending = false));
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      done,
-      new Promise((resolve) => (timer = setTimeout(resolve, STATS_WAIT_MS))),
-    ]);
-    clearTimeout(timer);
+    await this.#polled!.wait;
     return this.#stats;
   }
 
