@@ -3,6 +3,8 @@
  * store, read back from the registry's exposition. The Redis store, the service and a
  * store outage are in observability.redis.test.ts.
  */
+import { createServer } from 'node:http';
+import express from 'express';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import type { PolicyInput } from '../../src/config/policies.js';
@@ -16,6 +18,9 @@ import { StageMetrics } from '../../src/metrics/stage-metrics.js';
 import { TopK } from '../../src/metrics/top-k.js';
 import { bucketKey } from '../../src/stores/key.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
+import { byApiKey, createHttpRateLimit } from '../../src/http.js';
+import { post } from '../support/api-key-requests.js';
+import { listen } from '../support/listen.js';
 import type { Store } from '../../src/stores/store.js';
 import { samplesOf, sumOf } from '../support/prometheus-text.js';
 
@@ -168,6 +173,40 @@ describe('createLimiter({ registry })', () => {
     const t = await text(metrics.registry);
     expect(sumOf(t, 'sluice_decisions_total', { policy: 'label-of-api' })).toBe(1);
     expect(sumOf(t, 'sluice_decisions_total', { policy: 'named' })).toBe(1);
+  });
+});
+
+describe('the HTTP middleware', () => {
+  it('is counted through its limiter: a 200 and a 429 from Express', async () => {
+    const registry = new Registry();
+    const limiter = createLimiter({
+      store: new MemoryStore(),
+      policies: [{ name: 'payments-tenant', match: ['tenant'], rate: 1, period: '1h', burst: 1 }],
+      clock: new ManualClock(0),
+      registry,
+    });
+    const limits = createHttpRateLimit({
+      limiter,
+      descriptor: byApiKey({
+        key: 'tenant',
+        resolve: (k) => (k === 'key-acme' ? 'acme' : undefined),
+      }),
+    });
+    const app = express();
+    app.post('/transfers/:id', limits.route(), (_req, res) => {
+      res.json({ ok: true });
+    });
+    const server = await listen(createServer(app));
+    try {
+      expect((await post(`${server.url}/transfers/1`)).status).toBe(200);
+      expect((await post(`${server.url}/transfers/2`)).status).toBe(429);
+    } finally {
+      await server.close();
+    }
+    const t = await registry.metrics();
+    const d = (status: string) =>
+      sumOf(t, 'sluice_decisions_total', { policy: 'payments-tenant', status, path: 'store' });
+    expect([d('OK'), d('OVER_LIMIT')]).toEqual([1, 1]);
   });
 });
 
