@@ -1,8 +1,9 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Decision } from '../core/decision.js';
+import type { Decision, DecisionPath } from '../core/decision.js';
 import { ERROR_CODES } from '../core/error-codes.js';
 import { SluiceError, type StoreError } from '../core/errors.js';
 import type { Status } from '../core/status.js';
+import { BucketHistogram, type HistogramCell } from './bucket-histogram.js';
 import type { CheckRecorder, StoreCallEndedBy } from './check-recorder.js';
 import { DistinctCount } from './distinct-count.js';
 import { hashedKey } from './hashed-key.js';
@@ -86,6 +87,43 @@ interface ActiveKeys {
   windowStart: number;
 }
 
+const STATUSES: readonly Status[] = ['OK', 'OVER_LIMIT', 'UNAVAILABLE', 'INVALID_POLICY'];
+const PATHS: readonly DecisionPath[] = [
+  'store',
+  'fail-open',
+  'fail-closed',
+  'stale',
+  'shadow',
+  'local',
+  'cache',
+  'batch',
+  'lease',
+];
+const STATUS_INDEX = new Map(STATUSES.map((s, i) => [s, i]));
+const PATH_INDEX = new Map(PATHS.map((p, i) => [p, i]));
+
+/**
+ * What one policy label has counted. Decisions are plain numbers, written into the
+ * counter at each scrape: a prom-client `inc` hashes and validates its label object
+ * (about 0.5 µs), more than a memory-store check costs.
+ */
+interface PolicyRecord {
+  readonly label: string;
+  /** By `status × PATHS.length + path`. */
+  readonly decisions: Float64Array;
+  /** Which of those label sets the series cap admitted, and which it refused. */
+  readonly admitted: Uint8Array;
+  /** `null` once the series cap refused the label's remaining-ratio histogram. */
+  remaining: HistogramCell | null | undefined;
+  /** `null` once the series cap refused the label's active-keys gauge. */
+  active: ActiveKeys | null | undefined;
+}
+
+/** Admission states of a record's label sets. */
+const UNSEEN = 0;
+const ADMITTED = 1;
+const REFUSED = 2;
+
 /**
  * The limiter's Prometheus metrics, for library users (`createLimiter({ metrics })`,
  * and so the HTTP middleware) and the service alike. Families (docs/metrics.md):
@@ -114,15 +152,18 @@ export class LimiterMetrics implements CheckRecorder {
   readonly #label: (policy: string) => string;
   readonly #connected: () => boolean;
   readonly #windowMs: number;
-  readonly #decisions: Counter<'policy' | 'status' | 'path'>;
-  readonly #checkDuration: Histogram<'outcome'>;
+  readonly #checkDuration: BucketHistogram;
+  /** `sluice_check_duration_seconds` by outcome. */
+  readonly #checkCells: Readonly<Record<CheckOutcome, HistogramCell>>;
   readonly #errors: Counter<'code'>;
   readonly #storeDuration: Histogram<'result'>;
   readonly #storeErrors: Counter<'code' | 'reason'>;
-  readonly #remaining: Histogram<'policy'>;
-  readonly #active = new Map<string, ActiveKeys>();
+  readonly #remaining: BucketHistogram;
   readonly #hot: TopK<string> | undefined;
-  readonly #policies = new Map<string, { decisions: number; denied: number }>();
+  /** By label; at most as many as the series cap admits decision labels. */
+  readonly #records = new Map<string, PolicyRecord>();
+  /** Policy name → its record, so a check finds it with one lookup. */
+  readonly #byName = new Map<string, PolicyRecord>();
   /** Policy name → label, so a hot check computes each label once. */
   readonly #labels = new Map<string, string>();
 
@@ -144,19 +185,36 @@ export class LimiterMetrics implements CheckRecorder {
     this.#hot = k === 0 ? undefined : new TopK<string>(k);
     const buckets = [...(options.durationBuckets ?? DEFAULT_BUCKETS)];
     const registers = [registry];
-    this.#decisions = new Counter({
+    const records = this.#records;
+    new Counter({
       name: DECISIONS,
       help: 'Policy decisions by policy, status (OK, OVER_LIMIT, UNAVAILABLE) and the path that produced them (store, fail-open, fail-closed, stale, shadow, local, cache, batch, lease).',
       labelNames: ['policy', 'status', 'path'] as const,
       registers,
+      collect() {
+        this.reset();
+        for (const r of records.values()) {
+          for (let i = 0; i < r.admitted.length; i++) {
+            if (r.admitted[i] !== ADMITTED) continue;
+            const status = STATUSES[Math.floor(i / PATHS.length)]!;
+            this.inc({ policy: r.label, status, path: PATHS[i % PATHS.length]! }, r.decisions[i]!);
+          }
+        }
+      },
     });
-    this.#checkDuration = new Histogram({
+    this.#checkDuration = new BucketHistogram({
       name: 'sluice_check_duration_seconds',
       help: 'Time the limiter took to decide one check, by outcome (ok, over_limit, unavailable, invalid).',
-      labelNames: ['outcome'] as const,
       buckets,
-      registers,
+      registry,
     });
+    const d = this.#checkDuration;
+    this.#checkCells = {
+      ok: d.cell({ outcome: 'ok' }),
+      over_limit: d.cell({ outcome: 'over_limit' }),
+      unavailable: d.cell({ outcome: 'unavailable' }),
+      invalid: d.cell({ outcome: 'invalid' }),
+    };
     this.#errors = new Counter({
       name: ERRORS,
       help: 'Errors the limiter met, by SLUICE_ERR_* code: refused checks and failed store calls.',
@@ -176,14 +234,12 @@ export class LimiterMetrics implements CheckRecorder {
       labelNames: ['code', 'reason'] as const,
       registers,
     });
-    this.#remaining = new Histogram({
+    this.#remaining = new BucketHistogram({
       name: REMAINING,
       help: 'Share of the bucket left (remaining / limit) after each store decision, by policy.',
-      labelNames: ['policy'] as const,
       buckets: RATIO_BUCKETS,
-      registers,
+      registry,
     });
-    const active = this.#active;
     new Gauge({
       name: ACTIVE,
       help: 'Estimated distinct buckets (keys) checked per policy in the last one to two activeKeyWindowMs (HyperLogLog, ±3.25%).',
@@ -191,11 +247,13 @@ export class LimiterMetrics implements CheckRecorder {
       registers,
       collect() {
         this.reset();
-        for (const [policy, a] of active) {
+        for (const r of records.values()) {
+          const a = r.active;
+          if (a === null || a === undefined) continue;
           const both = new DistinctCount();
           both.merge(a.current);
           both.merge(a.previous);
-          this.set({ policy }, both.estimate());
+          this.set({ policy: r.label }, both.estimate());
         }
       },
     });
@@ -218,6 +276,36 @@ export class LimiterMetrics implements CheckRecorder {
   /** The `policy` label of a policy name (see `labelPolicy`, `policyLabel`), bounded. */
   labelOf(name: string): string {
     return this.#policy(name);
+  }
+
+  /**
+   * The record of a policy name; `undefined` when its label is new and the series cap
+   * is full (the update is then counted as dropped).
+   */
+  #record(name: string): PolicyRecord | undefined {
+    const known = this.#byName.get(name);
+    if (known !== undefined) return known;
+    const label = this.#policy(name);
+    let r = this.#records.get(label);
+    if (r === undefined) {
+      // At most as many labels as one family may hold series: records stay bounded
+      // however many policy names (request-supplied limits) pass.
+      if (this.#records.size >= this.#cap.max) {
+        this.#cap.drop(DECISIONS);
+        return undefined;
+      }
+      const n = STATUSES.length * PATHS.length;
+      r = {
+        label,
+        decisions: new Float64Array(n),
+        admitted: new Uint8Array(n),
+        remaining: undefined,
+        active: undefined,
+      };
+      this.#records.set(label, r);
+    }
+    if (this.#byName.size < this.#cap.max) this.#byName.set(name, r);
+    return r;
   }
 
   /** The label of a policy name, bounded, computed once per name. */
@@ -243,13 +331,21 @@ export class LimiterMetrics implements CheckRecorder {
   }
 
   bucket(policy: string, key: string, cost: number, nowMs: number): void {
-    const label = this.#policy(policy);
-    this.#hot?.add(key, label, cost === 0 ? 1 : cost);
-    let a = this.#active.get(label);
+    const r = this.#record(policy);
+    if (r === undefined) return;
+    this.#hot?.add(key, r.label, cost === 0 ? 1 : cost);
+    let a = r.active;
+    if (a === null) return;
     if (a === undefined) {
-      if (!this.#cap.admit(ACTIVE, label)) return;
-      a = { current: new DistinctCount(), previous: new DistinctCount(), windowStart: nowMs };
-      this.#active.set(label, a);
+      if (!this.#cap.admit(ACTIVE, r.label)) {
+        r.active = null;
+        return;
+      }
+      a = r.active = {
+        current: new DistinctCount(),
+        previous: new DistinctCount(),
+        windowStart: nowMs,
+      };
     }
     if (nowMs - a.windowStart >= this.#windowMs) {
       // A gap of two windows or more leaves nothing of the old ones active.
@@ -267,7 +363,7 @@ export class LimiterMetrics implements CheckRecorder {
   }
 
   decided(status: Status, decisions: readonly Decision[], durationMs: number): void {
-    this.#checkDuration.observe({ outcome: OUTCOME_OF[status] }, durationMs / 1000);
+    this.#checkDuration.observe(this.#checkCells[OUTCOME_OF[status]], durationMs / 1000);
     for (let i = 0; i < decisions.length; i++) this.recordDecision(decisions[i]!);
   }
 
@@ -276,25 +372,36 @@ export class LimiterMetrics implements CheckRecorder {
    * decision, the hot-policy table). `decision.policy` goes through `policyLabel`.
    */
   recordDecision(decision: Pick<Decision, 'policy' | 'status' | 'path'> & Partial<Decision>): void {
-    const policy = this.#policy(decision.policy);
+    const r = this.#record(decision.policy);
+    if (r === undefined) return;
     const { status, path } = decision;
-    if (this.#cap.admit(DECISIONS, `${policy}\u0000${status}\u0000${path}`)) {
-      this.#decisions.inc({ policy, status, path });
-      let p = this.#policies.get(policy);
-      if (p === undefined) this.#policies.set(policy, (p = { decisions: 0, denied: 0 }));
-      p.decisions++;
-      if (status !== 'OK') p.denied++;
+    const i = STATUS_INDEX.get(status)! * PATHS.length + PATH_INDEX.get(path)!;
+    const state = r.admitted[i];
+    if (state === ADMITTED) r.decisions[i]!++;
+    else if (state === UNSEEN || state === REFUSED) {
+      if (this.#cap.admit(DECISIONS, `${r.label}\u0000${status}\u0000${path}`)) {
+        r.admitted[i] = ADMITTED;
+        r.decisions[i]!++;
+      } else {
+        r.admitted[i] = REFUSED; // each later update is counted as dropped too
+      }
     }
     const limit = decision.limit;
     if (path === 'store' && limit !== undefined && limit > 0 && decision.remaining !== undefined) {
-      if (this.#cap.admit(REMAINING, policy, RATIO_BUCKETS.length + 3)) {
-        this.#remaining.observe({ policy }, Math.min(1, Math.max(0, decision.remaining / limit)));
+      let cell = r.remaining;
+      if (cell === undefined) {
+        cell = r.remaining = this.#cap.admit(REMAINING, r.label, RATIO_BUCKETS.length + 3)
+          ? this.#remaining.cell({ policy: r.label })
+          : null;
+      }
+      if (cell !== null) {
+        this.#remaining.observe(cell, Math.min(1, Math.max(0, decision.remaining / limit)));
       }
     }
   }
 
   refused(error: unknown, durationMs: number): void {
-    this.#checkDuration.observe({ outcome: 'invalid' }, durationMs / 1000);
+    this.#checkDuration.observe(this.#checkCells.invalid, durationMs / 1000);
     this.#errors.inc({ code: codeOf(error) });
   }
 
@@ -337,8 +444,18 @@ export class LimiterMetrics implements CheckRecorder {
 
   /** Policies by decisions since start, busiest first, at most `n`. */
   hotPolicies(n = 10): HotPolicyEntry[] {
-    return [...this.#policies]
-      .map(([policy, p]) => ({ policy, decisions: p.decisions, denied: p.denied }))
+    const ok = STATUS_INDEX.get('OK')!;
+    return [...this.#records.values()]
+      .map((r) => {
+        let decisions = 0;
+        let denied = 0;
+        r.decisions.forEach((count, i) => {
+          decisions += count;
+          if (Math.floor(i / PATHS.length) !== ok) denied += count;
+        });
+        return { policy: r.label, decisions, denied };
+      })
+      .filter((p) => p.decisions > 0)
       .sort((a, b) => b.decisions - a.decisions || (a.policy < b.policy ? -1 : 1))
       .slice(0, n);
   }

@@ -59,6 +59,11 @@ export class SeriesCap {
     return this.#max;
   }
 
+  /** Counts one update of `metric` dropped for a reason of the caller's (a full table). */
+  drop(metric: string): void {
+    this.#dropped.inc({ metric });
+  }
+
   /**
    * Whether an update of `metric` under the label set `key` may be recorded: yes for a
    * label set already admitted, or a new one whose `series` (how many series it

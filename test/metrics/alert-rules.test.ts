@@ -80,7 +80,7 @@ describe('deploy/prometheus/sluice-rules.yml', () => {
 
   it('passes promtool test rules: each case fires its own alert only', async () => {
     const { code, out } = await promtoolRun('test', 'rules', TESTS);
-    expect(out).toContain('SUCCESS');
+    expect(out, out).toContain('SUCCESS');
     expect(code).toBe(0);
   });
 
