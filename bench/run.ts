@@ -1,19 +1,27 @@
 /**
- * Sluice benchmarks (issue 8): `npm run bench`, or `npm run bench -- --quick` for a short
- * smoke run. Options: `--only <s>[,<s>…]` keeps scenarios whose id contains any of the
- * given substrings (e.g. `--only redis`, `--only memory/c64/zipf`); `--rounds N` and
- * `--window <ms>` override the round count and the measured window per side. Sluice runs
+ * Sluice benchmarks (issues 8 and 16): `npm run bench`, or `npm run bench -- --quick` for a
+ * short smoke run. Options: `--only <s>[,<s>…]` keeps scenarios whose id contains any of
+ * the given substrings (e.g. `--only redis`, `--only memory/c64/zipf`); `--headline` keeps
+ * issue 16's rows (scenarios.ts HEADLINE); `--rounds N` and `--window <ms>` override the
+ * round count and the measured window per side; `--before <dir>` adds a baseline build of
+ * Sluice (another checkout, its dist/ built) as side "before" in every row. Sluice runs
  * from dist/ as built by `npm run build`, which runs first (`--no-build` skips it).
  *
+ * Two modes. One process (the default): every side runs in this process, Redis and Node
+ * floating over the cores. Pinned (`--pinned`, or `npm run bench:pinned`; the headline
+ * rows and 5 rounds unless told): redis-server pinned with `taskset` to core 0, and each
+ * side a Node process of its own (bench/lib/side-child.ts) pinned to core 1, so a side's
+ * client CPU is its own process's and no side shares a core with Redis.
+ *
  * Starts its own redis-server on a free loopback port (test/support's harness; stopped by
- * PID at the end) when any Redis scenario is selected. Each scenario runs its sides —
- * Sluice, the peer (rate-limiter-flexible) and, for the memory store, a bare Map token
- * bucket — in interleaved rounds (A B C, then C B A, …) in this one process, closed loop
- * at the scenario's concurrency, and reports medians over rounds. Redis ceilings come
- * from replaying the exact script call Sluice sends (bench/lib/script-ceiling.ts). Writes
- * bench/results/<yyyy-mm-dd>[-quick].{json,md,svg} and prints the markdown on stdout.
- * Nothing here asserts on timings.
+ * PID at the end) when any Redis scenario is selected. Each scenario runs its sides in
+ * interleaved rounds (A B C, then C B A, …), closed loop at the scenario's concurrency,
+ * and reports medians over rounds. Redis ceilings (one-process mode, not with
+ * `--headline`) come from replaying the exact script call Sluice sends
+ * (bench/lib/script-ceiling.ts). Writes bench/results/<yyyy-mm-dd>[-pinned|-headline][-quick].{json,md,svg}
+ * and prints the markdown on stdout. Nothing here asserts on timings.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,7 +29,7 @@ import type { Redis } from 'ioredis';
 import { addUserWithoutFunctions, RedisServer } from '../test/support/redis-server.js';
 import { findRedisBenchmark, runRedisBenchmark } from './lib/ceiling.js';
 import { captureScriptCallRaw, runScriptCeiling } from './lib/script-ceiling.js';
-import { drive, median } from './lib/driver.js';
+import { drive, median, type DriveResult } from './lib/driver.js';
 import { Progress } from './lib/progress.js';
 import { bytesPerKey, openWindow } from './lib/redis-stats.js';
 import {
@@ -36,17 +44,19 @@ import {
   type SideSummary,
 } from './lib/report.js';
 import { keyRing, type Distribution } from './lib/rng.js';
+import { startChild } from './lib/serve-child.js';
 import { loadSluice, type SluiceModules } from './lib/sluice.js';
 import {
+  HEADLINE,
   KEYS,
   ROUTES,
+  SEED,
   allScenarios,
-  makeBare,
-  makePeer,
-  makeSluice,
+  driveOptions,
+  makeSide,
+  sideNames,
   sluicePolicies,
   type Scenario,
-  type Side,
   type SideContext,
   type SideName,
 } from './lib/scenarios.js';
@@ -60,22 +70,27 @@ function argValue(name: string): string | undefined {
 }
 const quick = process.argv.includes('--quick');
 const build = !process.argv.includes('--no-build');
+const pinned = process.argv.includes('--pinned');
+const headline = pinned || process.argv.includes('--headline');
+const beforeDir = argValue('--before');
 const only = argValue('--only')
   ?.split(',')
   .map((s) => s.trim())
   .filter((s) => s !== '');
-const rounds = Number(argValue('--rounds') ?? (quick ? 2 : 3));
+const rounds = Number(argValue('--rounds') ?? (quick ? 2 : pinned ? 5 : 3));
 const windowMs = Number(argValue('--window') ?? (quick ? 250 : 1_000));
 const warmupMs = quick ? 100 : 250;
 /** Requests per ceiling: script calls (replayed), then the trivial commands (redis-benchmark). */
 const CEILING_REQUESTS = quick ? 20_000 : 60_000;
 const TRIVIAL_REQUESTS = quick ? 100_000 : 400_000;
-const SEED = 20_261_130;
-/** Memory scenarios time one decision in this many (see bench/lib/driver.ts). */
-const MEMORY_SAMPLE_EVERY = 8;
+/** Pinned mode: redis-server's core, and the one every side's process runs on. */
+const REDIS_CORE = '0';
+const SIDE_CORE = '1';
 
-const scenarios = allScenarios().filter(
-  (s) => only === undefined || only.some((o) => s.id.includes(o)),
+const scenarios = allScenarios().filter((s) =>
+  only !== undefined
+    ? only.some((o) => s.id.includes(o))
+    : !headline || (HEADLINE as readonly string[]).includes(s.id),
 );
 if (scenarios.length === 0) {
   console.error(`no scenario matches --only ${only?.join(',')}`);
@@ -98,6 +113,7 @@ const ringOf = (d: Distribution): Uint32Array => {
 };
 
 let sluice: SluiceModules;
+let before: SluiceModules | undefined;
 let server: RedisServer | undefined;
 let admin: Redis | undefined;
 let redisVersion: string | undefined;
@@ -222,6 +238,51 @@ function summarize(runs: readonly RoundResult[], bytes: number | undefined): Sid
   };
 }
 
+/** One side of a scenario as the rounds drive it: in this process, or a pinned child. */
+interface Contender {
+  readonly name: SideName;
+  /** Redis key pattern of its buckets (for MEMORY USAGE), when on Redis. */
+  readonly keyPattern?: string;
+  drive(durationMs: number): Promise<DriveResult>;
+  close(): Promise<void>;
+}
+
+async function inProcess(name: SideName, s: Scenario, ctx: SideContext): Promise<Contender> {
+  const side = await makeSide(name, s, ctx);
+  return {
+    name,
+    ...(side.keyPattern === undefined ? {} : { keyPattern: side.keyPattern }),
+    drive: (ms) => drive(side.op, driveOptions(s, side, ms)),
+    close: () => side.close(),
+  };
+}
+
+async function pinnedChild(name: SideName, s: Scenario): Promise<Contender> {
+  const child = await startChild(
+    path.join(import.meta.dirname, 'lib', 'side-child.ts'),
+    [
+      '--scenario',
+      s.id,
+      '--side',
+      name,
+      ...(server === undefined ? [] : ['--redis-port', String(server.port)]),
+      ...(beforeDir === undefined ? [] : ['--before', beforeDir]),
+    ],
+    SIDE_CORE,
+  );
+  const keyPattern = name === 'peer' ? 'rlf*' : name.startsWith('before') ? 'slbb:*' : 'slb:*';
+  return {
+    name,
+    ...(s.store === 'redis' && name !== 'bare' ? { keyPattern } : {}),
+    drive: async (ms) =>
+      JSON.parse((await child.request(`drive ${ms}`)).slice('result '.length)) as DriveResult,
+    close: async () => {
+      await child.request('close');
+      await child.stop();
+    },
+  };
+}
+
 async function runScenario(
   s: Scenario,
   index: number,
@@ -232,23 +293,19 @@ async function runScenario(
   const ctx: SideContext = {
     ring: ringOf(s.dist),
     sluice,
-    ...(server === undefined ? {} : { redisClient: () => server!.client() }),
+    ...(before === undefined ? {} : { before }),
+    ...(server === undefined ? {} : { redisPort: server.port }),
   };
-  const sides: Side[] = [await makeSluice(s, ctx), await makePeer(s, ctx)];
-  if (s.store === 'memory') sides.push(makeBare(s, ctx));
+  const sides: Contender[] = [];
+  for (const name of sideNames(s, before !== undefined)) {
+    progress.update(`${tag} starting ${name}`);
+    sides.push(pinned ? await pinnedChild(name, s) : await inProcess(name, s, ctx));
+  }
   const runs = new Map<SideName, RoundResult[]>(sides.map((x) => [x.name, []]));
   const bytes = new Map<SideName, number>();
-  const options = (side: Side): Parameters<typeof drive<unknown>>[1] => ({
-    concurrency: s.concurrency,
-    durationMs: windowMs,
-    allowed: side.allowed,
-    sync: side.sync === true,
-    // In process, per-decision clock reads would cost as much as a decision: time a sample.
-    sampleEvery: s.store === 'memory' ? MEMORY_SAMPLE_EVERY : 1,
-  });
   for (const side of sides) {
     progress.update(`${tag} warm-up ${side.name}`);
-    await drive(side.op, { ...options(side), durationMs: warmupMs });
+    await side.drive(warmupMs);
   }
   for (let round = 0; round < rounds; round++) {
     // A B C, then C B A: neither side always runs first (or right after the other).
@@ -256,7 +313,7 @@ async function runScenario(
     for (const side of order) {
       progress.update(`${tag} round ${round + 1}/${rounds} ${side.name}`);
       const close = s.store === 'redis' ? await openWindow(admin!) : undefined;
-      const r = await drive(side.op, options(side));
+      const r = await side.drive(windowMs);
       const redis = close === undefined ? undefined : await close(r.decisions);
       runs.get(side.name)!.push(redis === undefined ? r : { ...r, redis });
       // Right after the side's last window: allow-heavy buckets live about a second.
@@ -266,15 +323,18 @@ async function runScenario(
     }
   }
   const summaries: Partial<Record<SideName, SideSummary>> = {};
+  const ratios: Partial<Record<SideName, number>> = {};
+  const peer = runs.get('peer')!;
   for (const side of sides) {
-    summaries[side.name] = summarize(runs.get(side.name)!, bytes.get(side.name));
+    const mine = runs.get(side.name)!;
+    summaries[side.name] = summarize(mine, bytes.get(side.name));
+    // Each round's sides ran back to back: the ratio within a round is the robust figure.
+    ratios[side.name] = median(
+      mine.map((r, i) => r.decisionsPerSecond / (peer[i]?.decisionsPerSecond ?? NaN)),
+    );
     await side.close();
   }
-  const sl = runs.get('sluice')!;
-  const peer = runs.get('peer')!;
-  const ratioToPeer = median(
-    sl.map((r, i) => r.decisionsPerSecond / (peer[i]?.decisionsPerSecond ?? NaN)),
-  );
+  const ratioToPeer = ratios.sluice!;
   let ceiling: ScenarioResult['ceiling'];
   if (s.store === 'memory') {
     ceiling = {
@@ -289,6 +349,7 @@ async function runScenario(
     ...s,
     sides: summaries,
     ratioToPeer,
+    ratios,
     ...(ceiling === undefined
       ? {}
       : {
@@ -298,7 +359,9 @@ async function runScenario(
     loadAverage1m: os.loadavg()[0]!,
   };
   progress.done(
-    `${tag}: Sluice ${fmtRate(summaries.sluice!.decisionsPerSecond)}/s, peer ${fmtRate(summaries.peer!.decisionsPerSecond)}/s (${ratioToPeer.toFixed(2)}x)` +
+    `${tag}: ` +
+      sides.map((x) => `${x.name} ${fmtRate(summaries[x.name]!.decisionsPerSecond)}/s`).join(', ') +
+      ` (${ratioToPeer.toFixed(2)}x)` +
       (ceiling ? `, ceiling ${fmtRate(ceiling.decisionsPerSecond)}/s` : '') +
       `, p99 ${summaries.sluice!.latencyUs.p99.toFixed(0)} vs ${summaries.peer!.latencyUs.p99.toFixed(0)} µs`,
   );
@@ -308,9 +371,16 @@ async function runScenario(
 async function main(): Promise<void> {
   progress.update(build ? 'building dist (npm run build)' : 'loading dist');
   sluice = await loadSluice(build);
+  if (beforeDir !== undefined) {
+    // Its dist/ as it was built there (its own `npm ci && npm run build`).
+    progress.update(`loading the baseline from ${beforeDir}/dist`);
+    before = await loadSluice(false, path.resolve(beforeDir));
+  }
   if (needsRedis) {
     progress.update('starting redis-server');
     server = await RedisServer.start();
+    // All of its threads (I/O, background) on its core.
+    if (pinned) execFileSync('taskset', ['-a', '-cp', REDIS_CORE, String(server.pid)]);
     admin = server.client();
     redisVersion = /redis_version:(\S+)/.exec(await admin.info('server'))?.[1];
     progress.done(
@@ -318,13 +388,15 @@ async function main(): Promise<void> {
     );
   }
   try {
-    const ceilings = needsRedis ? await runCeilings() : new Map<string, NamedCeiling>();
+    const ceilings =
+      needsRedis && !headline ? await runCeilings() : new Map<string, NamedCeiling>();
     const results: ScenarioResult[] = [];
     for (const [i, s] of scenarios.entries()) results.push(await runScenario(s, i, ceilings));
     const date = new Date().toISOString().slice(0, 10);
     const run: RunResult = {
       date,
       quick,
+      mode: pinned ? 'pinned' : 'one-process',
       machine: {
         cpus: os.cpus().length,
         cpuModel: os.cpus()[0]?.model ?? 'unknown',
@@ -339,6 +411,7 @@ async function main(): Promise<void> {
         warmupMs,
         keys: KEYS,
         ...(only === undefined ? {} : { only }),
+        ...(beforeDir === undefined ? {} : { before: path.resolve(beforeDir) }),
       },
       ceilings: [...ceilings.values()],
       scenarios: results,
@@ -347,7 +420,8 @@ async function main(): Promise<void> {
     };
     const dir = path.join(import.meta.dirname, 'results');
     fs.mkdirSync(dir, { recursive: true });
-    const base = path.join(dir, `${date}${quick ? '-quick' : ''}`);
+    const tag = pinned ? '-pinned' : headline ? '-headline' : '';
+    const base = path.join(dir, `${date}${tag}${quick ? '-quick' : ''}`);
     fs.writeFileSync(`${base}.json`, `${JSON.stringify(run, null, 2)}\n`);
     const md = markdown(run);
     fs.writeFileSync(`${base}.md`, md);

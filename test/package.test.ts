@@ -102,7 +102,7 @@ describe('npm pack', () => {
   });
 
   it('packs the build, its Lua scripts and protos, the docs and example policies, and no sources', () => {
-    for (const entry of ['index', 'redis', 'client', 'http', 'fastify', 'overload']) {
+    for (const entry of ['index', 'redis', 'client', 'http', 'fastify', 'overload', 'quota']) {
       expect(packed).toContain(`dist/${entry}.js`);
       expect(packed).toContain(`dist/${entry}.d.ts`);
     }
@@ -110,6 +110,9 @@ describe('npm pack', () => {
     expect(packed).toContain('dist/stores/redis/lua/applyBatches.lua');
     expect(packed).toContain('dist/stores/redis/lua/includes/tokenBucket.lua');
     expect(packed).toContain('dist/service/proto/sluice/v1/sluice.proto');
+    expect(packed).toContain(
+      'dist/service/proto/upstream/envoy/service/rate_limit_quota/v3/rlqs.proto',
+    );
     expect(packed).toContain('examples/policies.yaml');
     expect(packed).toContain('README.md');
     expect(packed).toContain('docs/policies.md');

@@ -1,6 +1,7 @@
 /**
  * The scenario matrix and the contenders ("sides") of each scenario: Sluice through its
- * public API (createLimiter + MemoryStore / RedisStore), the peer (rate-limiter-flexible's
+ * public API (createLimiter + MemoryStore / RedisStore.connect), a baseline build of
+ * Sluice ("before", with `--before <dir>`), the peer (rate-limiter-flexible's
  * RateLimiterMemory / RateLimiterRedis) and, for the memory store, a bare Map token
  * bucket as the in-process ceiling. Every side of a scenario draws keys from the same
  * seeded ring.
@@ -13,14 +14,15 @@ import {
 } from 'rate-limiter-flexible';
 import type { CheckResult, MemoryStore, PolicyInput } from '../../src/index.js';
 import type { RedisStore } from '../../src/redis.js';
-import type { Operation } from './driver.js';
+import type { DriveOptions, Operation } from './driver.js';
 import type { SluiceModules } from './sluice.js';
 import { RING_MASK, type Distribution } from './rng.js';
 
 export type StoreKind = 'memory' | 'redis';
 export type Mode = 'allow' | 'deny';
 export type AlgorithmName = 'tb' | 'gcra' | 'fw' | 'swc';
-export type SideName = 'sluice' | 'peer' | 'bare';
+/** `-sync`: the same build through `checkSync`, in a plain loop. */
+export type SideName = 'sluice' | 'sluice-sync' | 'before' | 'before-sync' | 'peer' | 'bare';
 
 export interface Scenario {
   readonly id: string;
@@ -36,10 +38,19 @@ export interface Scenario {
    * plain loop (the peer has no synchronous API and is awaited as always).
    */
   readonly sync?: boolean;
+  /**
+   * Memory store, async scenario: Sluice (and the baseline) also run through `checkSync`
+   * in a plain loop, as sides of their own, against the same awaited peer.
+   */
+  readonly syncSides?: boolean;
 }
 
 /** Keys in the uniform and Zipf distributions. */
 export const KEYS = 100_000;
+/** The seed of every key ring: same sequence on every run and for every side. */
+export const SEED = 20_261_130;
+/** Memory scenarios time one decision in this many (see bench/lib/driver.ts). */
+const MEMORY_SAMPLE_EVERY = 8;
 export const ROUTES = [
   'GET /a',
   'GET /b',
@@ -70,7 +81,16 @@ export function allScenarios(): Scenario[] {
     for (const concurrency of [1, 64, 256]) {
       for (const dist of ['hot', 'uniform', 'zipf'] as const) {
         for (const mode of ['allow', 'deny'] as const) {
-          add({ store, concurrency, dist, mode, algorithm: 'tb', multi: false });
+          const syncSides = store === 'memory' && concurrency === 64 && dist === 'zipf';
+          add({
+            store,
+            concurrency,
+            dist,
+            mode,
+            algorithm: 'tb',
+            multi: false,
+            ...(syncSides && mode === 'allow' ? { syncSides } : {}),
+          });
         }
       }
     }
@@ -130,6 +150,29 @@ export function sluicePolicies(s: Scenario): PolicyInput[] {
   return policies;
 }
 
+/**
+ * The rows issue 16 asks for, in both modes (`--headline`; the pinned mode's default):
+ * Redis c=1 Zipf, c=64 Zipf, one hot key at c=64, and the memory store at c=64 Zipf
+ * (async `check` and `checkSync`).
+ */
+export const HEADLINE = [
+  'redis/c1/zipf/tb/allow',
+  'redis/c64/zipf/tb/allow',
+  'redis/c64/hot/tb/allow',
+  'memory/c64/zipf/tb/allow',
+] as const;
+
+/** The sides of a scenario, in the order they run in a round. */
+export function sideNames(s: Scenario, withBefore: boolean): SideName[] {
+  const out: SideName[] = ['sluice'];
+  if (s.syncSides === true) out.push('sluice-sync');
+  if (withBefore) out.push('before');
+  if (withBefore && s.syncSides === true) out.push('before-sync');
+  out.push('peer');
+  if (s.store === 'memory') out.push('bare');
+  return out;
+}
+
 /** One contender, ready to drive. */
 export interface Side {
   readonly name: SideName;
@@ -157,24 +200,75 @@ export interface SideContext {
   readonly ring: Uint32Array;
   /** Sluice's compiled modules (see sluice.ts). */
   readonly sluice: SluiceModules;
-  /** For Redis sides: a client factory of the benchmark's server. */
-  readonly redisClient?: () => Redis;
+  /** The baseline's, with `--before`. */
+  readonly before?: SluiceModules;
+  /** For Redis sides: the benchmark's server. */
+  readonly redisPort?: number;
 }
 
-export async function makeSluice(s: Scenario, ctx: SideContext): Promise<Side> {
+/** A client of the benchmark's Redis (the peer's), once ready. */
+async function redisClient(ctx: SideContext): Promise<Redis> {
+  const { Redis } = await import('ioredis');
+  const client = new Redis({ host: '127.0.0.1', port: ctx.redisPort!, lazyConnect: true });
+  await client.connect();
+  return client;
+}
+
+/** The side `name` of scenario `s`. */
+export function makeSide(name: SideName, s: Scenario, ctx: SideContext): Promise<Side> {
+  switch (name) {
+    case 'sluice':
+    case 'sluice-sync':
+      return makeSluice(s, ctx, name, ctx.sluice);
+    case 'before':
+    case 'before-sync':
+      if (ctx.before === undefined) throw new Error(`side ${name} needs --before <dir>`);
+      return makeSluice(s, ctx, name, ctx.before);
+    case 'peer':
+      return makePeer(s, ctx);
+    case 'bare':
+      return Promise.resolve(makeBare(s, ctx));
+  }
+}
+
+/** How `side` of `s` is driven for `durationMs`. */
+export function driveOptions(s: Scenario, side: Side, durationMs: number): DriveOptions<unknown> {
+  return {
+    concurrency: s.concurrency,
+    durationMs,
+    allowed: side.allowed,
+    sync: side.sync === true,
+    // In process, per-decision clock reads would cost as much as a decision: time a sample.
+    sampleEvery: s.store === 'memory' ? MEMORY_SAMPLE_EVERY : 1,
+  };
+}
+
+/** Whether side `name` runs its decisions in a plain loop (see DriveOptions.sync). */
+export function isSyncSide(name: SideName, s: Scenario): boolean {
+  if (name.endsWith('-sync')) return true;
+  return (name === 'sluice' || name === 'before' || name === 'bare') && s.sync === true;
+}
+
+async function makeSluice(
+  s: Scenario,
+  ctx: SideContext,
+  name: SideName,
+  modules: SluiceModules,
+): Promise<Side> {
   const { ring } = ctx;
   let store: MemoryStore | RedisStore;
   if (s.store === 'memory') {
-    store = new ctx.sluice.main.MemoryStore();
+    store = new modules.main.MemoryStore();
   } else {
-    const seed = ctx.redisClient!();
-    store = new ctx.sluice.redis.RedisStore({ client: seed, prefix: 'slb' });
+    // As a user starts it: a URL, a prefix, then ready.
+    store = modules.redis.RedisStore.connect(`redis://127.0.0.1:${ctx.redisPort!}`, {
+      prefix: name.startsWith('before') ? 'slbb' : 'slb',
+    });
     await store.ready();
-    seed.disconnect();
   }
-  const limiter = ctx.sluice.main.createLimiter({ store, policies: sluicePolicies(s) });
+  const limiter = modules.main.createLimiter({ store, policies: sluicePolicies(s) });
   let cursor = 0;
-  const sync = s.sync === true;
+  const sync = isSyncSide(name, s);
   const op: Operation<unknown> = s.multi
     ? () => {
         const n = cursor++;
@@ -185,30 +279,27 @@ export async function makeSluice(s: Scenario, ctx: SideContext): Promise<Side> {
       ? () => limiter.checkSync({ tenant: TENANTS[ring[cursor++ & RING_MASK]!]! })
       : () => limiter.check({ tenant: TENANTS[ring[cursor++ & RING_MASK]!]! });
   return {
-    name: 'sluice',
+    name,
     op,
     allowed: isAllowedResult,
     sync,
-    ...(s.store === 'redis' ? { keyPattern: 'slb:*' } : {}),
+    ...(s.store === 'redis' ? { keyPattern: name.startsWith('before') ? 'slbb:*' : 'slb:*' } : {}),
     close: () => store.close(),
   };
 }
 
-export async function makePeer(s: Scenario, ctx: SideContext): Promise<Side> {
+async function makePeer(s: Scenario, ctx: SideContext): Promise<Side> {
   const { ring } = ctx;
   const opts =
     s.mode === 'allow' ? { points: 1_000_000_000, duration: 1 } : { points: 1, duration: 60 };
   let client: Redis | undefined;
   const make = (keyPrefix: string): RateLimiterAbstract => {
     if (s.store === 'memory') return new RateLimiterMemory({ ...opts, keyPrefix });
-    client ??= ctx.redisClient!();
     return new RateLimiterRedis({ ...opts, keyPrefix, storeClient: client });
   };
+  if (s.store === 'redis') client = await redisClient(ctx);
   const tenantLimiter = make('rlf');
   const routeLimiter = make('rlfr');
-  if (client !== undefined && client.status !== 'ready') {
-    await new Promise<void>((resolve) => client!.once('ready', () => resolve()));
-  }
   const yes = (): boolean => true;
   // rate-limiter-flexible rejects with a RateLimiterRes when over the limit, and with an
   // Error when the store fails: only the former is a decision.
@@ -269,7 +360,7 @@ async function forgetAll(
  * validation): what a decision costs with nothing but the arithmetic. The in-process
  * ceiling for the memory store; it always runs a token bucket.
  */
-export function makeBare(s: Scenario, ctx: SideContext): Side {
+function makeBare(s: Scenario, ctx: SideContext): Side {
   const { ring } = ctx;
   const p = policyParams('tb', s.mode) as { rate: number; burst: number; period?: string };
   const rate = p.rate;
@@ -304,7 +395,7 @@ export function makeBare(s: Scenario, ctx: SideContext): Side {
     name: 'bare',
     op,
     allowed: isTrue,
-    sync: s.sync === true,
+    sync: isSyncSide('bare', s),
     close: () => Promise.resolve(),
   };
 }

@@ -138,15 +138,29 @@ export function decide(
 export const FIT_EPSILON = 1e-9;
 
 /** The decision for a cost that can never fit (see the transition contract). */
-export function unfittableDecision(limit: number, remaining: number): AlgorithmDecision {
+export function unfittableDecision(
+  limit: number,
+  remaining: number,
+  resetAfterMs: number,
+): AlgorithmDecision {
   const out = decisionCell();
-  unfittable(out, limit, remaining);
+  unfittable(out, limit, remaining, resetAfterMs);
   return out as AlgorithmDecision;
 }
 
-/** Writes the decision for a cost that can never fit (see the transition contract). */
-export function unfittable(out: DecisionCell, limit: number, remaining: number): void {
-  decide(out, 'INVALID_POLICY', limit, remaining, 0, 0);
+/**
+ * Writes the decision for a cost that can never fit (see the transition contract). No
+ * wait makes it fit, but the state still empties or refills: `resetAfterMs` is the
+ * state's own, what a cost-0 read would report, so an RLS answer says when the bucket
+ * is full again rather than 0.
+ */
+export function unfittable(
+  out: DecisionCell,
+  limit: number,
+  remaining: number,
+  resetAfterMs: number,
+): void {
+  decide(out, 'INVALID_POLICY', limit, remaining, 0, resetAfterMs);
 }
 
 /**

@@ -72,7 +72,7 @@ function step(
 
   const charge = p.chargeDenied === true;
   if (cost > p.limit && !charge) {
-    unfittable(out, p.limit, p.limit - count);
+    unfittable(out, p.limit, p.limit - count, count > 0 ? untilEndMs : 0);
     return;
   }
   // Counts are whole units, so the comparison is exact: no FIT_EPSILON.

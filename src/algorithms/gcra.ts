@@ -82,7 +82,7 @@ function step(
   // textbook test `tat + cost × T − tolerance <= now` is off by up to 1e-4 ms at epoch ms).
   const aheadMs = tatMs - nowMs;
   if (cost > p.burst) {
-    unfittable(out, p.burst, freeUnits(aheadMs, p));
+    unfittable(out, p.burst, freeUnits(aheadMs, p), aheadMs);
     return;
   }
 

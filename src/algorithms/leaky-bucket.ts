@@ -89,7 +89,7 @@ function step(
   next.level = level;
   next.tsMs = tsMs;
   if (cost > p.capacity) {
-    unfittable(out, p.capacity, p.capacity - level);
+    unfittable(out, p.capacity, p.capacity - level, tsMs - nowMs + leakMs(level, p));
     return;
   }
   // Waits start from tsMs, which is later than nowMs when time went backwards.

@@ -41,7 +41,10 @@ function transition(
     last === undefined ? 0 : expiresAtMs(last, p) - nowMs;
 
   if (cost > p.limit) {
-    return { state: { entries }, decision: unfittableDecision(p.limit, p.limit - used) };
+    return {
+      state: { entries },
+      decision: unfittableDecision(p.limit, p.limit - used, resetAfterMs(newest)),
+    };
   }
   // Costs are whole units, so the comparison is exact: no FIT_EPSILON.
   if (used + cost <= p.limit) {

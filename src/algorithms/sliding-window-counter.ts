@@ -144,7 +144,7 @@ function step(
   const s = next;
   const used = estimate(s, nowMs, p);
   if (cost > p.limit) {
-    unfittable(out, p.limit, Math.max(0, p.limit - used));
+    unfittable(out, p.limit, Math.max(0, p.limit - used), resetAfterMs(s, s.current, nowMs, p));
     return;
   }
   if (fits(used, cost, p)) {

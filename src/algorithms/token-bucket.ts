@@ -79,7 +79,7 @@ function step(
   next.tsMs = tsMs;
   if (cost > p.burst) {
     next.tokens = tokens;
-    unfittable(out, p.burst, tokens);
+    unfittable(out, p.burst, tokens, tsMs - nowMs + refillMs(p.burst - tokens, p));
     return;
   }
   // The state is as of tsMs, which is later than nowMs when time went backwards: waits

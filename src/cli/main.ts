@@ -7,6 +7,7 @@ import { loadPolicyFile } from '../config/load.js';
 import { formatIssue } from '../core/errors.js';
 import { fsProblem } from '../config/read-file.js';
 import { createLimiter } from '../limiter/limiter.js';
+import { formatBounds, policyBounds } from '../local/bounds.js';
 import { MemoryStore } from '../stores/memory/memory-store.js';
 import { pino } from 'pino';
 import {
@@ -15,10 +16,16 @@ import {
   readSetting,
   type FlagValue,
   type SettingKey,
+  type XdsSettings,
 } from '../service/env-settings.js';
-import { startService } from '../service/main.js';
+import { capacityPlan } from '../capacity/capacity-plan.js';
+import { startService, type ServeOptions } from '../service/main.js';
+import { readXdsTlsFiles } from '../service/xds/xds-tls-files.js';
 import { parseDescriptorArgs } from './descriptor-args.js';
+import { planText } from './plan-text.js';
 import { errorText, exitCodeOf } from './error-text.js';
+import { addControllerCommand } from './controller-command.js';
+import { addSimulateCommand } from './simulate-command.js';
 
 function wholeNumber(name: string, min: number) {
   return (v: string): number => {
@@ -122,7 +129,7 @@ program
   .option('--grpc-host <addr>', 'gRPC bind address (env GRPC_HOST; default 0.0.0.0)')
   .option(
     '--redis <url>',
-    'Redis host:port or redis:// URL (env REDIS_URL; REDIS_AUTH, REDIS_TYPE); default: the embedded memory store',
+    'Redis host:port or redis:// URL (env REDIS_URL; REDIS_AUTH, REDIS_TYPE, for Sentinel REDIS_SENTINEL_AUTH); default: the embedded memory store',
   )
   .option(
     '--redis-cluster <host:port,...>',
@@ -131,6 +138,34 @@ program
   .option(
     '--store-timeout <ms>',
     `store deadline for envoy rules, 1-${MAX_STORE_TIMEOUT_MS} ms (env STORE_TIMEOUT_MS; default 100)`,
+  )
+  .option(
+    '--max-descriptors <n>',
+    'most descriptors in one request (env SLUICE_MAX_DESCRIPTORS; default 64)',
+  )
+  .option(
+    '--max-descriptor-entries <n>',
+    'most entries in one descriptor (env SLUICE_MAX_DESCRIPTOR_ENTRIES; default 32)',
+  )
+  .option(
+    '--max-descriptor-key-length <n>',
+    'longest entry key (env SLUICE_MAX_DESCRIPTOR_KEY_LENGTH; default 256)',
+  )
+  .option(
+    '--max-descriptor-value-length <n>',
+    'longest entry value (env SLUICE_MAX_DESCRIPTOR_VALUE_LENGTH; default 1024)',
+  )
+  .option(
+    '--http-headers-timeout <ms>',
+    'time a client has to send its request headers, then 408 (env SLUICE_HTTP_HEADERS_TIMEOUT_MS; default 10000)',
+  )
+  .option(
+    '--http-request-timeout <ms>',
+    'time a client has to send a whole request, then 408 (env SLUICE_HTTP_REQUEST_TIMEOUT_MS; default 30000)',
+  )
+  .option(
+    '--http-keep-alive-timeout <ms>',
+    'how long an idle keep-alive connection stays open (env SLUICE_HTTP_KEEP_ALIVE_TIMEOUT_MS; default 5000)',
   )
   .action(
     async (o: {
@@ -143,6 +178,13 @@ program
       redis?: string;
       redisCluster?: string;
       storeTimeout?: string;
+      maxDescriptors?: string;
+      maxDescriptorEntries?: string;
+      maxDescriptorKeyLength?: string;
+      maxDescriptorValueLength?: string;
+      httpHeadersTimeout?: string;
+      httpRequestTimeout?: string;
+      httpKeepAliveTimeout?: string;
     }) => {
       try {
         // Flags and environment variables go through one validation, before anything
@@ -159,6 +201,17 @@ program
         flag('redisUrl', '--redis-cluster', o.redisCluster);
         flag('redisType', '--redis-cluster', o.redisCluster === undefined ? undefined : 'cluster');
         flag('storeTimeoutMs', '--store-timeout', o.storeTimeout);
+        flag('maxDescriptors', '--max-descriptors', o.maxDescriptors);
+        flag('maxDescriptorEntries', '--max-descriptor-entries', o.maxDescriptorEntries);
+        flag('maxDescriptorKeyLength', '--max-descriptor-key-length', o.maxDescriptorKeyLength);
+        flag(
+          'maxDescriptorValueLength',
+          '--max-descriptor-value-length',
+          o.maxDescriptorValueLength,
+        );
+        flag('httpHeadersTimeoutMs', '--http-headers-timeout', o.httpHeadersTimeout);
+        flag('httpRequestTimeoutMs', '--http-request-timeout', o.httpRequestTimeout);
+        flag('httpKeepAliveTimeoutMs', '--http-keep-alive-timeout', o.httpKeepAliveTimeout);
         const settings = readServiceSettings(env, flags);
         const logger = pino({ name: 'sluice', level: settings.logLevel });
         if (settings.logFormatText)
@@ -171,22 +224,55 @@ program
             ? {}
             : target.type === 'single'
               ? { redisUrl: target.url }
-              : { redisCluster: target }),
+              : target.type === 'sentinel'
+                ? { redisSentinel: target }
+                : { redisCluster: target }),
+          ...(settings.redisTls === undefined ? {} : { redisTls: settings.redisTls }),
+          ...(settings.grpcTls === undefined ? {} : { grpcTls: settings.grpcTls }),
           port: settings.port,
           grpcPort: settings.grpcPort,
           host: settings.host,
           grpcHost: settings.grpcHost,
           storeTimeoutMs: settings.storeTimeoutMs,
+          maxDescriptors: settings.maxDescriptors,
+          maxDescriptorEntries: settings.maxDescriptorEntries,
+          maxDescriptorKeyLength: settings.maxDescriptorKeyLength,
+          maxDescriptorValueLength: settings.maxDescriptorValueLength,
+          ...(settings.httpHeadersTimeoutMs === undefined
+            ? {}
+            : { httpHeadersTimeoutMs: settings.httpHeadersTimeoutMs }),
+          ...(settings.httpRequestTimeoutMs === undefined
+            ? {}
+            : { httpRequestTimeoutMs: settings.httpRequestTimeoutMs }),
+          ...(settings.httpKeepAliveTimeoutMs === undefined
+            ? {}
+            : { httpKeepAliveTimeoutMs: settings.httpKeepAliveTimeoutMs }),
           keyPrefix: settings.keyPrefix,
           shadowMode: settings.shadowMode,
           quotaMode: settings.quotaMode,
           mergeDomainConfig: settings.mergeDomainConfig,
           nearLimitRatio: settings.nearLimitRatio,
+          localCacheSizeBytes: settings.localCacheSizeBytes,
           ...(settings.responseHeaders === undefined
             ? {}
             : { responseHeaders: settings.responseHeaders }),
           responseDynamicMetadata: settings.responseDynamicMetadata,
           decisionMode: settings.decisionMode,
+          decisionLogSampleRate: settings.decisionLogSampleRate,
+          ...(settings.xds === undefined ? {} : { xds: xdsOptions(settings.xds) }),
+          ...(settings.statsd === undefined ? {} : { statsd: settings.statsd }),
+          ...(settings.tracing === undefined ? {} : { tracing: settings.tracing }),
+          healthyWithAtLeastOneConfigLoaded: settings.healthyWithAtLeastOneConfigLoaded,
+          ...(settings.grpcUds === undefined ? {} : { grpcUds: settings.grpcUds }),
+          grpcMaxConnectionAgeMs: settings.grpcMaxConnectionAgeMs,
+          grpcMaxConnectionAgeGraceMs: settings.grpcMaxConnectionAgeGraceMs,
+          ...(settings.debug === undefined ? {} : { debug: settings.debug }),
+          ...(settings.redisPerSecond === undefined
+            ? {}
+            : { perSecondRedis: settings.redisPerSecond }),
+          ...(settings.redisTimeoutMs === undefined
+            ? {}
+            : { redisTimeoutMs: settings.redisTimeoutMs }),
           logger,
         });
         const stop = (): void => {
@@ -199,6 +285,82 @@ program
       }
     },
   );
+
+function positiveNumber(name: string, max = Infinity) {
+  return (v: string): number => {
+    const n = /^\s*[0-9.eE+]+\s*$/.test(v) ? Number(v) : NaN;
+    if (!(n > 0 && n <= max))
+      throw new InvalidArgumentError(
+        `${name} must be a number > 0${max === Infinity ? '' : ` and <= ${max}`}`,
+      );
+    return n;
+  };
+}
+
+program
+  .command('plan')
+  .description(
+    "Capacity plan for a policy file on Redis at a peak load, from Sluice's measured per-decision costs (docs/operations.md)",
+  )
+  .requiredOption('--policies <file>', 'Sluice policy file (YAML or JSON)')
+  .requiredOption(
+    '--peak-rps <n>',
+    'requests per second at peak, whole fleet',
+    positiveNumber('--peak-rps'),
+  )
+  .requiredOption(
+    '--tenants <n>',
+    'distinct identities active within a bucket TTL',
+    wholeNumber('--tenants', 1),
+  )
+  .option(
+    '--zipf <s>',
+    'Zipf exponent of traffic over tenants (0: even)',
+    (v: string) => {
+      const n = /^\s*[0-9.eE+]+\s*$/.test(v) ? Number(v) : NaN;
+      if (!(n >= 0 && Number.isFinite(n)))
+        throw new InvalidArgumentError('--zipf must be a number >= 0');
+      return n;
+    },
+    1,
+  )
+  .option(
+    '--target-utilization <r>',
+    'share of a core each Redis primary and service process may use at peak',
+    positiveNumber('--target-utilization', 1),
+    0.5,
+  )
+  .option('--json', 'print the plan as JSON')
+  .action(
+    async (o: {
+      policies: string;
+      peakRps: number;
+      tenants: number;
+      zipf: number;
+      targetUtilization: number;
+      json?: boolean;
+    }) => {
+      try {
+        const set = await loadPolicyFile(o.policies);
+        const plan = capacityPlan({
+          policies: set.policies,
+          peakRps: o.peakRps,
+          tenants: o.tenants,
+          zipf: o.zipf,
+          targetUtilization: o.targetUtilization,
+        });
+        process.stdout.write(o.json ? `${JSON.stringify(plan, null, 2)}\n` : planText(plan));
+      } catch (error) {
+        fail(error);
+      }
+    },
+  );
+
+/** The xDS settings with their TLS files read. */
+function xdsOptions(xds: XdsSettings): NonNullable<ServeOptions['xds']> {
+  const { tls, ...rest } = xds;
+  return tls === undefined ? rest : { ...rest, tls: readXdsTlsFiles(tls) };
+}
 
 /** Which loader a file given to `validate` is meant for. */
 type ConfigFormat = 'envoy' | 'sluice';
@@ -250,6 +412,35 @@ const argv = process.argv.map((a) => {
   const m = /^--?(config_dir|merge_domain_configs)(=.*)?$/.exec(a);
   return m ? `${GO_FLAGS[m[1]!]}${m[2] ?? ''}` : a;
 });
+
+program
+  .command('explain')
+  .description(
+    'Print per policy what the local stages permit on a fleet: fleet burst, units held outside the global owner, overshoot and under-use bounds, remote calls, each failure mode with the store down',
+  )
+  .requiredOption('--policies <file>', 'policy file (YAML or JSON)')
+  .requiredOption(
+    '--instances <n>',
+    'how many limiter instances share the store',
+    wholeNumber('--instances', 1),
+  )
+  .option('--rps <r>', 'requests per second to one key across the fleet', (v: string): number => {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('--rps must be a number > 0');
+    return n;
+  })
+  .option('--json', 'print the same as JSON')
+  .action(async (o: { policies: string; instances: number; rps?: number; json?: boolean }) => {
+    try {
+      const set = await loadPolicyFile(o.policies);
+      const all = set.policies.map((p) => policyBounds(p, o.instances, o.rps));
+      process.stdout.write(
+        o.json === true ? `${JSON.stringify(all, null, 2)}\n` : formatBounds(all),
+      );
+    } catch (error) {
+      fail(error);
+    }
+  });
 
 program
   .command('validate')
@@ -316,5 +507,8 @@ program
       }
     },
   );
+
+addSimulateCommand(program, fail);
+addControllerCommand(program, fail);
 
 await program.parseAsync(argv);

@@ -97,3 +97,52 @@ export const anyText: SettingValue<string> = z.string();
 export function nonEmptyText(allowed: string): SettingValue<string> {
   return settingValue(allowed, (t) => (t === '' ? undefined : t));
 }
+
+/** A share from 0 (never) to 1 (always), e.g. a sampling rate. */
+export const fraction: SettingValue<number> = settingValue('a number from 0 to 1', (t) => {
+  const n = /^\s*[0-9.eE+-]+\s*$/.test(t) ? Number(t) : NaN;
+  return n >= 0 && n <= 1 ? n : undefined;
+});
+// Go's time.ParseDuration units, which upstream's duration settings use.
+const GO_DURATION_UNIT_MS: Readonly<Record<string, number>> = {
+  ns: 1e-6,
+  us: 1e-3,
+  µs: 1e-3,
+  ms: 1,
+  s: 1_000,
+  m: 60_000,
+  h: 3_600_000,
+};
+
+/** Reads Go's duration form (`10s`, `1h30m`, `250ms`, `0`) as milliseconds. */
+export function goDurationMs(text: string): number | undefined {
+  if (text === '0') return 0;
+  const parts = /^(?:[0-9]+(?:\.[0-9]*)?(?:ns|us|µs|ms|s|m|h))+$/.test(text)
+    ? [...text.matchAll(/([0-9]+(?:\.[0-9]*)?)(ns|us|µs|ms|s|m|h)/g)]
+    : undefined;
+  if (parts === undefined) return undefined;
+  return parts.reduce((sum, [, n, unit]) => sum + Number(n) * GO_DURATION_UNIT_MS[unit!]!, 0);
+}
+
+/** A Go duration (`10s`, `1h30m`), as upstream writes its duration settings; read as ms. */
+export const goDuration: SettingValue<number> = settingValue(
+  'a duration such as 250ms, 10s or 1h30m',
+  goDurationMs,
+);
+
+/**
+ * A list of `key<sep>value` pairs separated by commas (empty: none), each key non-empty;
+ * entries are kept in order, the last of a repeated key wins.
+ */
+export function keyValueList(sep: ':' | '='): SettingValue<Readonly<Record<string, string>>> {
+  return settingValue(`comma-separated key${sep}value pairs`, (t) => {
+    const out: Record<string, string> = {};
+    if (t === '') return out;
+    for (const entry of t.split(',')) {
+      const at = entry.indexOf(sep);
+      if (at <= 0) return undefined;
+      out[entry.slice(0, at)] = entry.slice(at + 1);
+    }
+    return out;
+  });
+}

@@ -6,6 +6,12 @@ import { PolicyError, formatIssue, type PolicyIssue } from '../core/errors.js';
 import { ALGORITHM_KINDS, type MatchEntry, type Policy } from '../core/policy.js';
 import { issueText } from './issue-text.js';
 import { overloadIssues, type OverloadConfig } from './overload-schema.js';
+import {
+  batchSchema,
+  localSchema,
+  stageFieldCode,
+  stageSettingsProblems,
+} from './stage-settings.js';
 
 /** A policy name: stable, public, safe inside storage keys and metric labels. */
 export const POLICY_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
@@ -59,6 +65,8 @@ const baseFields = {
     .optional(),
   timeout: durationMs.default(DEFAULT_TIMEOUT_MS),
   shadow: z.boolean().default(false),
+  local: localSchema.optional(),
+  batch: batchSchema.optional(),
 };
 const BASE_KEYS = new Set(Object.keys(baseFields));
 const baseSchema = z.object(baseFields);
@@ -93,7 +101,12 @@ function pathOf(prefix: readonly PropertyKey[], path: readonly PropertyKey[]): s
 
 function issuesOf(error: z.ZodError, prefix: readonly PropertyKey[], file?: string): PolicyIssue[] {
   return error.issues.map((i) => {
-    const issue = { path: pathOf(prefix, i.path), message: i.message };
+    const code = stageFieldCode(i.path[0]);
+    const issue = {
+      path: pathOf(prefix, i.path),
+      message: i.message,
+      ...(code === undefined ? {} : { code }),
+    };
     return file === undefined ? issue : { ...issue, file };
   });
 }
@@ -186,6 +199,25 @@ function parseOne(
     };
     tooBig(valid.cost.default, ['cost', 'default']);
     valid.cost.rules.forEach((r, i) => tooBig(r.cost, ['cost', 'rules', i, 'cost']));
+    const problems = stageSettingsProblems(
+      {
+        algorithm: kind,
+        params: params.data as Readonly<Record<string, unknown>>,
+        capacity,
+        maxCost: Math.max(valid.cost.default, ...valid.cost.rules.map((r) => r.cost)),
+        shadow: valid.shadow ?? false,
+      },
+      valid.local,
+      valid.batch,
+    );
+    for (const p of problems) {
+      const where = pathOf(at, p.path);
+      issues.push(
+        file === undefined
+          ? { path: where, message: p.message, code: p.code }
+          : { file, path: where, message: p.message, code: p.code },
+      );
+    }
   }
   if (!base.success || params?.success !== true || issues.length > before) return undefined;
   const b = base.data;
@@ -210,6 +242,8 @@ function parseOne(
     timeoutMs: b.timeout,
     shadow: b.shadow,
     ...(b.description === undefined ? {} : { description: b.description }),
+    ...(b.local === undefined ? {} : { local: b.local }),
+    ...(b.batch === undefined ? {} : { batch: b.batch }),
   };
   return deepFreeze(policy);
 }

@@ -100,6 +100,20 @@ export const ERROR_CODES = Object.freeze({
     grpcStatus: GRPC_INVALID_ARGUMENT,
     summary: "A check's timeoutMs is not a positive number.",
   },
+  SLUICE_ERR_LOCAL_INVALID: {
+    family: 'policy',
+    httpStatus: 500,
+    grpcStatus: GRPC_FAILED_PRECONDITION,
+    summary:
+      "A policy's local bucket (local: rate, period, burst) or the local stages' options (key bound, over-limit cache bytes) are not allowed, e.g. a local burst below the policy's cost.",
+  },
+  SLUICE_ERR_BATCH_INVALID: {
+    family: 'policy',
+    httpStatus: 500,
+    grpcStatus: GRPC_FAILED_PRECONDITION,
+    summary:
+      "A policy's token batching (batch: size, ttl) is not allowed, e.g. a size above the policy's capacity, or batching on a shadow policy.",
+  },
   SLUICE_ERR_STORE_UNAVAILABLE: {
     family: 'store',
     httpStatus: 503,
@@ -127,6 +141,20 @@ export const ERROR_CODES = Object.freeze({
     grpcStatus: GRPC_UNAVAILABLE,
     summary:
       'A batch spans several Redis Cluster slots and the store\'s crossSlot strategy is "reject", or it holds a request that charges denials (decide those independently); nothing was applied.',
+  },
+  SLUICE_ERR_STORE_REPLICA: {
+    family: 'store',
+    httpStatus: 503,
+    grpcStatus: GRPC_UNAVAILABLE,
+    summary:
+      'The Redis server is a replica (its primary named), or the client is set to read from replicas: the store decides only on a primary, never on a copy that may be stale.',
+  },
+  SLUICE_ERR_STORE_NOT_REPLICATED: {
+    family: 'store',
+    httpStatus: 503,
+    grpcStatus: GRPC_UNAVAILABLE,
+    summary:
+      'Strict replicated acknowledgement: a consume was applied on the primary but its replicas did not acknowledge it in time, so it is not admitted (its units stay charged).',
   },
   SLUICE_ERR_STORE_CLOSED: {
     family: 'store',
@@ -186,6 +214,20 @@ export const ERROR_CODES = Object.freeze({
     grpcStatus: GRPC_UNAVAILABLE,
     summary:
       'The retrying client refused the request locally: the backend has been refusing most requests (adaptive throttling).',
+  },
+  SLUICE_ERR_QUOTA_CONFIG_INVALID: {
+    family: 'policy',
+    httpStatus: 500,
+    grpcStatus: GRPC_FAILED_PRECONDITION,
+    summary:
+      'Quota controller or agent options are invalid (budgets, refresh, lease TTL, fallback); every issue is listed.',
+  },
+  SLUICE_ERR_QUOTA_NOT_LEADER: {
+    family: 'store',
+    httpStatus: 503,
+    grpcStatus: GRPC_UNAVAILABLE,
+    summary:
+      'This quota controller does not lead (or just stopped leading); the client should try the next controller.',
   },
   SLUICE_ERR_PROTOCOL_BAD_REQUEST: {
     family: 'protocol',

@@ -32,6 +32,8 @@ export interface PolicyIssue {
   /** Path inside the document, e.g. `policies[0].burst`; empty for the document root. */
   readonly path: string;
   readonly message: string;
+  /** A finer code for the issue, when it has one (e.g. `SLUICE_ERR_LOCAL_INVALID`). */
+  readonly code?: ErrorCode;
 }
 
 /** Configuration, descriptor or cost errors: the request or policy is wrong (INVALID_POLICY). */
@@ -65,8 +67,10 @@ export type StoreFailureReason =
   | 'oom'
   /** A bucket key holds something else (`WRONGTYPE`, or a value that is not Sluice state). */
   | 'wrongtype'
-  /** The node is a replica (`READONLY`), e.g. after a failover. */
+  /** The node is a replica (`READONLY`, or its `ROLE`), e.g. after a failover. */
   | 'readonly'
+  /** Strict replicated acknowledgement: a consume was not acknowledged by its replicas in time. */
+  | 'replication'
   /** Redis is loading its data set (`LOADING`) or busy with a script (`BUSY`). */
   | 'busy'
   /** The cluster cannot serve the slot (`CLUSTERDOWN`, `MASTERDOWN`, `TRYAGAIN`). */
@@ -84,6 +88,8 @@ const REASON_OF_CODE: Partial<Record<ErrorCode, StoreFailureReason>> = {
   SLUICE_ERR_STORE_TIMEOUT: 'timeout',
   SLUICE_ERR_STORE_STATE_CORRUPT: 'wrongtype',
   SLUICE_ERR_STORE_CLOSED: 'closed',
+  SLUICE_ERR_STORE_REPLICA: 'readonly',
+  SLUICE_ERR_STORE_NOT_REPLICATED: 'replication',
   SLUICE_ERR_STORE_CROSS_SLOT: 'cross_slot',
 };
 

@@ -29,6 +29,31 @@ export interface StaleSettings {
 }
 
 /**
+ * A coarse in-process bucket per bucket key, checked before the global store: each
+ * instance admits at most `burst` units at once and `rate` per `periodMs` for one key
+ * (a token bucket). It stops a flood before it reaches the store and keeps limiting when
+ * the store is down. See docs/local-and-batching.md.
+ */
+export interface LocalSettings {
+  /** Units added per `periodMs`, per instance and bucket key. */
+  readonly rate: number;
+  readonly periodMs: number;
+  /** Most units one instance admits at once for one bucket key. */
+  readonly burst: number;
+}
+
+/**
+ * Token batching: an instance reserves up to `size` units from the global bucket in one
+ * store call and admits from them in process. See docs/local-and-batching.md.
+ */
+export interface BatchSettings {
+  /** Most units one reservation takes (a cold key reserves less; see the batch stage). */
+  readonly size: number;
+  /** How long reserved units may be spent; unspent ones are then dropped (under-use). */
+  readonly ttlMs: number;
+}
+
+/**
  * One entry a descriptor must have for a policy to apply. With a `value`, the
  * descriptor's value must equal it (scope: "what is limited"). Without, any value
  * matches and each distinct value gets its own bucket (e.g. one bucket per tenant).
@@ -76,4 +101,8 @@ export interface Policy {
   /** Decide and record, never enforce: the policy's denials never block a request. */
   readonly shadow: boolean;
   readonly description?: string;
+  /** The local stage's bucket, when the policy has one. */
+  readonly local?: LocalSettings;
+  /** Token batching, when the policy has it. */
+  readonly batch?: BatchSettings;
 }

@@ -1,4 +1,4 @@
-import { algorithmOf } from '../algorithms/index.js';
+import { localStages } from '../local/stages.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { AlgorithmDecision, Decision } from '../core/decision.js';
 import { toDescriptor, type Descriptor, type DescriptorInput } from '../core/descriptor.js';
@@ -9,18 +9,19 @@ import { parsePolicies, type PolicyInput, type PolicySet } from '../config/polic
 import type { Registry } from 'prom-client';
 import type { CheckRecorder } from '../metrics/check-recorder.js';
 import { LimiterMetrics } from '../metrics/limiter-metrics.js';
-import { bucketKey } from '../stores/key.js';
-import { MemoryStore } from '../stores/memory/memory-store.js';
-import type { Store, StoreApplyOptions, StoreRequest, StoreResult } from '../stores/store.js';
+import { bucketKey, descriptorValues, type DescriptorValues } from '../stores/key.js';
+import type { Store, StoreApplyOptions, StoreResult } from '../stores/store.js';
 import { combineDecisions, type CheckResult } from './check-result.js';
 import {
   matchedItems,
   PolicyPlans,
   type DescriptorRecord,
-  type PolicyPlan,
   type RecordItem,
   type RecordMatch,
 } from './plan.js';
+import { planOf, PreparedItem, takeItem, type PolicyPlan } from './policy-plan.js';
+import { checkStages, enterStages, settleStages } from './pipeline.js';
+import type { Stage, StageContext } from './stage.js';
 import { StaleBudgets } from './stale-budgets.js';
 import { Deadlines, type Deadline } from './deadlines.js';
 
@@ -38,8 +39,25 @@ export interface LimiterOptions extends Partial<Omit<DescriptorLimits, 'maxDescr
   /** Told how each call to an asynchronous store ended. @default none */
   readonly storeObserver?: StoreCallObserver;
   /**
+   * The pipeline's stages, in order (a local bucket, an over-limit cache, a token batch, a
+   * quota lease; see `Stage`). Each check's items pass them before the store; a stage
+   * applies only to the policies its `appliesTo` accepts, asked once per policy set.
+   * {@link Limiter.close} closes them. @default the local stages (`localStages`): the local
+   * bucket and the token batch, which take part only in checks of policies with `local`
+   * or `batch`, and the over-limit cache when `overLimitCacheBytes` is above 0
+   */
+  readonly stages?: readonly Stage[];
+  /**
+   * Bytes of the over-limit cache among the default stages (a bucket the store just denied
+   * is denied in process until its retry time; envoyproxy/ratelimit's
+   * `LOCAL_CACHE_SIZE_IN_BYTES`). Unused when `stages` is given. @default 0 (no cache)
+   */
+  readonly overLimitCacheBytes?: number;
+  /**
    * Where the limiter's metrics go: a `LimiterMetrics` (keep it to read `hotKeys()`), or
-   * any `CheckRecorder`. See docs/metrics.md. @default none, or one made in `registry`
+   * any `CheckRecorder`. Decisions answered by a stage are counted with the stage's path
+   * (`local`, `cache`, `batch`, `lease`). See docs/metrics.md. @default none, or one made
+   * in `registry`
    */
   readonly metrics?: CheckRecorder;
   /**
@@ -134,34 +152,50 @@ function matches(policy: Policy, d: Descriptor): boolean {
   });
 }
 
-function costOf(policy: Policy, d: Descriptor): number {
-  for (const rule of policy.cost.rules) {
-    if (rule.when.every((w) => d.some((e) => e.key === w.key && e.value === w.value)))
-      return rule.cost;
+/** The cost `policy`'s cost rules give a descriptor's values: the first rule that fits. */
+function costOf(policy: Policy, d: DescriptorValues): number {
+  const rules = policy.cost.rules;
+  for (let i = 0; i < rules.length; i++) {
+    const when = rules[i]!.when;
+    let all = true;
+    for (let j = 0; j < when.length; j++) {
+      const w = when[j]!;
+      if (!Object.hasOwn(d, w.key) || d[w.key] !== w.value) all = false;
+    }
+    if (all) return rules[i]!.cost;
   }
   return policy.cost.defaultCost;
 }
 
+/** Gives a check's items back (see `takeItem`). */
+function release(items: readonly PreparedItem[]): void {
+  for (let i = 0; i < items.length; i++) items[i]!.release();
+}
+
 /**
- * Decides requests against policies through a store. All matched policies are checked
- * in one store batch, all-or-nothing; see {@link Limiter.check}.
+ * Decides requests against policies through a store. A check is resolved once into
+ * prepared items (one per matched policy: its compiled plan, bucket key or key-space
+ * value, and cost); the items pass the limiter's stages in order, and those no stage
+ * answered go to the store in one batch, all-or-nothing; see {@link Limiter.check}.
  */
 export class Limiter {
   readonly #store: Store;
   readonly #clock: Clock;
   readonly #limits: DescriptorLimits;
+  readonly #stages: readonly Stage[];
   /** The policies in force and their compiled resolution, swapped together. */
   #current: PolicyPlans;
+  /** Plans of `decideAt` policies outside the set in force, by policy object. */
+  readonly #loose = new WeakMap<Policy, PolicyPlan>();
   readonly #stale = new StaleBudgets();
   readonly #deadlines = new Deadlines();
   readonly #observer: StoreCallObserver | undefined;
-  /** The store when it is a MemoryStore, which decides a one-bucket check directly. */
-  readonly #memory: MemoryStore | undefined;
   readonly #metrics: CheckRecorder | undefined;
+  /** The options of a synchronous store call with no request id, reused. */
+  readonly #syncCall: { nowMs: number } = new SyncCall();
 
   constructor(options: LimiterOptions) {
     this.#store = options.store;
-    this.#memory = options.store instanceof MemoryStore ? options.store : undefined;
     this.#clock = options.clock ?? systemClock;
     this.#limits = descriptorLimits(options);
     this.#observer = options.storeObserver;
@@ -170,6 +204,15 @@ export class Limiter {
       (options.registry === undefined
         ? undefined
         : new LimiterMetrics({ registry: options.registry }));
+    const stages =
+      options.stages ??
+      localStages({
+        store: this.#store,
+        clock: this.#clock,
+        overLimitCacheBytes: options.overLimitCacheBytes ?? 0,
+      });
+    checkStages(stages);
+    this.#stages = Object.freeze([...stages]);
     this.#current = this.#accept(options.policies);
   }
 
@@ -177,7 +220,7 @@ export class Limiter {
     const set = toPolicySet(policies);
     for (const p of set.policies) this.#store.checkPolicy?.(p);
     this.#store.checkPolicies?.(set.policies);
-    return new PolicyPlans(set.policies, this.#memory);
+    return new PolicyPlans(set.policies, this.#store, this.#stages);
   }
 
   /** The recorder the limiter reports to (`metrics`, or the one made in `registry`). */
@@ -190,13 +233,27 @@ export class Limiter {
     return this.#current.policies;
   }
 
+  /** The pipeline's stages, in order (see {@link LimiterOptions.stages}). */
+  get stages(): readonly Stage[] {
+    return this.#stages;
+  }
+
   /**
    * Replaces the policies atomically: a check in flight uses the old set or the new one,
    * never a mix. Invalid input throws and keeps the current set. Buckets of policies
-   * that keep their name and key shape keep their state.
+   * that keep their name and key shape keep their state. The stages stay; which policies
+   * each applies to is asked again for the new set.
    */
   setPolicies(policies: PolicySet | readonly PolicyInput[]): void {
     this.#current = this.#accept(policies);
+  }
+
+  /**
+   * Closes the stages (each `Stage.close`, in order), so they give back what they hold.
+   * The store is the caller's: close it separately, after this.
+   */
+  async close(): Promise<void> {
+    for (const stage of this.#stages) await stage.close?.();
   }
 
   /** {@link Limiter.checkAt} at the limiter clock's current time. */
@@ -221,7 +278,8 @@ export class Limiter {
    * {@link Limiter.checkAt} without a promise, for a store that decides in process
    * (MemoryStore; see {@link Limiter.synchronous}): the same decision, the same
    * all-or-nothing batch and failure modes, returned directly. Throws the `PolicyError`s
-   * that `checkAt` rejects with, and a `TypeError` when the store is not synchronous.
+   * that `checkAt` rejects with, and a `TypeError` when the store is not synchronous or
+   * a stage answers with a promise (the error names the stage).
    */
   checkSyncAt(
     nowMs: number,
@@ -235,9 +293,9 @@ export class Limiter {
     }
     const m = this.#metrics;
     if (m !== undefined) {
-      return measured(m, () => this.#check(nowMs, descriptor, options)) as CheckResult;
+      return measured(m, () => this.#check(nowMs, descriptor, options, true)) as CheckResult;
     }
-    return this.#check(nowMs, descriptor, options) as CheckResult;
+    return this.#check(nowMs, descriptor, options, true) as CheckResult;
   }
 
   /** The clock's reading; the system clock's time origin is read once, not per check. */
@@ -260,22 +318,50 @@ export class Limiter {
     options: CheckOptions = NO_OPTIONS,
   ): Promise<CheckResult> {
     // Not async: on a synchronous store (MemoryStore) the result is ready at once, and
-    // an already-resolved promise is all a check costs beyond the decision itself.
+    // an already-resolved promise is all a check costs beyond the decision itself. (No
+    // `settled` here: its closure would be one more object per check.)
     const m = this.#metrics;
     if (m !== undefined)
-      return settled(() => measured(m, () => this.#check(nowMs, descriptor, options)));
+      return settled(() => measured(m, () => this.#check(nowMs, descriptor, options, false)));
     try {
-      const result = this.#check(nowMs, descriptor, options);
+      const result = this.#check(nowMs, descriptor, options, false);
       return result instanceof Promise ? result : Promise.resolve(result);
     } catch (error) {
       return Promise.reject(error as Error);
     }
   }
 
+  /**
+   * The lower-level form of {@link Limiter.checkAt} for callers that resolve policies
+   * themselves (the Envoy-compatible service matches its own rule tree): decides the
+   * given (policy, descriptor, cost) items as one all-or-nothing batch (or each on its
+   * own: `independent`), with the same stages, deadlines, failure modes and idempotency.
+   * Policies need not be in the limiter's set, but must come from `parsePolicies`
+   * (validated), or from an algorithm's `chargingDenied` (then only with `independent`).
+   *
+   * The cost is the request's, so a cost above a policy's capacity is a decision here,
+   * not an error: `OVER_LIMIT` with `retryAfterMs` Infinity (it can never fit). Rejects
+   * with a `PolicyError` for an invalid cost.
+   */
+  decideAt(
+    nowMs: number,
+    items: readonly CheckItem[],
+    options: DecideOptions = {},
+  ): Promise<CheckResult> {
+    const m = this.#metrics;
+    return settled(() =>
+      m === undefined
+        ? this.#decide(nowMs, items, options)
+        : measured(m, () => this.#decide(nowMs, items, options)),
+    );
+  }
+
+  /** Resolves a check into prepared items and runs them (see {@link Limiter.checkAt}). */
   #check(
     nowMs: number,
     descriptor: DescriptorInput,
     options: CheckOptions,
+    sync: boolean,
   ): CheckResult | Promise<CheckResult> {
     const plans = this.#current; // one read: reloads never mix sets within a check
     if (
@@ -284,79 +370,100 @@ export class Limiter {
       descriptor !== null &&
       !Array.isArray(descriptor)
     ) {
-      const result = this.#checkRecord(nowMs, descriptor as DescriptorRecord, plans, options);
+      const items = this.#prepareRecord(descriptor as DescriptorRecord, plans, options);
       // Anything unusual takes the general path, which reports it exactly.
-      if (result !== undefined) return result;
+      if (items !== undefined) return this.#run(nowMs, items, options, sync);
     }
     const d = toDescriptor(descriptor, this.#limits);
-    const selected = this.#select(plans.policies, d, options.policies);
-    if (options.cost !== undefined) validateCost(options.cost);
-    const items = selected.map((policy) => ({
-      policy,
-      descriptor: d,
-      cost: options.cost ?? costOf(policy, d),
-    }));
-    return this.#decide(nowMs, items, options, true);
+    const selected = this.#select(plans, d, options.policies);
+    const override = options.cost;
+    if (override !== undefined) validateCost(override);
+    const values = descriptorValues(d);
+    const items: PreparedItem[] = [];
+    for (const plan of selected) {
+      const cost = override ?? costOf(plan.policy, values);
+      if (cost > plan.capacity) {
+        release(items);
+        throw costExceeds(cost, plan.capacity, plan.policy);
+      }
+      items.push(takeItem(plan).prepare(cost, plan.key(values), undefined, undefined));
+    }
+    return this.#run(nowMs, items, options, sync);
   }
 
   /**
-   * {@link Limiter.checkAt} for a record descriptor, through the compiled plans: a
-   * remembered frozen record by what it resolved to; a record matching one policy whose
-   * bucket is in a value index of the memory store by its value alone (no key text);
-   * anything else resolved afresh. `undefined` when `toDescriptor` would not accept the
-   * record as is.
+   * The items of a record descriptor, through the compiled plans: a remembered frozen
+   * record by what it resolved to; a record whose shape matches one policy with no key
+   * text (its key is built only if read); anything else resolved afresh. `undefined`
+   * when `toDescriptor` would not accept the record as is.
    */
-  #checkRecord(
-    nowMs: number,
+  #prepareRecord(
     record: DescriptorRecord,
     plans: PolicyPlans,
     options: CheckOptions,
-  ): CheckResult | Promise<CheckResult> | undefined {
+  ): readonly PreparedItem[] | undefined {
     const frozen = Object.isFrozen(record);
-    if (frozen) {
-      const remembered = plans.recall(record);
-      if (remembered !== undefined) return this.#checkMatch(nowMs, remembered, options);
+    let match = frozen ? plans.recall(record) : undefined;
+    if (match === undefined) {
+      const keys = Object.keys(record);
+      if (!this.#plainRecord(record, keys)) return undefined;
+      const candidates = plans.forShape(keys);
+      if (candidates.length === 1 && !frozen)
+        return this.#prepareOne(candidates[0]!, record, options);
+      match = this.#resolveRecord(record, keys, candidates, plans);
     }
-    const keys = Object.keys(record);
-    if (!this.#plainRecord(record, keys)) return undefined;
-    const candidates = plans.forShape(keys);
-    if (candidates.length === 1 && !frozen && options.requestId === undefined) {
-      const result = this.#checkValue(nowMs, candidates[0]!, record, options);
-      if (result !== undefined) return result;
+    const override = options.cost;
+    if (override !== undefined) validateCost(override);
+    if (!Array.isArray(match)) {
+      const one = match as RecordItem;
+      const plan = one.plan;
+      const cost = override ?? one.cost;
+      if (cost > plan.capacity) throw costExceeds(cost, plan.capacity, plan.policy);
+      const item = takeItem(plan).prepare(cost, one.key, undefined, one.value);
+      return item === plan.spare ? plan.alone : [item];
     }
-    return this.#checkMatch(nowMs, this.#resolveRecord(record, keys, candidates, plans), options);
+    return this.#prepareMatched(matchedItems(match), override);
+  }
+
+  /** The items of a record that matched several policies (or none). */
+  #prepareMatched(matched: readonly RecordItem[], override: number | undefined): PreparedItem[] {
+    for (const m of matched) {
+      const cost = override ?? m.cost;
+      if (cost > m.plan.capacity) throw costExceeds(cost, m.plan.capacity, m.plan.policy);
+    }
+    const items: PreparedItem[] = [];
+    for (const m of matched) {
+      items.push(takeItem(m.plan).prepare(override ?? m.cost, m.key, undefined, m.value));
+    }
+    return items;
   }
 
   /**
-   * The one-policy check of a record on the memory store's value index of `plan`;
-   * `undefined` when the plan has none, the record does not fit its fixed values or the
-   * store is closed (the general path then decides or reports).
+   * The item of a record whose shape matches one policy: no key text unless something
+   * reads it (the store finds the bucket in its key space by the value). `undefined` when
+   * a property changed between reads (a getter), for the general path to report.
    */
-  #checkValue(
-    nowMs: number,
+  #prepareOne(
     plan: PolicyPlan,
     record: DescriptorRecord,
     options: CheckOptions,
-  ): CheckResult | undefined {
-    const index = plan.index;
-    if (index === undefined) return undefined;
-    const fixed = plan.fixed;
-    for (let j = 0; j < fixed.length; j++) {
-      if (record[fixed[j]!.key] !== fixed[j]!.value) return undefined;
-    }
-    const value = record[plan.valueKey!];
-    if (typeof value !== 'string') return undefined; // a getter that changed its mind
+  ): readonly PreparedItem[] | undefined {
     const override = options.cost;
     if (override !== undefined) validateCost(override);
+    const fixed = plan.fixed;
+    for (let j = 0; j < fixed.length; j++) {
+      if (record[fixed[j]!.key] !== fixed[j]!.value) return NO_ITEMS;
+    }
+    let value: string | undefined;
+    if (plan.valueKey !== undefined) {
+      value = record[plan.valueKey];
+      if (typeof value !== 'string') return undefined; // a getter that changed its mind
+    }
     const policy = plan.policy;
-    const cost = override ?? recordCost(policy, record);
+    const cost = override ?? costOf(policy, record);
     if (cost > plan.capacity) throw costExceeds(cost, plan.capacity, policy);
-    validateTimeout(options.timeoutMs);
-    this.#metrics?.bucket(policy.name, plan.key(record), cost, nowMs);
-    const d = this.#memory!.decideIn(index, value, plan.algorithm, policy.params, cost, nowMs);
-    if (d === undefined) return undefined;
-    if (policy.failureMode === 'stale') this.#stale.record(plan.key(record), d, nowMs);
-    return combineDecisions([withPolicy(d, policy.name, policy.shadow ? 'shadow' : 'store')]);
+    const item = takeItem(plan).prepare(cost, undefined, record, value);
+    return item === plan.spare ? plan.alone : [item];
   }
 
   /** Whether `toDescriptor` would accept the record as is (so the fast path may skip it). */
@@ -405,8 +512,8 @@ export class Limiter {
         items.push({
           plan,
           key: plan.key(record),
-          cost: recordCost(plan.policy, record),
-          handle: undefined,
+          value: plan.valueKey === undefined ? undefined : record[plan.valueKey],
+          cost: costOf(plan.policy, record),
         });
       }
     }
@@ -415,155 +522,204 @@ export class Limiter {
     return match;
   }
 
-  /** {@link Limiter.checkAt} for the policies a valid record descriptor matched. */
-  #checkMatch(
-    nowMs: number,
-    match: RecordMatch,
-    options: CheckOptions,
-  ): CheckResult | Promise<CheckResult> {
-    const override = options.cost;
-    if (override !== undefined) validateCost(override);
-    const memory = this.#memory;
-    if (!Array.isArray(match) && memory !== undefined && options.requestId === undefined) {
-      // One bucket in the memory store: no batch, no store result, no promise.
-      const item = match as RecordItem;
-      const plan = item.plan;
-      const cost = override ?? item.cost;
-      const policy = plan.policy;
-      if (cost > plan.capacity) throw costExceeds(cost, plan.capacity, policy);
-      validateTimeout(options.timeoutMs);
-      this.#metrics?.bucket(policy.name, item.key, cost, nowMs);
-      const d = memory.decideOne(item, plan.algorithm, policy.params, cost, nowMs);
-      // undefined: the store is closed, and the general path reports that.
-      if (d !== undefined) {
-        if (policy.failureMode === 'stale') this.#stale.record(item.key, d, nowMs);
-        return combineDecisions([withPolicy(d, policy.name, policy.shadow ? 'shadow' : 'store')]);
-      }
-    }
-    const items = matchedItems(match);
-    const selected: Policy[] = [];
-    const batch: StoreRequest[] = [];
-    for (let i = 0; i < items.length; i++) {
-      const { plan, key } = items[i]!;
-      const policy = plan.policy;
-      const cost = override ?? items[i]!.cost;
-      if (cost > plan.capacity) throw costExceeds(cost, plan.capacity, policy);
-      selected.push(policy);
-      batch.push({
-        key,
-        algorithm: plan.algorithm,
-        params: policy.params,
-        cost,
-        enforce: plan.enforce,
-      });
-    }
-    return this.#run(nowMs, selected, batch, options);
-  }
-
-  /**
-   * The lower-level form of {@link Limiter.checkAt} for callers that resolve policies
-   * themselves (the Envoy-compatible service matches its own rule tree): decides the
-   * given (policy, descriptor, cost) items as one all-or-nothing batch (or each on its
-   * own: `independent`), with the same deadlines, failure modes and idempotency. Policies
-   * need not be in the limiter's set, but must come from `parsePolicies` (validated), or
-   * from an algorithm's `chargingDenied` (then only with `independent`).
-   *
-   * The cost is the request's, so a cost above a policy's capacity is a decision here,
-   * not an error: `OVER_LIMIT` with `retryAfterMs` Infinity (it can never fit). Rejects
-   * with a `PolicyError` for an invalid cost.
-   */
-  decideAt(
-    nowMs: number,
-    items: readonly CheckItem[],
-    options: DecideOptions = {},
-  ): Promise<CheckResult> {
-    const m = this.#metrics;
-    return settled(() =>
-      m === undefined
-        ? this.#decide(nowMs, items, options, false)
-        : measured(m, () => this.#decide(nowMs, items, options, false)),
-    );
-  }
-
-  /** `rejectOversized`: a cost above capacity throws (checkAt) instead of being decided. */
+  /** {@link Limiter.decideAt}: the items prepared as given, then the same run as a check. */
   #decide(
     nowMs: number,
     items: readonly CheckItem[],
     options: DecideOptions,
-    rejectOversized: boolean,
   ): CheckResult | Promise<CheckResult> {
-    const selected = items.map((i) => i.policy);
     const independent = options.independent === true;
-    const batch: StoreRequest[] = items.map(({ policy, descriptor: d, cost }) => {
-      validateCost(cost);
-      const algorithm = algorithmOf(policy.algorithm);
-      if (!independent && algorithm.chargesDenied?.(policy.params) === true) {
-        throw new PolicyError(
-          'SLUICE_ERR_POLICY_UNSUPPORTED',
-          `policy "${policy.name}" charges denied requests, which an all-or-nothing decision cannot undo; decide it with independent: true`,
+    const plans = this.#current;
+    const prepared: PreparedItem[] = [];
+    try {
+      for (const { policy, descriptor, cost } of items) {
+        validateCost(cost);
+        const plan = this.#planOf(policy, plans);
+        if (!independent && plan.algorithm.chargesDenied?.(policy.params) === true) {
+          throw new PolicyError(
+            'SLUICE_ERR_POLICY_UNSUPPORTED',
+            `policy "${policy.name}" charges denied requests, which an all-or-nothing decision cannot undo; decide it with independent: true`,
+          );
+        }
+        // Not the spare: one policy may stand in several items of a batch.
+        prepared.push(
+          new PreparedItem(plan)
+            .hold()
+            .prepare(cost, bucketKey(policy, descriptor), undefined, undefined),
         );
       }
-      const capacity = algorithm.capacity(policy.params);
-      if (rejectOversized && cost > capacity) throw costExceeds(cost, capacity, policy);
-      return {
-        key: bucketKey(policy, d),
-        algorithm,
-        params: policy.params,
-        cost,
-        enforce: !policy.shadow,
-      };
-    });
-    return this.#run(nowMs, selected, batch, options);
+    } catch (error) {
+      release(prepared);
+      throw error;
+    }
+    return this.#run(nowMs, prepared, options, false);
+  }
+
+  /** The plan of a `decideAt` policy: the set's own, else one compiled on first sight. */
+  #planOf(policy: Policy, plans: PolicyPlans): PolicyPlan {
+    const own = plans.byName(policy.name);
+    if (own?.policy === policy) return own;
+    let plan = this.#loose.get(policy);
+    if (plan === undefined) {
+      plan = planOf(policy, this.#store, this.#stages);
+      this.#loose.set(policy, plan);
+    }
+    return plan;
   }
 
   /**
-   * Runs a built batch through the store. A store with `applySync` (in-process) is
-   * called directly: it cannot be waited on, so no deadline, timer or promise is made.
+   * Runs a check's prepared items through the pipeline: the stages that apply (if any),
+   * then the store for the items no stage answered. A store with `applySync` (in
+   * process) is called directly: no deadline, timer or promise is made for it.
    */
   #run(
     nowMs: number,
-    selected: readonly Policy[],
-    batch: readonly StoreRequest[],
+    items: readonly PreparedItem[],
     options: DecideOptions,
+    sync: boolean,
   ): CheckResult | Promise<CheckResult> {
-    if (batch.length === 0) return combineDecisions([]);
-    const requestId =
-      options.requestId === undefined ? undefined : validateRequestId(options.requestId);
-    validateTimeout(options.timeoutMs);
+    if (items.length === 0) return combineDecisions([]);
+    let requestId: string | undefined;
+    let staged = false;
+    try {
+      requestId =
+        options.requestId === undefined ? undefined : validateRequestId(options.requestId);
+      validateTimeout(options.timeoutMs);
+      for (let i = 0; i < items.length; i++) if (items[i]!.plan.stages.length > 0) staged = true;
+    } catch (error) {
+      release(items);
+      throw error;
+    }
     const m = this.#metrics;
     if (m !== undefined) {
-      for (let i = 0; i < batch.length; i++) {
-        m.bucket(selected[i]!.name, batch[i]!.key, batch[i]!.cost, nowMs);
+      // Every bucket asked, before any stage or the store answers it.
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i]!;
+        m.bucket(item.plan.policy.name, item.key, item.cost, nowMs);
       }
     }
+    if (!staged) return this.#toStore(nowMs, items, items, requestId, options, undefined);
+    return this.#staged(nowMs, items, requestId, options, sync);
+  }
+
+  /**
+   * {@link Limiter.#run} for items some stage applies to: the stages, then the store.
+   * (A method of its own: its closures would cost every check a context object.)
+   */
+  #staged(
+    nowMs: number,
+    items: readonly PreparedItem[],
+    requestId: string | undefined,
+    options: DecideOptions,
+    sync: boolean,
+  ): CheckResult | Promise<CheckResult> {
+    const ctx: StageContext = {
+      nowMs,
+      ...(requestId === undefined ? {} : { requestId }),
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+    };
+    let entering: Promise<void> | undefined;
+    try {
+      entering = enterStages(items, ctx, sync);
+    } catch (error) {
+      this.#abandon(items, ctx);
+      throw error;
+    }
+    if (entering === undefined) return this.#afterStages(nowMs, items, requestId, options, ctx);
+    return entering.then(
+      () => this.#afterStages(nowMs, items, requestId, options, ctx),
+      (error: unknown) => {
+        this.#abandon(items, ctx);
+        throw error;
+      },
+    );
+  }
+
+  /** Settles a check that ended in an error before it was decided (nothing admitted). */
+  #abandon(items: readonly PreparedItem[], ctx: StageContext): void {
+    try {
+      settleStages(items, ctx, items.map(notReached), false);
+    } finally {
+      release(items);
+    }
+  }
+
+  /**
+   * After the stages: a denial of an enforced item by a stage decides an all-or-nothing
+   * check without the store; else the items no stage answered go to the store.
+   */
+  #afterStages(
+    nowMs: number,
+    items: readonly PreparedItem[],
+    requestId: string | undefined,
+    options: DecideOptions,
+    ctx: StageContext,
+  ): CheckResult | Promise<CheckResult> {
+    const independent = options.independent === true;
+    const pending: PreparedItem[] = [];
+    let denied = false;
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!;
+      const answer = item.answer;
+      if (answer === undefined) pending.push(item);
+      else if (item.plan.enforce && !answer.allowed) denied = true;
+    }
+    if ((denied && !independent) || pending.length === 0) {
+      return this.#finish(nowMs, items, EMPTY, EMPTY_RESULTS, independent, ctx);
+    }
+    return this.#toStore(nowMs, items, pending, requestId, options, ctx);
+  }
+
+  /**
+   * Sends `batch` (the items no stage answered) to the store and finishes the check:
+   * directly on a synchronous store, else with a deadline.
+   */
+  #toStore(
+    nowMs: number,
+    items: readonly PreparedItem[],
+    batch: readonly PreparedItem[],
+    requestId: string | undefined,
+    options: DecideOptions,
+    ctx: StageContext | undefined,
+  ): CheckResult | Promise<CheckResult> {
     const independent = options.independent === true;
     const store = this.#store;
     if (store.applySync !== undefined) {
       let results: readonly StoreResult[];
       try {
-        results = store.applySync(batch, {
-          nowMs,
-          ...(requestId === undefined ? {} : { requestId }),
-          ...(independent ? { independent } : {}),
-        });
+        let call: StoreApplyOptions;
+        if (requestId === undefined && !independent) {
+          call = this.#syncCall;
+          this.#syncCall.nowMs = nowMs;
+        } else {
+          call = {
+            nowMs,
+            ...(requestId === undefined ? {} : { requestId }),
+            ...(independent ? { independent } : {}),
+          };
+        }
+        results = store.applySync(batch, call);
       } catch (cause) {
         const error = asStoreError(cause);
         results = batch.map(() => ({ ok: false as const, error }));
       }
       // In-process calls are not timed (they are the check); their failures are counted.
+      const m = this.#metrics;
       if (m !== undefined) {
         const failed = results.find((r) => !r.ok);
         if (failed !== undefined) m.storeCall(0, failed.error);
       }
-      return this.#finish(selected, batch, results, nowMs, independent);
+      return this.#finish(nowMs, items, batch, results, independent, ctx);
     }
+    for (let i = 0; i < items.length; i++) items[i]!.fix();
     let policyMs = MAX_TIMER_MS;
-    for (const p of selected) policyMs = Math.min(policyMs, p.timeoutMs);
+    for (let i = 0; i < batch.length; i++)
+      policyMs = Math.min(policyMs, batch[i]!.policy.timeoutMs);
     const callerMs = options.timeoutMs ?? Infinity;
     const timeoutMs = Math.min(policyMs, callerMs);
     const endedBy = callerMs < policyMs ? 'deadline' : 'store';
     return this.#apply(
-      selected,
+      items,
       batch,
       nowMs,
       timeoutMs,
@@ -571,43 +727,98 @@ export class Limiter {
       independent,
       endedBy,
       options.signal,
+      ctx,
     );
   }
 
-  /** Turns the store's per-item results into the check's result. */
+  /**
+   * Turns the stages' answers and the store's results (for `batch`, the items no stage
+   * answered, in item order; empty when the store was not called) into the check's
+   * result, settles the stages and gives the items back.
+   */
   #finish(
-    selected: readonly Policy[],
-    batch: readonly StoreRequest[],
-    results: readonly StoreResult[],
     nowMs: number,
+    items: readonly PreparedItem[],
+    batch: readonly PreparedItem[],
+    results: readonly StoreResult[],
     independent: boolean,
+    ctx: StageContext | undefined,
   ): CheckResult {
     // A batch is atomic: if any item failed, nothing is known about the others. Items
     // decided independently fail alone.
     if (!independent) {
       for (let i = 0; i < results.length; i++) {
-        if (!results[i]!.ok) return this.#failed(selected, batch, nowMs);
+        const r = results[i]!;
+        if (!r.ok) return this.#failed(nowMs, items, r.error, ctx);
       }
     }
-    const decisions: Decision[] = [];
-    for (let i = 0; i < selected.length; i++) {
-      const policy = selected[i]!;
-      const result = results[i]!;
-      if (!result.ok) {
-        const d = this.#withoutStore(policy, batch[i]!, nowMs);
-        if (d.path === 'stale' && d.allowed)
-          this.#stale.spend(batch[i]!.key, policy, batch[i]!.cost, nowMs);
-        decisions.push(d);
-        continue;
-      }
-      let decision = result.decision;
-      // INVALID_POLICY from a transition: the cost is above capacity (decideAt lets such
-      // costs through), so it can never fit.
-      if (decision.status === 'INVALID_POLICY') decision = neverFits(decision);
-      if (policy.failureMode === 'stale') this.#stale.record(batch[i]!.key, decision, nowMs);
-      decisions.push(withPolicy(decision, policy.name, policy.shadow ? 'shadow' : 'store'));
+    if (items.length === 1) {
+      // One item (the usual check): a one-element literal, no array growth.
+      return this.#decided(
+        items,
+        [this.#decisionOf(items[0]!, batch, results[0], nowMs)],
+        independent,
+        ctx,
+      );
     }
-    return combineDecisions(decisions);
+    const decisions = new Array<Decision>(items.length);
+    let j = 0;
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!;
+      const answered = item.answer !== undefined || batch.length === 0;
+      decisions[i] = this.#decisionOf(item, batch, answered ? undefined : results[j++], nowMs);
+    }
+    return this.#decided(items, decisions, independent, ctx);
+  }
+
+  /**
+   * One item's decision: a stage's answer; not reached (`batch` empty: the store was not
+   * called); else from its store result (`result`), or its failure mode when that failed.
+   */
+  #decisionOf(
+    item: PreparedItem,
+    batch: readonly PreparedItem[],
+    result: StoreResult | undefined,
+    nowMs: number,
+  ): Decision {
+    const policy = item.plan.policy;
+    const answer = item.answer;
+    if (answer !== undefined) {
+      return withPolicy(answer, policy.name, policy.shadow ? 'shadow' : item.answerPath!);
+    }
+    if (batch.length === 0 || result === undefined) return notReached(item);
+    if (!result.ok) {
+      item.storeError = result.error;
+      const d = this.#withoutStore(item, nowMs);
+      if (d.path === 'stale' && d.allowed) this.#stale.spend(item.key, policy, item.cost, nowMs);
+      return d;
+    }
+    let decision = result.decision;
+    // INVALID_POLICY from a transition: the cost is above capacity (decideAt lets such
+    // costs through), so it can never fit.
+    if (decision.status === 'INVALID_POLICY') decision = neverFits(decision);
+    if (policy.failureMode === 'stale') this.#stale.record(item.key, decision, nowMs);
+    return withPolicy(decision, policy.name, policy.shadow ? 'shadow' : 'store');
+  }
+
+  /** The check's result from its decisions; the stages settled and the items given back. */
+  #decided(
+    items: readonly PreparedItem[],
+    decisions: readonly Decision[],
+    independent: boolean,
+    ctx: StageContext | undefined,
+  ): CheckResult {
+    const result = combineDecisions(decisions);
+    if (ctx === undefined) {
+      release(items);
+      return result;
+    }
+    try {
+      settleStages(items, ctx, decisions, independent ? undefined : result.allowed);
+    } finally {
+      release(items);
+    }
+    return result;
   }
 
   /**
@@ -616,8 +827,8 @@ export class Limiter {
    * (see {@link Deadlines}) and no race.
    */
   #apply(
-    selected: readonly Policy[],
-    batch: readonly StoreRequest[],
+    items: readonly PreparedItem[],
+    batch: readonly PreparedItem[],
     nowMs: number,
     timeoutMs: number,
     requestId: string | undefined,
@@ -625,6 +836,7 @@ export class Limiter {
     /** What the deadline stands for: the policies' timeout, or the caller's shorter one. */
     deadlineEnds: 'store' | 'deadline',
     signal: AbortSignal | undefined,
+    ctx: StageContext | undefined,
   ): Promise<CheckResult> {
     const metrics = this.#metrics;
     const startedAt = metrics === undefined ? 0 : performance.now();
@@ -645,7 +857,7 @@ export class Limiter {
           metrics?.storeCall(performance.now() - startedAt, failed?.error, endedBy);
         }
         try {
-          resolve(this.#finish(selected, batch, results, nowMs, independent));
+          resolve(this.#finish(nowMs, items, batch, results, independent, ctx));
         } catch (error) {
           reject(error as Error);
         }
@@ -688,55 +900,91 @@ export class Limiter {
           );
         });
       }
+      // The store may read the items until its call ends, even past the deadline.
+      for (let i = 0; i < batch.length; i++) batch[i]!.hold();
+      const ended = (): void => release(batch);
       try {
-        this.#store.apply(batch, call).then((results) => finish(results), fail);
+        this.#store.apply(batch, call).then(
+          (results) => {
+            ended();
+            finish(results);
+          },
+          (cause: unknown) => {
+            ended();
+            fail(cause);
+          },
+        );
       } catch (cause) {
+        ended();
         fail(cause);
       }
     });
   }
 
   /**
-   * Decides without the store: each policy's failure mode, all-or-nothing like a store
-   * batch (stale budgets are spent only when the request is admitted as a whole).
+   * Decides without the store, after the store call for the items no stage answered
+   * failed with `error`: their failure modes, all-or-nothing like a store batch (stale
+   * budgets are spent only when the request is admitted as a whole).
    */
-  #failed(selected: readonly Policy[], batch: readonly StoreRequest[], nowMs: number): CheckResult {
-    const decisions = selected.map((policy, i) => this.#withoutStore(policy, batch[i]!, nowMs));
-    const result = combineDecisions(decisions);
-    if (result.allowed) {
-      selected.forEach((policy, i) => {
-        if (decisions[i]!.path === 'stale' && decisions[i]!.allowed) {
-          this.#stale.spend(batch[i]!.key, policy, batch[i]!.cost, nowMs);
-        }
-      });
+  #failed(
+    nowMs: number,
+    items: readonly PreparedItem[],
+    error: StoreError,
+    ctx: StageContext | undefined,
+  ): CheckResult {
+    const decisions: Decision[] = [];
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!;
+      const policy = item.plan.policy;
+      const answer = item.answer;
+      if (answer !== undefined) {
+        decisions.push(
+          withPolicy(answer, policy.name, policy.shadow ? 'shadow' : item.answerPath!),
+        );
+      } else {
+        item.storeError = error;
+        decisions.push(this.#withoutStore(item, nowMs));
+      }
     }
-    return result;
+    if (combineDecisions(decisions).allowed) {
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i]!;
+        const d = decisions[i]!;
+        if (item.answer === undefined && d.path === 'stale' && d.allowed) {
+          this.#stale.spend(item.key, item.plan.policy, item.cost, nowMs);
+        }
+      }
+    }
+    return this.#decided(items, decisions, false, ctx);
   }
 
-  /** One policy's decision without the store: its stale budget, else its failure mode. */
-  #withoutStore(policy: Policy, r: StoreRequest, nowMs: number): Decision {
+  /** One item's decision without the store: its stale budget, else its failure mode. */
+  #withoutStore(item: PreparedItem, nowMs: number): Decision {
+    const policy = item.plan.policy;
     if (policy.failureMode === 'stale') {
-      const d = this.#stale.peek(r.key, policy, r.cost, nowMs);
+      const d = this.#stale.peek(item.key, policy, item.cost, nowMs);
       if (d !== undefined)
         return { ...d, policy: policy.name, path: policy.shadow ? 'shadow' : 'stale' };
     }
-    return failureDecision(policy, r);
+    return failureDecision(policy, item.plan.capacity);
   }
 
+  /** The plans of the policies a validated descriptor selects: the named ones, else every match. */
   #select(
-    policies: readonly Policy[],
+    plans: PolicyPlans,
     d: Descriptor,
     names: readonly string[] | undefined,
-  ): Policy[] {
-    if (names === undefined) return policies.filter((p) => matches(p, d));
+  ): readonly PolicyPlan[] {
+    if (names === undefined) return plans.plans.filter((p) => matches(p.policy, d));
     return names.map((name) => {
-      const p = policies.find((x) => x.name === name);
-      if (p === undefined) {
+      const plan = plans.byName(name);
+      if (plan === undefined) {
         throw new PolicyError(
           'SLUICE_ERR_POLICY_UNKNOWN',
-          `unknown policy "${name}"; loaded: ${policies.map((x) => x.name).join(', ') || '(none)'}`,
+          `unknown policy "${name}"; loaded: ${plans.policies.map((x) => x.name).join(', ') || '(none)'}`,
         );
       }
+      const p = plan.policy;
       if (!matches(p, d)) {
         const need = p.match
           .map((m) => (m.value === undefined ? m.key : `${m.key}=${m.value}`))
@@ -746,7 +994,7 @@ export class Limiter {
           `descriptor does not match policy "${name}", which needs: ${need}`,
         );
       }
-      return p;
+      return plan;
     });
   }
 }
@@ -781,8 +1029,21 @@ class StoreCall implements StoreApplyOptions {
   }
 }
 
+/**
+ * The options of a synchronous store call, reused. `nowMs` starts as a non-number so that
+ * V8 keeps the field tagged: a double field would box a new number on every read.
+ */
+class SyncCall {
+  nowMs = null as unknown as number;
+}
+
 /** The default of `options`: one shared object, not a new one per check. */
 const NO_OPTIONS: CheckOptions = Object.freeze({});
+
+/** No items (a record whose shape fits one policy but not its fixed values). */
+const NO_ITEMS: readonly PreparedItem[] = Object.freeze([]);
+const EMPTY: readonly PreparedItem[] = NO_ITEMS;
+const EMPTY_RESULTS: readonly StoreResult[] = Object.freeze([]);
 
 /** `performance.timeOrigin` is a getter with argument checks: read it once. */
 const TIME_ORIGIN = performance.timeOrigin;
@@ -869,21 +1130,6 @@ function neverFits(d: AlgorithmDecision): AlgorithmDecision {
   return { ...d, status: 'OVER_LIMIT', allowed: false, retryAfterMs: Infinity };
 }
 
-/** The cost rules of {@link costOf} over a record descriptor. */
-function recordCost(policy: Policy, d: DescriptorRecord): number {
-  const rules = policy.cost.rules;
-  for (let i = 0; i < rules.length; i++) {
-    const when = rules[i]!.when;
-    let all = true;
-    for (let j = 0; j < when.length; j++) {
-      const w = when[j]!;
-      if (!Object.hasOwn(d, w.key) || d[w.key] !== w.value) all = false;
-    }
-    if (all) return rules[i]!.cost;
-  }
-  return policy.cost.defaultCost;
-}
-
 /** A store decision with the policy's name and the path it took (a plain literal: no spread). */
 function withPolicy(d: AlgorithmDecision, policy: string, path: Decision['path']): Decision {
   return d.delayMs === undefined
@@ -920,8 +1166,26 @@ function validateRequestId(id: unknown): string {
   return id;
 }
 
-function failureDecision(policy: Policy, request: StoreRequest): Decision {
-  const limit = request.algorithm.capacity(request.params);
+/**
+ * The decision of an item the check never decided: a stage denied another policy of an
+ * all-or-nothing check first, so the store was not asked. Nothing is known about its
+ * bucket: allowed as far as known, with no remaining capacity claimed.
+ */
+function notReached(item: PreparedItem): Decision {
+  const policy = item.plan.policy;
+  return {
+    status: 'OK',
+    allowed: true,
+    limit: item.plan.capacity,
+    remaining: 0,
+    retryAfterMs: 0,
+    resetAfterMs: 0,
+    policy: policy.name,
+    path: policy.shadow ? 'shadow' : 'store',
+  };
+}
+
+function failureDecision(policy: Policy, limit: number): Decision {
   const base = { limit, retryAfterMs: 0, resetAfterMs: 0, policy: policy.name };
   const mode =
     policy.failureMode === 'stale' ? (policy.stale?.fallback ?? 'closed') : policy.failureMode;

@@ -1,50 +1,31 @@
-import { algorithmOf } from '../algorithms/index.js';
-import type { Algorithm } from '../algorithms/algorithm.js';
 import type { Policy } from '../core/policy.js';
-import { keyValue, scopeKeysOf } from '../stores/key.js';
-import type { MemoryStore, ValueIndex } from '../stores/memory/memory-store.js';
+import type { Store } from '../stores/store.js';
+import { planOf, type PolicyPlan } from './policy-plan.js';
+import type { Stage } from './stage.js';
 
 /**
  * Policy resolution compiled once per policy set and descriptor shape, so a check does
  * no matching work that depends only on which keys a descriptor has: per shape (the
  * descriptor's keys, in order) the policies whose match keys are all present, each with
- * its algorithm, capacity and a key builder. What depends on values (fixed-value match
- * entries, cost rules, the bucket key itself) is still evaluated per check; with a
- * MemoryStore, a policy with one identity key and no scope needs no key at all, as the
- * store indexes its buckets by that key's value.
+ * its algorithm, capacity, key builder, the stages that apply to it and, when the store
+ * offers one, the key space its buckets are found in by one identity value (no key text
+ * per check). What depends on values (fixed-value match entries, cost rules, the bucket
+ * key itself) is still evaluated per check.
  */
 
 /** A descriptor given as a record: `{ tenant: 'acme', route: 'GET /x' }`. */
 export type DescriptorRecord = Readonly<Record<string, string>>;
 
-/** One policy as seen from one descriptor shape. */
-export interface PolicyPlan {
-  readonly policy: Policy;
-  readonly algorithm: Algorithm<unknown, unknown>;
-  readonly capacity: number;
-  readonly enforce: boolean;
-  /** Match entries with a fixed value, checked per descriptor. */
-  readonly fixed: readonly { readonly key: string; readonly value: string }[];
-  /** The bucket key of a matching descriptor (same text as `bucketKey`). */
-  readonly key: (d: DescriptorRecord) => string;
-  /**
-   * With a MemoryStore, for a policy with one identity key and no scope: that key, and
-   * the store's index of the policy's buckets by its value (see `MemoryStore.decideIn`),
-   * so a check needs no key text. Both `undefined` otherwise.
-   */
-  readonly valueKey: string | undefined;
-  /** @internal The store's type, kept out of the declarations (stripInternal). */
-  readonly index: ValueIndex | undefined;
-}
+export type { PolicyPlan };
 
 /** One policy a record descriptor matched, with its bucket key and cost-rule cost. */
 export interface RecordItem {
   readonly plan: PolicyPlan;
   readonly key: string;
+  /** The raw value of the plan's `valueKey`, when it has one. */
+  readonly value: string | undefined;
   /** The cost the policy's cost rules give this record (before any `cost` option). */
   readonly cost: number;
-  /** The store's handle on the bucket (see MemoryStore's `BucketRef`). */
-  handle: unknown;
 }
 
 /**
@@ -66,48 +47,11 @@ interface ShapeNode {
 /** Distinct descriptor shapes remembered per policy set before the cache starts over. */
 const MAX_SHAPES = 1024;
 
-function values(keys: readonly string[], d: DescriptorRecord): string {
-  let out = keyValue(d[keys[0]!] ?? '');
-  for (let i = 1; i < keys.length; i++) out += `&${keyValue(d[keys[i]!] ?? '')}`;
-  return out;
-}
-
-/**
- * The bucket key builder of a policy: the same text `bucketKey` (stores/key.ts) builds
- * from an entry list, read from a record, with the key layout worked out once.
- * (Remembering keys per value was measured: on Zipf over 100k keys the extra map lookup
- * cost as much as it saved.)
- */
-function keyBuilder(policy: Policy): (d: DescriptorRecord) => string {
-  const scopeKeys = scopeKeysOf(policy);
-  const identity = policy.identity;
-  const name = policy.name;
-  if (identity.length === 0 && scopeKeys.length === 0) {
-    const constant = `{@${name}}:${name}`;
-    return () => constant;
-  }
-  const global = `@${name}`;
-  if (scopeKeys.length === 0) return (d) => `{${values(identity, d)}}:${name}`;
-  return (d) =>
-    `{${identity.length === 0 ? global : values(identity, d)}}:${name}:${values(scopeKeys, d)}`;
-}
-
-/** The value index of a policy's buckets in `memory`, when its key is one identity value. */
-function valueIndexOf(
-  policy: Policy,
-  memory: MemoryStore | undefined,
-): { valueKey: string | undefined; index: ValueIndex | undefined } {
-  const single = policy.identity.length === 1 && scopeKeysOf(policy).length === 0;
-  const index = single ? memory?.valueIndex(policy.name) : undefined;
-  return index === undefined
-    ? { valueKey: undefined, index: undefined }
-    : { valueKey: policy.identity[0]!, index };
-}
-
 /** Compiled resolution for one policy set. Immutable policies, so it is never stale. */
 export class PolicyPlans {
   readonly #policies: readonly Policy[];
   readonly #byPolicy: readonly PolicyPlan[];
+  readonly #byName: ReadonlyMap<string, PolicyPlan>;
   #root: ShapeNode = { next: new Map(), plans: undefined };
   #shapes = 0;
   /**
@@ -118,25 +62,21 @@ export class PolicyPlans {
    */
   readonly #records = new WeakMap<object, RecordMatch>();
 
-  /** `memory`: the limiter's store when it is a MemoryStore (for value indexes). */
-  constructor(policies: readonly Policy[], memory?: MemoryStore) {
+  /** `store` and `stages`: the limiter's (for key spaces and the stages of each policy). */
+  constructor(policies: readonly Policy[], store?: Store, stages: readonly Stage[] = []) {
     this.#policies = policies;
-    this.#byPolicy = policies.map((policy): PolicyPlan => {
-      const algorithm = algorithmOf(policy.algorithm);
-      const { valueKey, index } = valueIndexOf(policy, memory);
-      return {
-        policy,
-        algorithm,
-        capacity: algorithm.capacity(policy.params),
-        enforce: !policy.shadow,
-        fixed: policy.match
-          .filter((m) => m.value !== undefined)
-          .map((m) => ({ key: m.key, value: m.value! })),
-        key: keyBuilder(policy),
-        valueKey,
-        index,
-      };
-    });
+    this.#byPolicy = policies.map((policy) => planOf(policy, store, stages));
+    this.#byName = new Map(this.#byPolicy.map((p) => [p.policy.name, p]));
+  }
+
+  /** The plan of a policy of this set, by name. */
+  byName(name: string): PolicyPlan | undefined {
+    return this.#byName.get(name);
+  }
+
+  /** The plans in policy order. */
+  get plans(): readonly PolicyPlan[] {
+    return this.#byPolicy;
   }
 
   /**

@@ -16,15 +16,25 @@ import type { Store } from '../stores/store.js';
  * decided, every stage that saw an item is told the outcome (`settle`), so it can keep
  * or undo what `enter` took: units spent from a local reserve go back to it when another
  * policy denied the check.
+ *
+ * Wiring: `createLimiter({ ..., stages: [a, b] })`; `Limiter.close()` closes them. A
+ * shadow policy's item a stage answers "denied" never blocks (its decision's path is
+ * `shadow`). With `Limiter.decideAt(..., { independent: true })` each item is decided on
+ * its own: a stage's denial blocks only its item. When a stage denies an enforced item
+ * of an all-or-nothing check, the items no stage answered report allowed with remaining
+ * 0 (the store was not asked, so nothing is known about them).
  */
 
 /** Where a stage's answer came from; it becomes the decision's `path`. */
 export type StagePath = 'local' | 'cache' | 'batch' | 'lease';
 
-/** One matched policy of a check, as the stages see it. */
+/**
+ * One matched policy of a check, as the stages see it. The object is the limiter's and
+ * may be reused by a later check once this one is settled: keep its fields, not it.
+ */
 export interface StageItem {
   readonly policy: Policy;
-  /** The bucket's key (`bucketKey` text, without any store prefix). */
+  /** The bucket's key (`bucketKey` text, without any store prefix); built on first read. */
   readonly key: string;
   /** The largest cost the policy can ever admit (`Algorithm.capacity`). */
   readonly capacity: number;
@@ -51,7 +61,10 @@ export type StageVerdict =
 
 /** How the check ended for one item a stage saw. */
 export interface StageOutcome {
-  /** Whether the check as a whole admitted the request. */
+  /**
+   * Whether the check as a whole admitted the request (with `independent`, whether this
+   * item's own decision did).
+   */
   readonly admitted: boolean;
   /** The item's final decision (from a stage, the store or the policy's failure mode). */
   readonly decision: Decision;
@@ -76,7 +89,9 @@ export interface Stage {
   enter(item: StageItem, ctx: StageContext): StageVerdict | Promise<StageVerdict>;
   /**
    * After the check is decided, for every item this stage entered, in stage order.
-   * `verdict` is what `enter` returned for it. Never throws.
+   * `verdict` is what `enter` returned for it; `undefined` too when `enter` returned no
+   * verdict (a promise `checkSync` refused, or something that is not a verdict, which is
+   * a `TypeError`): then the check ended with nothing admitted. Never throws.
    */
   settle?(item: StageItem, verdict: StageVerdict, outcome: StageOutcome, ctx: StageContext): void;
   /** Releases what the stage holds (e.g. returns unspent reserved units); idempotent. */

@@ -3,7 +3,7 @@ import { systemClock, type Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import type { Descriptor } from '../core/descriptor.js';
 import type { DescriptorLimits } from '../core/descriptor-limits.js';
-import { StoreError } from '../core/errors.js';
+import { formatIssue, PolicyError, StoreError, type PolicyIssue } from '../core/errors.js';
 import type { FailureMode, Policy } from '../core/policy.js';
 import { algorithmOf } from '../algorithms/index.js';
 import {
@@ -27,12 +27,17 @@ import { DEFAULT_TIMEOUT_MS, type PolicySet } from '../config/policies.js';
 import {
   createLimiter,
   type CheckItem,
+  type DecideOptions,
   type Limiter,
   type StoreCallObserver,
 } from '../limiter/limiter.js';
+import { combineDecisions, type CheckResult } from '../limiter/check-result.js';
 import type { RuleUsage } from '../metrics/rule-hits.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
+import { bucketKey, hashTagOf } from '../stores/key.js';
+import type { UpstreamStats } from '../metrics/statsd/statsd-stats.js';
 import type { Store } from '../stores/store.js';
+import type { DecisionObserver } from './decision-event.js';
 import { rateLimitDynamicMetadata } from './dynamic-metadata.js';
 import { toNativeCheckResponse } from './grpc/check-response.js';
 import type {
@@ -55,6 +60,15 @@ export interface RateLimitServiceOptions {
   /** @default the system clock */
   readonly clock?: Clock;
   readonly metrics?: ServiceMetrics;
+  /**
+   * A second store for the rules whose unit is `second` (upstream's `REDIS_PERSECOND`).
+   * A request with rules of both kinds is decided in both stores at once; under
+   * all-or-nothing each store's part is atomic, the whole is not (a denial in one does
+   * not undo what the other consumed). @default none: `store` serves every rule
+   */
+  readonly perSecondStore?: Store;
+  /** Upstream's stats (statsd), told of every rule check, unknown domain and shadowed answer. */
+  readonly stats?: UpstreamStats;
   /** Upstream's SHADOW_MODE: every overall answer is OK (descriptors still say). @default false */
   readonly globalShadowMode?: boolean;
   /** Upstream's QUOTA_MODE. @default false */
@@ -79,6 +93,13 @@ export interface RateLimitServiceOptions {
   readonly decisionMode?: DecisionMode;
   /** Told how each store call ended (see `StoreHealth`). @default none */
   readonly storeObserver?: StoreCallObserver;
+  /**
+   * Bytes of the over-limit cache (upstream's `LOCAL_CACHE_SIZE_IN_BYTES`); 0 is off.
+   * @default 0
+   */
+  readonly localCacheSizeBytes?: number;
+  /** Told about every policy decision (status page, decision log). @default none */
+  readonly decisionObserver?: DecisionObserver;
 }
 
 const MAX_OVERRIDE_POLICIES = 10_000;
@@ -93,6 +114,7 @@ const MAX_OVERRIDE_POLICIES = 10_000;
  */
 export class RateLimitService {
   readonly #limiter: Limiter;
+  readonly #perSecondLimiter: Limiter | undefined;
   readonly #clock: Clock;
   readonly #metrics: ServiceMetrics | undefined;
   readonly #options: RateLimitServiceOptions;
@@ -100,22 +122,77 @@ export class RateLimitService {
   /** Per rule, its policy for all-or-nothing batches and its counting one (per-descriptor). */
   readonly #rulePolicies = new WeakMap<EnvoyRule, { batch?: Policy; counting?: Policy }>();
   readonly #overridePolicies = new Map<string, Policy>();
+  readonly #observer: DecisionObserver | undefined;
+  /** Native policies by name, to find the identity a decision was charged to. */
+  #nativePolicies: ReadonlyMap<string, Policy>;
 
   constructor(options: RateLimitServiceOptions) {
     this.#options = options;
     this.#clock = options.clock ?? systemClock;
     this.#metrics = options.metrics;
     this.#config = options.envoyConfig;
+    this.#observer = options.decisionObserver;
+    this.#nativePolicies = byName(options.policies);
+    this.#checkRules(options.envoyConfig);
     this.#limiter = createLimiter({
       store: options.store,
       policies: options.policies ?? [],
       clock: this.#clock,
       ...options.descriptorLimits,
       ...(options.storeObserver === undefined ? {} : { storeObserver: options.storeObserver }),
+      overLimitCacheBytes: options.localCacheSizeBytes ?? 0,
       // Every decision, store call and bucket is counted by the limiter, under the rules'
       // public names (see #buildPolicy).
       ...(options.metrics === undefined ? {} : { metrics: options.metrics.limiter }),
     });
+    this.#perSecondLimiter =
+      options.perSecondStore === undefined
+        ? undefined
+        : createLimiter({
+            store: options.perSecondStore,
+            policies: [],
+            clock: this.#clock,
+            ...options.descriptorLimits,
+            ...(options.metrics === undefined ? {} : { metrics: options.metrics.limiter }),
+          });
+  }
+
+  /**
+   * Decides `items` in the store each belongs to: those marked in `perSecond` in the
+   * per-second store (when there is one), the rest in the main one, both at once; the
+   * decisions come back in item order.
+   */
+  async #decideAt(
+    nowMs: number,
+    items: readonly CheckItem[],
+    perSecond: readonly boolean[],
+    options: DecideOptions,
+  ): Promise<CheckResult> {
+    const second = this.#perSecondLimiter;
+    if (second === undefined || !perSecond.includes(true))
+      return this.#limiter.decideAt(nowMs, items, options);
+    if (!perSecond.includes(false)) return second.decideAt(nowMs, items, options);
+    const [main, fast] = await Promise.all([
+      this.#limiter.decideAt(
+        nowMs,
+        items.filter((_, i) => !perSecond[i]),
+        options,
+      ),
+      second.decideAt(
+        nowMs,
+        items.filter((_, i) => perSecond[i]),
+        options,
+      ),
+    ]);
+    const from = { main: 0, fast: 0 };
+    return combineDecisions(
+      perSecond.map((s) => (s ? fast.decisions[from.fast++]! : main.decisions[from.main++]!)),
+    );
+  }
+
+  /** Closes the limiter's stages: unspent batch units go back to the store. Idempotent. */
+  close(): Promise<void> {
+    return this.#limiter.close();
   }
 
   /** The envoy rules in force. */
@@ -125,7 +202,11 @@ export class RateLimitService {
 
   /** Swaps rules and policies atomically: a request uses the old set or the new one. */
   reload(envoyConfig: EnvoyConfig, policies?: PolicySet): void {
-    if (policies !== undefined) this.#limiter.setPolicies(policies);
+    this.#checkRules(envoyConfig);
+    if (policies !== undefined) {
+      this.#limiter.setPolicies(policies);
+      this.#nativePolicies = byName(policies);
+    }
     this.#config = envoyConfig;
   }
 
@@ -137,6 +218,8 @@ export class RateLimitService {
     const callOptions = callBudget(context);
     const config = this.#config; // one read: a reload never mixes rule sets
     const nowMs = this.#clock.nowMs();
+    if (config.domains[req.domain] === undefined)
+      this.#options.stats?.domainNotFound(req.domain, req.descriptors.length);
     const hits = hitsAddends(
       req.hitsAddend,
       req.descriptors.map((d) => d.hitsAddend),
@@ -203,8 +286,10 @@ export class RateLimitService {
     let overall: ReturnType<typeof overallResult>;
     for (;;) {
       const items: CheckItem[] = [];
+      const perSecond: boolean[] = [];
       const itemOf = limited.map((r, i) => {
         if (r === undefined || droppedQuota.has(i)) return undefined;
+        perSecond.push(r.rule.unit === 'second');
         items.push({
           policy: this.#policyFor(r, independent),
           descriptor: bucketDescriptor(r),
@@ -212,8 +297,18 @@ export class RateLimitService {
         });
         return items.length - 1;
       });
-      const result = await this.#limiter.decideAt(nowMs, items, { ...callOptions(), independent });
+      const result = await this.#decideAt(nowMs, items, perSecond, {
+        ...callOptions(),
+        independent,
+      });
       if (result.decisions.some((d) => d.status === 'UNAVAILABLE')) {
+        itemOf.forEach((idx, i) => {
+          if (idx !== undefined) {
+            // The limiter counted the decision; the decision log wants the rule's name too.
+            const named = { ...result.decisions[idx]!, policy: ruleName(resolved[i]!) };
+            this.#observeRule(named, items[idx]!, context);
+          }
+        });
         // envoy has no "could not decide" code: answer the call with an error, as upstream
         // does when Redis fails, so envoy's own failure_mode_deny applies.
         throw new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', 'rate limit store unavailable');
@@ -249,8 +344,23 @@ export class RateLimitService {
     }
     usages.forEach((usage, i) => {
       const r = resolved[i];
-      if (usage !== undefined && r !== undefined)
-        this.#metrics?.recordRuleCheck(req.domain, r.statsKey, usage);
+      if (usage === undefined || r === undefined) return;
+      this.#metrics?.recordRuleCheck(req.domain, r.statsKey, usage);
+      this.#options.stats?.ruleCheck(r.statsKey, usage);
+    });
+    if (overall.globalShadowApplied) this.#options.stats?.globalShadowMode();
+    decisionOf.forEach((d, i) => {
+      if (d === undefined) return;
+      if (this.#observer !== undefined) {
+        // Under the rule's public name, never its policy's internal (storage) name.
+        const named = { ...d, policy: ruleName(resolved[i]!) };
+        const r = resolved[i]!;
+        this.#observeRule(
+          named,
+          { policy: this.#policyFor(r, independent), descriptor: bucketDescriptor(r), cost: 0 },
+          context,
+        );
+      }
     });
     const names = this.#options.responseHeaders;
     const headers =
@@ -281,7 +391,28 @@ export class RateLimitService {
       ...(req.requestId === undefined ? {} : { requestId: req.requestId }),
       ...(req.policies === undefined ? {} : { policies: req.policies }),
     });
+    const requestId = req.requestId ?? context?.requestId;
+    for (const d of result.decisions) {
+      const policy = this.#observer === undefined ? undefined : this.#nativePolicies.get(d.policy);
+      if (policy !== undefined) {
+        this.#observer!({
+          decision: d,
+          identityTag: hashTagOf(bucketKey(policy, req.entries)),
+          ...(requestId === undefined ? {} : { requestId }),
+        });
+      }
+    }
     return toNativeCheckResponse(result);
+  }
+
+  #observeRule(decision: Decision, item: CheckItem, context: CallContext | undefined): void {
+    if (this.#observer === undefined) return;
+    const requestId = context?.requestId;
+    this.#observer({
+      decision,
+      identityTag: hashTagOf(bucketKey(item.policy, item.descriptor)),
+      ...(requestId === undefined ? {} : { requestId }),
+    });
   }
 
   /** Upstream's `/rlconfig` dump: one line per rule. */
@@ -384,6 +515,45 @@ export class RateLimitService {
     return p;
   }
 
+  /**
+   * Throws a `PolicyError` listing every rule of `config` the store cannot run (its
+   * `checkPolicy`, as the limiter asks for native policies), each under its file and path.
+   */
+  #checkRules(config: EnvoyConfig): void {
+    const store = this.#options.store;
+    const checkPolicy = store.checkPolicy?.bind(store);
+    if (checkPolicy === undefined) return;
+    const issues: PolicyIssue[] = [];
+    let code: PolicyError['code'] | undefined;
+    const walk = (level: EnvoyDescriptorLevel): void => {
+      for (const node of Object.values(level.nodes)) {
+        const rule = node.rule;
+        if (rule?.sluice.params !== undefined && !rule.unlimited) {
+          try {
+            // Both ways the rule is decided; named as the operator knows it.
+            for (const counting of [true, false]) {
+              const policy = this.#buildPolicy(rule, 1, counting);
+              checkPolicy({ ...policy, name: publicRuleName(rule) });
+            }
+          } catch (error) {
+            if (!(error instanceof PolicyError)) throw error;
+            code ??= error.code;
+            issues.push({
+              file: node.file,
+              path: `${node.path}.rate_limit`,
+              message: error.message,
+            });
+          }
+        }
+        walk(node.children);
+      }
+    };
+    for (const d of Object.values(config.domains)) walk(d.descriptors);
+    if (code !== undefined) {
+      throw new PolicyError(code, issues.map(formatIssue).join('\n'), { issues });
+    }
+  }
+
   #buildPolicy(rule: EnvoyRule, depth: number, counting: boolean): Policy {
     // As envoyproxy/ratelimit counts, a denial is charged too, where the algorithm can
     // (the fixed window: its count passes the limit until the window ends).
@@ -410,8 +580,24 @@ export class RateLimitService {
       failureMode: rule.sluice.failureMode ?? this.#options.defaultFailureMode ?? 'open',
       timeoutMs: this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       shadow: rule.shadowMode,
+      ...(rule.sluice.local === undefined ? {} : { local: rule.sluice.local }),
+      // A shadow rule never blocks: units reserved for it would be held for nothing.
+      ...(rule.sluice.batch === undefined || rule.shadowMode ? {} : { batch: rule.sluice.batch }),
     }) as Policy;
   }
+}
+
+function byName(set: PolicySet | undefined): ReadonlyMap<string, Policy> {
+  return new Map((set?.policies ?? []).map((p) => [p.name, p]));
+}
+
+/**
+ * The name a descriptor's rule goes by in Sluice's metrics and messages: the rule's
+ * public name (`sluice.name`, else `rate_limit.name`, else its key path as configured),
+ * never the internal name of its policy.
+ */
+function ruleName(r: ResolvedLimit): string {
+  return publicRuleName(r.rule);
 }
 
 /** Positional entries (e0, e1, ...): envoy descriptors may repeat a key; paths are unique per policy. */

@@ -16,6 +16,8 @@ export interface RedisSettings {
   readonly url: string;
   readonly auth?: string | undefined;
   readonly type?: string | undefined;
+  /** `REDIS_SENTINEL_AUTH`: `password` or `user:password` for the Sentinels. */
+  readonly sentinelAuth?: string | undefined;
   /** The setting `url` came from, to name in errors. @default "REDIS_URL" */
   readonly urlSetting?: string;
 }
@@ -29,18 +31,61 @@ export type RedisTarget =
       readonly nodes: readonly { readonly host: string; readonly port: number }[];
       readonly username?: string;
       readonly password?: string;
+    }
+  | {
+      readonly type: 'sentinel';
+      /** The master name the Sentinels monitor. */
+      readonly name: string;
+      readonly sentinels: readonly { readonly host: string; readonly port: number }[];
+      readonly sentinelUsername?: string;
+      readonly sentinelPassword?: string;
+      readonly username?: string;
+      readonly password?: string;
     };
+
+/** `password` or `user:password` as ioredis options. */
+function credentials(auth: string | undefined, prefix: '' | 'sentinel'): Record<string, string> {
+  if (auth === undefined || auth === '') return {};
+  const [user, pass] =
+    prefix === '' ? ['username', 'password'] : ['sentinelUsername', 'sentinelPassword'];
+  const colon = auth.indexOf(':');
+  return colon >= 0
+    ? { [user]: auth.slice(0, colon), [pass]: auth.slice(colon + 1) }
+    : { [pass]: auth };
+}
 
 /**
  * The Redis the service connects to, from upstream-style settings. `REDIS_TYPE` is
  * `single` (the default), `cluster` (then `REDIS_URL` is a comma-separated list of
- * `host:port` seed nodes, as upstream takes it), or `sentinel` (refused clearly: not
- * supported). `REDIS_AUTH` (`password` or `user:password`) applies to every node.
+ * `host:port` seed nodes, as upstream takes it), or `sentinel` (then `REDIS_URL` is the
+ * master name followed by the Sentinels' `host:port`, comma-separated, as upstream takes
+ * it, and `REDIS_SENTINEL_AUTH` authenticates to the Sentinels). `REDIS_AUTH`
+ * (`password` or `user:password`) applies to every Redis node.
  */
 export function redisTargetFromSettings(settings: RedisSettings): RedisTarget {
   const type = (settings.type ?? 'single').toLowerCase();
+  const setting = settings.urlSetting ?? 'REDIS_URL';
+  if (type === 'sentinel') {
+    const [name = '', ...rest] = settings.url.split(',').map((p) => p.trim());
+    if (name === '' || name.includes(':') || rest.length === 0) {
+      throw refuse(
+        setting,
+        expectedGot(
+          'the master name, then the Sentinels: <master name>,<host:port>[,<host:port>...] (REDIS_TYPE=sentinel)',
+          settings.url,
+        ),
+      );
+    }
+    return {
+      type: 'sentinel',
+      name,
+      sentinels: clusterNodesFromList(rest.join(','), setting, 'a Redis Sentinel'),
+      ...credentials(settings.sentinelAuth, 'sentinel'),
+      ...credentials(settings.auth, ''),
+    };
+  }
   if (type !== 'cluster') return { type: 'single', url: redisUrlFromSettings(settings) };
-  const nodes = clusterNodesFromList(settings.url, settings.urlSetting ?? 'REDIS_URL');
+  const nodes = clusterNodesFromList(settings.url, setting);
   const auth = settings.auth ?? '';
   const colon = auth.indexOf(':');
   return {
@@ -61,6 +106,7 @@ export function redisTargetFromSettings(settings: RedisSettings): RedisTarget {
 export function clusterNodesFromList(
   list: string,
   setting: string,
+  what = 'a Redis Cluster node',
 ): { readonly host: string; readonly port: number }[] {
   const parts = list
     .split(',')
@@ -76,7 +122,7 @@ export function clusterNodesFromList(
     const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(part);
     const port = m === null ? NaN : Number(m[3]);
     if (m === null || port < 1 || port > 65_535) {
-      throw refuse(setting, expectedGot('host:port of a Redis Cluster node', part));
+      throw refuse(setting, expectedGot(`host:port of ${what}`, part));
     }
     return { host: m[1] ?? m[2]!, port };
   });
@@ -87,7 +133,7 @@ export function clusterNodesFromList(
  * upstream's `host:port` (no scheme) or a `redis://` / `rediss://` URL; `REDIS_AUTH`
  * (upstream's password setting, `password` or `user:password`) is added when the URL
  * carries none; `REDIS_TYPE` must be `single` (the default) here — use
- * {@link redisTargetFromSettings} for `cluster`; `sentinel` is refused with a clear error.
+ * {@link redisTargetFromSettings} for `cluster` and `sentinel`.
  */
 export function redisUrlFromSettings(settings: RedisSettings): string {
   const setting = settings.urlSetting ?? 'REDIS_URL';
@@ -97,7 +143,9 @@ export function redisUrlFromSettings(settings: RedisSettings): string {
       'SLUICE_ERR_CONFIG_INVALID',
       type === 'cluster'
         ? `REDIS_TYPE=${settings.type}: a cluster has no single URL (use a comma-separated host:port list)`
-        : `REDIS_TYPE=${settings.type}: only "single" and "cluster" are supported (Redis Sentinel is not)`,
+        : type === 'sentinel'
+          ? `REDIS_TYPE=${settings.type}: Sentinel has no single URL (use <master name>,<host:port>,...)`
+          : `REDIS_TYPE=${settings.type}: only "single", "cluster" and "sentinel" are supported`,
     );
   }
   const withScheme = /^rediss?:\/\//.test(settings.url) ? settings.url : `redis://${settings.url}`;

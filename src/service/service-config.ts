@@ -18,6 +18,11 @@ export interface ConfigSources {
   /** `MERGE_DOMAIN_CONFIG`. @default false */
   readonly mergeDomainConfig?: boolean;
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * The envoy rules come from an xDS server: no file is read for them and the loaded
+   * envoy config is empty. @default false
+   */
+  readonly envoyFromXds?: boolean;
 }
 
 export interface LoadedConfig {
@@ -30,12 +35,19 @@ export interface LoadedConfig {
   readonly watch: readonly WatchedPath[];
 }
 
+const EMPTY_ENVOY_CONFIG: EnvoyConfig = Object.freeze({
+  domains: Object.freeze(Object.create(null) as Record<string, never>),
+  warnings: Object.freeze([]),
+});
+
 /** Loads and validates everything; throws `PolicyError` naming the file and problem. */
 export async function loadServiceConfig(sources: ConfigSources): Promise<LoadedConfig> {
   const merge = sources.mergeDomainConfig ?? false;
   let envoy: EnvoyConfig;
   const watch: WatchedPath[] = [];
-  if (sources.envoyConfig !== undefined) {
+  if (sources.envoyFromXds === true) {
+    envoy = EMPTY_ENVOY_CONFIG;
+  } else if (sources.envoyConfig !== undefined) {
     const path = sources.envoyConfig;
     envoy = await loadEnvoyConfigPath(path, {
       mergeDomainConfig: merge,

@@ -12,8 +12,43 @@ export function keyValue(v: string): string {
   return v === '' ? '=' : encodeURIComponent(v);
 }
 
-function values(keys: readonly string[], descriptor: Descriptor): string {
-  return keys.map((k) => keyValue(descriptor.find((d) => d.key === k)?.value ?? '')).join('&');
+/** A descriptor's values by key (a record descriptor, or an entry list's first values). */
+export type DescriptorValues = Readonly<Record<string, string | undefined>>;
+
+function values(keys: readonly string[], d: DescriptorValues): string {
+  let out = keyValue(d[keys[0]!] ?? '');
+  for (let i = 1; i < keys.length; i++) out += `&${keyValue(d[keys[i]!] ?? '')}`;
+  return out;
+}
+
+const builders = new WeakMap<Policy, (d: DescriptorValues) => string>();
+
+/**
+ * {@link bucketKey} for one policy with its key layout worked out once, reading the values
+ * from a record: what the limiter calls per check. (Remembering keys per value was
+ * measured: on Zipf over 100k keys the extra map lookup cost as much as it saved.)
+ */
+export function bucketKeyBuilder(policy: Policy): (d: DescriptorValues) => string {
+  let build = builders.get(policy);
+  if (build === undefined) {
+    build = compile(policy);
+    builders.set(policy, build);
+  }
+  return build;
+}
+
+function compile(policy: Policy): (d: DescriptorValues) => string {
+  const scopeKeys = scopeKeysOf(policy);
+  const identity = policy.identity;
+  const name = policy.name;
+  if (identity.length === 0 && scopeKeys.length === 0) {
+    const constant = `{@${name}}:${name}`;
+    return () => constant;
+  }
+  const global = `@${name}`;
+  if (scopeKeys.length === 0) return (d) => `{${values(identity, d)}}:${name}`;
+  return (d) =>
+    `{${identity.length === 0 ? global : values(identity, d)}}:${name}:${values(scopeKeys, d)}`;
 }
 
 /**
@@ -33,11 +68,14 @@ function values(keys: readonly string[], descriptor: Descriptor): string {
  * can never move a key to another identity's slot. Stores add their own prefix.
  */
 export function bucketKey(policy: Policy, descriptor: Descriptor): string {
-  const identity =
-    policy.identity.length === 0 ? `@${policy.name}` : values(policy.identity, descriptor);
-  const scopeKeys = scopeKeysOf(policy);
-  const scope = scopeKeys.length === 0 ? '' : `:${values(scopeKeys, descriptor)}`;
-  return `{${identity}}:${policy.name}${scope}`;
+  return bucketKeyBuilder(policy)(descriptorValues(descriptor));
+}
+
+/** A descriptor's values by key (the first entry of a key, should one repeat). */
+export function descriptorValues(descriptor: Descriptor): DescriptorValues {
+  const values = Object.create(null) as Record<string, string>;
+  for (const e of descriptor) if (!(e.key in values)) values[e.key] = e.value;
+  return values;
 }
 
 /** A policy's scope keys: its match keys without a fixed value that are not identity keys. */

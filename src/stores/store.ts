@@ -17,6 +17,24 @@ export interface StoreRequest {
   readonly cost: number;
   /** False for shadow policies: their denial never blocks the rest of the batch. */
   readonly enforce: boolean;
+  /**
+   * The bucket as a value of a key space this store handed out ({@link Store.keySpace}):
+   * `key` is then `{<keyValue(value)>}:<name>`, and the store may find the bucket by
+   * `value` alone without reading `key`. Set only by a caller that got `space` from this
+   * same store; other stores never see it.
+   */
+  readonly space?: KeySpace | undefined;
+  /** The raw descriptor value of the bucket in `space` (see {@link StoreRequest.space}). */
+  readonly value?: string | undefined;
+}
+
+/**
+ * A store's opaque handle on the buckets of one key layout (see {@link Store.keySpace}).
+ * Only the store that handed it out reads it.
+ */
+export interface KeySpace {
+  /** A brand: no value is ever read from it. */
+  readonly __keySpace: never;
 }
 
 /** The outcome of one request of a batch, in request order. */
@@ -46,6 +64,23 @@ export interface StoreApplyOptions {
   readonly independent?: boolean;
 }
 
+/** Options of {@link Store.refund}. */
+export interface StoreRefundOptions {
+  /** The caller's clock reading; stores that use a server clock may ignore it. */
+  readonly nowMs: number;
+  /**
+   * When the units were taken (the admitting call's `nowMs`): a window algorithm gives
+   * back only while the state is still the window that held them.
+   */
+  readonly consumedAtMs: number;
+  /**
+   * Makes the refund happen once per id and first key, however often it is repeated
+   * (within the store's dedup TTL): the id of the call that took the units.
+   */
+  readonly requestId?: string;
+  readonly signal?: AbortSignal;
+}
+
 /**
  * Runs batches of bucket transitions atomically. A batch is all-or-nothing: when any
  * enforced request is denied, nothing in the batch is consumed; otherwise every enforced
@@ -63,10 +98,34 @@ export interface Store {
    * The same as {@link Store.apply}, answered synchronously. Only stores that decide in
    * process (MemoryStore) implement it: there is nothing to wait for, so the limiter
    * calls it directly, with no promise, timer or deadline per check. A failure is
-   * reported per item (as from `apply`), never thrown.
+   * reported per item (as from `apply`), never thrown. The results, and the decisions in
+   * them, may be objects the store reuses on its next call (so a check allocates none):
+   * read or copy them before calling the store again. Neither `batch` nor `options` is
+   * kept after the call returns.
    */
   applySync?(batch: readonly StoreRequest[], options: StoreApplyOptions): readonly StoreResult[];
+  /**
+   * Optional addressing without key text: a handle on the buckets whose keys are
+   * `{<keyValue(v)>}:<name>` for every value `v` (the key layout `bucketKey` gives a
+   * policy named `name` with one identity key and no scope). A request may then carry
+   * `space` and the raw `value` (see {@link StoreRequest.space}), and the store finds the
+   * bucket without the caller building, or the store hashing, its key text; the key text
+   * and (space, value) reach the same bucket. The same space for the same name for the
+   * store's life; `undefined` when the store has none for that name. A store that needs
+   * key text anyway (Redis) leaves this out.
+   */
+  keySpace?(name: string): KeySpace | undefined;
   close(): Promise<void>;
+  /**
+   * Gives back units that admitted requests took (`refundState`, algorithms/refund.ts:
+   * never more than was taken, capacity never above its maximum). Only for units whose
+   * taking is certain: after an ambiguous outcome nothing may be given back. Results in
+   * request order, each the bucket as left (unconsumed). Stores without it cannot refund.
+   */
+  refund?(
+    batch: readonly StoreRequest[],
+    options: StoreRefundOptions,
+  ): Promise<readonly StoreResult[]>;
   /**
    * Throws a `PolicyError` when this store cannot run the policy as configured. The
    * limiter calls it for every policy it is given, before using them.

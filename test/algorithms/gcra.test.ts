@@ -88,12 +88,14 @@ describe('gcra: known answers', () => {
   });
 
   it('a cost above the burst is INVALID_POLICY and changes nothing', () => {
-    // t=0: TAT 50ms ahead, free 15; a cost of 21 can never fit a burst of 20.
+    // t=0: TAT 50ms ahead, free 15; a cost of 21 can never fit a burst of 20. Full again
+    // when the TAT is reached: 50 ms.
     const { state, t } = expectInvalidPolicy(gcra, payments, t0, {
       firstCost: 5,
       cost: 21,
       limit: 20,
       remaining: 15,
+      resetAfterMs: 50,
     });
     expect(t.state).toEqual(state);
   });

@@ -305,6 +305,11 @@ export function describeInvariants<P, S>(
           const t = alg.transition(state, nowMs, cap + over, params);
           expect(t.decision.status).toBe('INVALID_POLICY');
           expect(t.decision.allowed).toBe(false);
+          // No wait makes it fit, but the state still refills or empties: its reset is
+          // the one a read reports (an RLS answer's duration_until_reset), not 0.
+          expect(t.decision.resetAfterMs).toBe(
+            alg.transition(state, nowMs, 0, params).decision.resetAfterMs,
+          );
           expectSameDecision(
             alg.transition(t.state, nowMs, 0, params).decision,
             alg.transition(state, nowMs, 0, params).decision,

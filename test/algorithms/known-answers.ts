@@ -113,7 +113,9 @@ export function play<P extends { readonly limit: number }, S>(
 
 /**
  * Takes `firstCost` from a fresh state at `nowMs`, then asks for `cost`, which must be
- * INVALID_POLICY with `limit` and `remaining`; returns the state before and the transition.
+ * INVALID_POLICY with `limit`, `remaining` and `resetAfterMs` (the state's own: no wait
+ * makes the cost fit, but the state still refills); returns the state before and the
+ * transition.
  */
 export function expectInvalidPolicy<P, S>(
   alg: Algorithm<P, S>,
@@ -124,7 +126,8 @@ export function expectInvalidPolicy<P, S>(
     cost,
     limit,
     remaining,
-  }: Record<'firstCost' | 'cost' | 'limit' | 'remaining', number>,
+    resetAfterMs,
+  }: Record<'firstCost' | 'cost' | 'limit' | 'remaining' | 'resetAfterMs', number>,
 ): { state: S; t: Transition<S> } {
   const { state } = alg.transition(undefined, nowMs, firstCost, params);
   const t = alg.transition(state, nowMs, cost, params);
@@ -134,7 +137,7 @@ export function expectInvalidPolicy<P, S>(
     limit,
     remaining,
     retryAfterMs: 0,
-    resetAfterMs: 0,
+    resetAfterMs,
   });
   return { state, t };
 }

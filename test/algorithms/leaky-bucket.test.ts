@@ -97,12 +97,14 @@ describe('leaky-bucket: known answers', () => {
   });
 
   it('a cost above the capacity is INVALID_POLICY and changes nothing', () => {
-    // t=0: level 5, 15 free; a cost of 21 can never fit a queue of 20.
+    // t=0: level 5, 15 free; a cost of 21 can never fit a queue of 20. Empty after
+    // leaking 5 at 100/s: 50 ms.
     const { state, t } = expectInvalidPolicy(leakyBucket, payments('delay'), t0, {
       firstCost: 5,
       cost: 21,
       limit: 20,
       remaining: 15,
+      resetAfterMs: 50,
     });
     expect(t.state).toEqual(state);
   });

@@ -98,7 +98,8 @@ describe('sliding-window-counter: known answers', () => {
 
   it('reports a cost above the limit as INVALID_POLICY with the remaining capacity', () => {
     const params = swc.paramsSchema.parse({ limit: 10, window: 1_000 });
-    // w10 0/4: estimate 4; a cost of 11 can never fit; 10 - 4 = 6 left, unchanged
+    // w10 0/4: estimate 4; a cost of 11 can never fit; 10 - 4 = 6 left, unchanged. The 4
+    // in window 10 count until window 11 has passed: reset at 12000, 2000 ms.
     const { state } = swc.transition(undefined, 10_000, 4, params);
     const t = swc.transition(state, 10_000, 11, params);
     expect(t.decision).toEqual({
@@ -107,7 +108,7 @@ describe('sliding-window-counter: known answers', () => {
       limit: 10,
       remaining: 6,
       retryAfterMs: 0,
-      resetAfterMs: 0,
+      resetAfterMs: 2_000,
     });
     expect(t.state).toEqual(state);
   });

@@ -68,12 +68,14 @@ describe('token-bucket: known answers', () => {
   });
 
   it('a cost above the burst is INVALID_POLICY and changes nothing', () => {
-    // t=0: 20-5 = 15 left; a cost of 21 can never fit a burst of 20.
+    // t=0: 20-5 = 15 left; a cost of 21 can never fit a burst of 20. Full again after
+    // refilling 5 at 100/s: 50 ms.
     const { t } = expectInvalidPolicy(tokenBucket, payments, t0, {
       firstCost: 5,
       cost: 21,
       limit: 20,
       remaining: 15,
+      resetAfterMs: 50,
     });
     expect(tokenBucket.transition(t.state, t0, 0, payments).decision.remaining).toBe(15);
   });

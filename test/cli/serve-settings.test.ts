@@ -15,6 +15,7 @@ const BOOL = 'expected a boolean (1, t, T, TRUE, true, True, 0, f, F, FALSE, fal
 const PORT = 'expected a whole number from 0 to 65535, got';
 const TIMEOUT = 'expected a whole number of milliseconds from 1 to 60000, got';
 const HOST = 'expected an IP address or a host name, got';
+const LIMIT = 'expected a whole number from 1 to 1000000, got';
 const RATIO = 'expected a number greater than 0 and at most 1, got';
 const HEADER = "expected an HTTP header name (letters, digits and !#$%&'*+-.^_`|~), got";
 
@@ -26,6 +27,18 @@ const rows: [Record<string, string>, string[], string][] = [
   [{ STORE_TIMEOUT_MS: '1.5' }, [], `STORE_TIMEOUT_MS: ${TIMEOUT} "1.5"`],
   [{ STORE_TIMEOUT_MS: '60001' }, [], `STORE_TIMEOUT_MS: ${TIMEOUT} "60001"`],
   [{}, ['--store-timeout', '0'], `--store-timeout: ${TIMEOUT} "0"`],
+  [{ SLUICE_MAX_DESCRIPTORS: '0' }, [], `SLUICE_MAX_DESCRIPTORS: ${LIMIT} "0"`],
+  [{}, ['--max-descriptor-value-length', 'abc'], `--max-descriptor-value-length: ${LIMIT} "abc"`],
+  [
+    { SLUICE_HTTP_KEEP_ALIVE_TIMEOUT_MS: '0' },
+    [],
+    'SLUICE_HTTP_KEEP_ALIVE_TIMEOUT_MS: expected a whole number of milliseconds from 1 to 3600000, got "0"',
+  ],
+  [
+    { SLUICE_HTTP_HEADERS_TIMEOUT_MS: '6000' },
+    ['--http-request-timeout', '5000'],
+    'SLUICE_HTTP_HEADERS_TIMEOUT_MS: must not exceed --http-request-timeout (5000), got "6000"',
+  ],
   [{ PORT: 'abc' }, [], `PORT: ${PORT} "abc"`],
   [{ PORT: '65536' }, [], `PORT: ${PORT} "65536"`],
   [{ PORT: '' }, [], `PORT: ${PORT} ""`],
@@ -53,7 +66,7 @@ const rows: [Record<string, string>, string[], string][] = [
   [
     { REDIS_URL: '127.0.0.1:6379', REDIS_TYPE: 'sentinel' },
     [],
-    'REDIS_TYPE: expected single or cluster (Redis Sentinel is not supported), got "sentinel"',
+    'REDIS_URL: expected the master name, then the Sentinels: <master name>,<host:port>[,<host:port>...] (REDIS_TYPE=sentinel), got "127.0.0.1:6379"',
   ],
   [
     { REDIS_URL: '127.0.0.1', REDIS_TYPE: 'cluster' },

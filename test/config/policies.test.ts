@@ -49,6 +49,25 @@ describe('policy files: one fixture per mistake, exact messages', () => {
       ],
     ],
     [
+      'local-and-batch-bad.yaml',
+      'SLUICE_ERR_CONFIG_INVALID',
+      [
+        [
+          'policies[0].batch.ttl',
+          'expected a duration of at least 1ms as whole ms (number) or a string like "500ms", "1s", "1m", "1h", "1d"; got 0',
+        ],
+        [
+          'policies[0].local.burst',
+          "local burst 4 is below the policy's cost 5: every instance would deny that cost, always",
+        ],
+        ['policies[1].local', 'unknown key "periodd"'],
+        [
+          'policies[1].batch',
+          'does not apply to a shadow policy (it never blocks, so reserved units would be held for nothing)',
+        ],
+      ],
+    ],
+    [
       'duplicate-name.yaml',
       'SLUICE_ERR_CONFIG_INVALID',
       [['policies[1].name', 'duplicate policy name "api" (first at policies[0])']],
@@ -193,6 +212,26 @@ describe('policy validation: defaults and shapes', () => {
       shadow: false,
       identity: ['user'],
     });
+  });
+
+  it('reads local and batch with their defaults, and gives their issues stable codes', () => {
+    const [p] = parsePolicies([
+      { name: 'x', match: ['user'], rate: 100, local: { rate: 10 }, batch: { size: 50 } },
+    ]).policies;
+    expect(p!.local).toEqual({ rate: 10, periodMs: 1_000, burst: 10 });
+    expect(p!.batch).toEqual({ size: 50, ttlMs: 1_000 });
+    let caught: unknown;
+    try {
+      parsePolicies([
+        { name: 'y', match: ['user'], rate: 100, local: { rate: -1 }, batch: { size: 500 } },
+      ]);
+    } catch (e) {
+      caught = e;
+    }
+    expect((caught as PolicyError).issues.map((i) => [i.path, i.code])).toEqual([
+      ['[0].local.rate', 'SLUICE_ERR_LOCAL_INVALID'],
+      ['[0].batch.size', 'SLUICE_ERR_BATCH_INVALID'],
+    ]);
   });
 
   it('makes a policy without free match keys global (empty identity)', () => {

@@ -25,15 +25,24 @@ describe('readServiceSettings: one validation for environment variables and flag
       host: '0.0.0.0',
       grpcHost: '0.0.0.0',
       storeTimeoutMs: 100,
+      maxDescriptors: 64,
+      maxDescriptorEntries: 32,
+      maxDescriptorKeyLength: 256,
+      maxDescriptorValueLength: 1024,
       keyPrefix: 'sl',
       shadowMode: false,
       quotaMode: false,
       mergeDomainConfig: false,
       nearLimitRatio: 0.8,
+      localCacheSizeBytes: 0,
       responseDynamicMetadata: false,
       logLevel: 'info',
       logFormatText: false,
+      decisionLogSampleRate: 0.001,
       decisionMode: 'per-descriptor',
+      healthyWithAtLeastOneConfigLoaded: false,
+      grpcMaxConnectionAgeMs: 86_400_000,
+      grpcMaxConnectionAgeGraceMs: 3_600_000,
     });
   });
 
@@ -54,6 +63,7 @@ describe('readServiceSettings: one validation for environment variables and flag
           QUOTA_MODE: '1',
           MERGE_DOMAIN_CONFIG: 'T',
           NEAR_LIMIT_RATIO: '0.5',
+          LOCAL_CACHE_SIZE_IN_BYTES: '1048576',
           LIMIT_RESPONSE_HEADERS_ENABLED: 'True',
           LIMIT_REMAINING_HEADER: 'X-RateLimit-Remaining',
           RESPONSE_DYNAMIC_METADATA: 'TRUE',
@@ -61,8 +71,19 @@ describe('readServiceSettings: one validation for environment variables and flag
           LOG_FORMAT: 'text',
           RUNTIME_WATCH_ROOT: 'f',
           SLUICE_DECISION_MODE: 'all-or-nothing',
+          SLUICE_LOG_SAMPLE_RATE: '0.25',
+          SLUICE_MAX_DESCRIPTORS: '8',
+          SLUICE_MAX_DESCRIPTOR_ENTRIES: '4',
+          SLUICE_MAX_DESCRIPTOR_KEY_LENGTH: '16',
+          SLUICE_MAX_DESCRIPTOR_VALUE_LENGTH: '64',
+          SLUICE_HTTP_HEADERS_TIMEOUT_MS: '2000',
+          SLUICE_HTTP_REQUEST_TIMEOUT_MS: '9000',
+          SLUICE_HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000',
         },
-        [{ setting: 'port', flag: '--port', value: '0' }],
+        [
+          { setting: 'port', flag: '--port', value: '0' },
+          { setting: 'maxDescriptors', flag: '--max-descriptors', value: '2' },
+        ],
       ),
     ).toEqual({
       port: 0,
@@ -71,11 +92,19 @@ describe('readServiceSettings: one validation for environment variables and flag
       grpcHost: '::1',
       redis: { type: 'single', url: 'redis://:s3cret@cache.internal:6380' },
       storeTimeoutMs: 250,
+      maxDescriptors: 2,
+      maxDescriptorEntries: 4,
+      maxDescriptorKeyLength: 16,
+      maxDescriptorValueLength: 64,
+      httpHeadersTimeoutMs: 2_000,
+      httpRequestTimeoutMs: 9_000,
+      httpKeepAliveTimeoutMs: 1_000,
       keyPrefix: 'rl',
       shadowMode: true,
       quotaMode: true,
       mergeDomainConfig: true,
       nearLimitRatio: 0.5,
+      localCacheSizeBytes: 1_048_576,
       responseHeaders: {
         limit: 'RateLimit-Limit',
         remaining: 'X-RateLimit-Remaining',
@@ -84,7 +113,11 @@ describe('readServiceSettings: one validation for environment variables and flag
       responseDynamicMetadata: true,
       logLevel: 'warn',
       logFormatText: true,
+      decisionLogSampleRate: 0.25,
       decisionMode: 'all-or-nothing',
+      healthyWithAtLeastOneConfigLoaded: false,
+      grpcMaxConnectionAgeMs: 86_400_000,
+      grpcMaxConnectionAgeGraceMs: 3_600_000,
     });
   });
 
@@ -124,11 +157,64 @@ describe('readServiceSettings: one validation for environment variables and flag
     expect(readSetting('port', { PORT: '65535' })).toBe(65_535);
     expect(readSetting('storeTimeoutMs', { STORE_TIMEOUT_MS: '60000' })).toBe(60_000);
     expect(readSetting('nearLimitRatio', { NEAR_LIMIT_RATIO: '1' })).toBe(1);
+    expect(
+      issuesOf(() => readSetting('localCacheSizeBytes', { LOCAL_CACHE_SIZE_IN_BYTES: '-1' })),
+    ).toEqual([
+      [
+        'LOCAL_CACHE_SIZE_IN_BYTES',
+        'expected a whole number of bytes from 0 to 1073741824, got "-1"',
+      ],
+    ]);
     expect(issuesOf(() => readSetting('port', { PORT: '0x1f90' }))).toEqual([
       ['PORT', 'expected a whole number from 0 to 65535, got "0x1f90"'],
     ]);
     expect(issuesOf(() => readSetting('nearLimitRatio', { NEAR_LIMIT_RATIO: '' }))).toEqual([
       ['NEAR_LIMIT_RATIO', 'expected a number greater than 0 and at most 1, got ""'],
+    ]);
+  });
+
+  it('the decision log sample rate is a share from 0 (off) to 1 (every decision)', () => {
+    expect(readSetting('decisionLogSampleRate', { SLUICE_LOG_SAMPLE_RATE: '0' })).toBe(0);
+    expect(readSetting('decisionLogSampleRate', { SLUICE_LOG_SAMPLE_RATE: '1' })).toBe(1);
+    for (const bad of ['1.5', '-0.1', 'all', ''])
+      expect(
+        issuesOf(() => readSetting('decisionLogSampleRate', { SLUICE_LOG_SAMPLE_RATE: bad })),
+      ).toEqual([
+        ['SLUICE_LOG_SAMPLE_RATE', `expected a number from 0 to 1, got ${JSON.stringify(bad)}`],
+      ]);
+  });
+
+  it('descriptor limits are whole numbers 1-1000000; HTTP timeouts 1-3600000 ms, headers within request', () => {
+    expect(
+      readSetting('maxDescriptorValueLength', { SLUICE_MAX_DESCRIPTOR_VALUE_LENGTH: '1000000' }),
+    ).toBe(1_000_000);
+    expect(
+      issuesOf(() =>
+        readServiceSettings({
+          SLUICE_MAX_DESCRIPTORS: '0',
+          SLUICE_MAX_DESCRIPTOR_KEY_LENGTH: '1e3',
+          SLUICE_HTTP_KEEP_ALIVE_TIMEOUT_MS: '3600001',
+        }),
+      ),
+    ).toEqual([
+      ['SLUICE_MAX_DESCRIPTORS', 'expected a whole number from 1 to 1000000, got "0"'],
+      ['SLUICE_MAX_DESCRIPTOR_KEY_LENGTH', 'expected a whole number from 1 to 1000000, got "1e3"'],
+      [
+        'SLUICE_HTTP_KEEP_ALIVE_TIMEOUT_MS',
+        'expected a whole number of milliseconds from 1 to 3600000, got "3600001"',
+      ],
+    ]);
+    expect(
+      issuesOf(() =>
+        readServiceSettings({ SLUICE_HTTP_HEADERS_TIMEOUT_MS: '6000' }, [
+          { setting: 'httpRequestTimeoutMs', flag: '--http-request-timeout', value: '5000' },
+        ]),
+      ),
+    ).toEqual([
+      [
+        'SLUICE_HTTP_HEADERS_TIMEOUT_MS',
+        'must not exceed --http-request-timeout (5000), got "6000"',
+      ],
     ]);
   });
 

@@ -68,6 +68,8 @@ describe('startService options', () => {
       storeTimeoutMs: 0,
       port: 70_000,
       nearLimitRatio: 1.5,
+      maxDescriptorValueLength: 0,
+      httpKeepAliveTimeoutMs: 1.5,
     }).then(
       () => undefined,
       (e: unknown) => e,
@@ -77,6 +79,8 @@ describe('startService options', () => {
     expect((refused as PolicyError).issues.map((i) => i.path)).toEqual([
       'port',
       'storeTimeoutMs',
+      'maxDescriptorValueLength',
+      'httpKeepAliveTimeoutMs',
       'nearLimitRatio',
     ]);
     expect((refused as PolicyError).message).toContain(

@@ -29,6 +29,31 @@ export interface RedisServerOptions {
   clusterNodeTimeoutMs?: number;
   /** Deadline for the server to answer PING (and, for a replica, to link up). @default 20000 */
   startTimeoutMs?: number;
+  /**
+   * More environment for the server process, e.g. `LD_PRELOAD` of libfaketime with
+   * `FAKETIME` (see faketime.ts): the PID stays redis-server's own.
+   */
+  env?: Readonly<Record<string, string>>;
+  /**
+   * Start as a Sentinel (`redis-server sentinel.conf --sentinel`) monitoring `primary` as
+   * `name`; the config file is written in the server's directory (Sentinel rewrites it).
+   */
+  sentinel?: SentinelOptions;
+}
+
+/** What a Sentinel started by {@link RedisServer.start} monitors, and how fast it acts. */
+export interface SentinelOptions {
+  /** The master name (`sentinel monitor <name> …`). */
+  readonly name: string;
+  readonly primary: RedisServer;
+  /** Sentinels that must agree the primary is down. */
+  readonly quorum: number;
+  /** `down-after-milliseconds`. */
+  readonly downAfterMs: number;
+  /** `failover-timeout`, in ms. @default 3000 */
+  readonly failoverTimeoutMs?: number;
+  /** The Sentinel's own password (its `default` user's, set once it answers PING). */
+  readonly password?: string;
 }
 
 /** Options for {@link RedisServer.stop}. */
@@ -94,6 +119,7 @@ export class RedisServer {
   readonly cluster: boolean;
 
   private readonly args: readonly string[];
+  private readonly env: Readonly<Record<string, string>>;
   private readonly binaries: RedisBinaries;
   private readonly clients = new Set<Redis>();
   private child: ChildProcess | undefined;
@@ -108,7 +134,9 @@ export class RedisServer {
     args: readonly string[];
     binaries: RedisBinaries;
     cluster: boolean;
+    env: Readonly<Record<string, string>>;
   }) {
+    this.env = init.env;
     this.port = init.port;
     this.busPort = init.busPort;
     this.url = `redis://${HOST}:${init.port}`;
@@ -164,7 +192,10 @@ export class RedisServer {
       const port = await freePort();
       const busPort = cluster ? await freeBusPort(port, binaries.version) : undefined;
       const dir = fs.mkdtempSync(path.join(BASE_DIR, `${port}-`));
-      const args = [
+      const sentinel = options.sentinel;
+      const args: string[] =
+        sentinel === undefined ? [] : [sentinelConfig(dir, sentinel), '--sentinel'];
+      args.push(
         '--port',
         String(port),
         '--bind',
@@ -183,7 +214,7 @@ export class RedisServer {
         // would dominate replica and cluster start-up. `extraArgs` can set it back.
         '--repl-diskless-sync-delay',
         '0',
-      ];
+      );
       if (cluster) {
         args.push(
           '--cluster-enabled',
@@ -199,10 +230,28 @@ export class RedisServer {
       }
       if (options.replicaOf) args.push('--replicaof', HOST, String(options.replicaOf.port));
       args.push(...(options.extraArgs ?? []));
-      const server = new RedisServer({ port, busPort, dir, args, binaries, cluster });
+      const server = new RedisServer({
+        port,
+        busPort,
+        dir,
+        args,
+        binaries,
+        cluster,
+        env: options.env ?? {},
+      });
       registry.add(server);
       try {
         await server.launch(timeoutMs);
+        if (sentinel?.password !== undefined) {
+          // Set after the PING check, which sends no password.
+          await respCommand(HOST, port, [
+            'ACL',
+            'SETUSER',
+            'default',
+            'resetpass',
+            `>${sentinel.password}`,
+          ]);
+        }
         if (options.replicaOf) {
           await server.waitForReplicaLink(timeoutMs);
           await waitForStreaming(options.replicaOf, timeoutMs);
@@ -346,6 +395,7 @@ export class RedisServer {
       child = spawn(this.binaries.server, this.args, {
         cwd: this.dir,
         stdio: ['ignore', logFd, logFd],
+        env: { ...process.env, ...this.env },
       });
     } finally {
       fs.closeSync(logFd);
@@ -443,6 +493,20 @@ export class RedisServer {
       });
     }
   }
+}
+
+/** Writes a Sentinel's config file in `dir`; returns its path. */
+function sentinelConfig(dir: string, o: SentinelOptions): string {
+  const file = path.join(dir, 'sentinel.conf');
+  const lines = [
+    `sentinel monitor ${o.name} ${HOST} ${o.primary.port} ${o.quorum}`,
+    `sentinel down-after-milliseconds ${o.name} ${o.downAfterMs}`,
+    `sentinel failover-timeout ${o.name} ${o.failoverTimeoutMs ?? 3000}`,
+    // Sentinels authenticate to each other with it once it is set (see start()).
+    ...(o.password === undefined ? [] : [`sentinel sentinel-pass ${o.password}`]),
+  ];
+  fs.writeFileSync(file, `${lines.join('\n')}\n`);
+  return file;
 }
 
 /**

@@ -16,6 +16,8 @@ export interface Serve {
   readonly httpPort: number;
   readonly grpcPort: number;
   readonly output: string[];
+  /** Its standard output alone (the JSON log lines), as received. */
+  readonly stdout: string[];
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
@@ -47,12 +49,16 @@ export async function spawnServe(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const output: string[] = [];
-  child.stdout?.on('data', (b: Buffer) => output.push(b.toString()));
+  const stdout: string[] = [];
+  child.stdout?.on('data', (b: Buffer) => {
+    output.push(b.toString());
+    stdout.push(b.toString());
+  });
   child.stderr?.on('data', (b: Buffer) => output.push(b.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
-  const s: Serve = { child, httpPort, grpcPort, output, exited };
+  const s: Serve = { child, httpPort, grpcPort, output, stdout, exited };
   try {
     await waitFor(
       async (report) => {

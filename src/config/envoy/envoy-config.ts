@@ -1,5 +1,10 @@
 import type { PolicyIssue } from '../../core/errors.js';
-import type { AlgorithmKind, FailureMode } from '../../core/policy.js';
+import type {
+  AlgorithmKind,
+  BatchSettings,
+  FailureMode,
+  LocalSettings,
+} from '../../core/policy.js';
 
 /**
  * Time units of envoyproxy/ratelimit's `rate_limit.unit`, in its order. The YAML
@@ -81,6 +86,10 @@ export interface SluiceRuleOptions {
   readonly failureMode?: FailureMode;
   /** Stable public name returned to clients; see {@link publicRuleName}. */
   readonly name?: string;
+  /** The local stage's bucket per descriptor value (docs/local-and-batching.md). */
+  readonly local?: LocalSettings;
+  /** Token batching (docs/local-and-batching.md). */
+  readonly batch?: BatchSettings;
   /**
    * The algorithm's validated parameters (times in ms), built from `requests_per_unit`,
    * `unit` and `burst`. Absent when the rule is unlimited or `requests_per_unit` is 0

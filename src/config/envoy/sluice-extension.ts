@@ -1,6 +1,15 @@
+import type { z } from 'zod';
 import { ALGORITHMS } from '../../algorithms/index.js';
-import { ALGORITHM_KINDS, type AlgorithmKind, type FailureMode } from '../../core/policy.js';
+import {
+  ALGORITHM_KINDS,
+  type AlgorithmKind,
+  type BatchSettings,
+  type FailureMode,
+  type LocalSettings,
+} from '../../core/policy.js';
+import { issueText } from '../issue-text.js';
 import { POLICY_NAME } from '../policies.js';
+import { batchSchema, localSchema, stageSettingsProblems } from '../stage-settings.js';
 import {
   DECISION_MODES,
   unitToMs,
@@ -11,7 +20,14 @@ import {
 import { collapsed, type GoNode } from './yaml-tree.js';
 
 /** Fields of a rule's `sluice:` block. */
-export const SLUICE_FIELDS = Object.freeze(['algorithm', 'burst', 'failure_mode', 'name'] as const);
+export const SLUICE_FIELDS = Object.freeze([
+  'algorithm',
+  'batch',
+  'burst',
+  'failure_mode',
+  'local',
+  'name',
+] as const);
 
 /** Fields of the top-level `sluice:` block, the domain's settings. */
 export const SLUICE_DOMAIN_FIELDS = Object.freeze(['decision'] as const);
@@ -30,6 +46,8 @@ export interface SluiceExtension {
   readonly burst?: number;
   readonly failureMode?: FailureMode;
   readonly name?: string;
+  readonly local?: LocalSettings;
+  readonly batch?: BatchSettings;
 }
 
 /** The rate limit a `sluice:` block sits beside. */
@@ -88,6 +106,16 @@ export function parseSluiceExtension(
           problems.push([at, `expected one of ${FAILURE_MODES.join(', ')}; got ${show(value)}`]);
         }
         break;
+      case 'local': {
+        const v = blockSetting(localSchema, value, at, problems);
+        if (v !== undefined) out.local = v;
+        break;
+      }
+      case 'batch': {
+        const v = blockSetting(batchSchema, value, at, problems);
+        if (v !== undefined) out.batch = v;
+        break;
+      }
       case 'name':
         if (text !== undefined && POLICY_NAME.test(text)) out.name = text;
         else {
@@ -141,6 +169,33 @@ export function parseSluiceDomainExtension(
     }
   }
   return out;
+}
+
+/** A YAML node as plain data (ints as numbers), for the schemas that policy files use too. */
+function plain(node: GoNode): unknown {
+  if (node.kind === 'map') {
+    const out: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+    for (const { key, value } of collapsed(node)) out[scalarText(key) ?? ''] = plain(value);
+    return out;
+  }
+  if (node.kind === 'seq') return node.items.map(plain);
+  const v = node.typed.value;
+  return typeof v === 'bigint' ? Number(v) : v;
+}
+
+/** A `local:` or `batch:` block through the policy files' schema; its problems, with paths. */
+function blockSetting<T>(
+  schema: z.ZodType<T>,
+  node: GoNode,
+  at: string,
+  problems: Problem[],
+): T | undefined {
+  const parsed = schema.safeParse(plain(node), { error: issueText });
+  if (parsed.success) return parsed.data;
+  for (const i of parsed.error.issues) {
+    problems.push([[at, ...i.path.map(String)].join('.'), i.message]);
+  }
+  return undefined;
 }
 
 function show(node: GoNode): string {
@@ -204,11 +259,15 @@ export function sluiceRuleOptions(
     ...(ext.burst === undefined ? {} : { burst: ext.burst }),
     ...(ext.failureMode === undefined ? {} : { failureMode: ext.failureMode }),
     ...(ext.name === undefined ? {} : { name: ext.name }),
+    ...(ext.local === undefined ? {} : { local: ext.local }),
+    ...(ext.batch === undefined ? {} : { batch: ext.batch }),
   };
   const fields: [keyof SluiceExtension, string][] = [
     ['algorithm', 'algorithm'],
     ['burst', 'burst'],
     ['failureMode', 'failure_mode'],
+    ['local', 'local'],
+    ['batch', 'batch'],
   ];
   if (basis.unlimited || basis.unit === undefined) {
     for (const [field, yamlName] of fields) {
@@ -219,8 +278,20 @@ export function sluiceRuleOptions(
     return base;
   }
   if (basis.requestsPerUnit === 0) {
-    if (ext.burst !== undefined || (ext.algorithm ?? 'fixed-window') !== 'fixed-window') {
-      const field = ext.burst !== undefined ? 'burst' : 'algorithm';
+    if (
+      ext.burst !== undefined ||
+      ext.local !== undefined ||
+      ext.batch !== undefined ||
+      (ext.algorithm ?? 'fixed-window') !== 'fixed-window'
+    ) {
+      const field =
+        ext.burst !== undefined
+          ? 'burst'
+          : ext.local !== undefined
+            ? 'local'
+            : ext.batch !== undefined
+              ? 'batch'
+              : 'algorithm';
       problems.push([
         `${path}.${field}`,
         'does not apply when requests_per_unit is 0 (every request is denied)',
@@ -240,5 +311,17 @@ export function sluiceRuleOptions(
     for (const e of built.errors) problems.push([path, `${algorithm}: ${e}`]);
     return base;
   }
+  const problemsOfStages = stageSettingsProblems(
+    {
+      algorithm,
+      params: built.params,
+      capacity: ALGORITHMS[algorithm].capacity(built.params as never),
+      maxCost: 1,
+      shadow: false,
+    },
+    ext.local,
+    ext.batch,
+  );
+  for (const p of problemsOfStages) problems.push([[path, ...p.path].join('.'), p.message]);
   return { ...base, params: built.params };
 }

@@ -18,6 +18,7 @@ import type {
   WireRlsRequest,
   WireRlsResponse,
 } from './wire.js';
+import { requestIdOf } from '../request-id.js';
 
 /**
  * Health service names that report the server's state: `""` (the whole server),
@@ -77,9 +78,17 @@ function contextOf(call: grpc.ServerUnaryCall<unknown, unknown>): {
   });
   const deadline = call.getDeadline();
   const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
-  const context: CallContext = Number.isFinite(deadlineMs)
-    ? { signal: controller.signal, timeoutMs: Math.max(0, deadlineMs - Date.now()) }
-    : { signal: controller.signal };
+  const requestId = requestIdOf(call.metadata.get('x-request-id')[0]);
+  const header = (name: string): string | undefined => {
+    const value = call.metadata.get(name)[0];
+    return typeof value === 'string' ? value : undefined;
+  };
+  const context: CallContext = {
+    signal: controller.signal,
+    header,
+    ...(Number.isFinite(deadlineMs) ? { timeoutMs: Math.max(0, deadlineMs - Date.now()) } : {}),
+    ...(requestId === undefined ? {} : { requestId }),
+  };
   return { context, answered: () => void (answered = true) };
 }
 
@@ -177,12 +186,24 @@ export class GrpcServer {
    * bound port. Call once; IPv6 hosts may be given bare (`::1`).
    */
   listen(host: string, port: number): Promise<number> {
+    return this.#bind(formatAddress(host, port));
+  }
+
+  /**
+   * Serves on a unix domain socket at `path` instead of TCP (upstream's `GRPC_UDS`); the
+   * file must not exist yet. Call once, instead of {@link listen}.
+   */
+  async listenUnix(path: string): Promise<void> {
+    await this.#bind(`unix:${path}`);
+  }
+
+  #bind(address: string): Promise<number> {
     if (this.#port !== undefined || this.#closing !== undefined) {
       return Promise.reject(new Error('GrpcServer.listen() may be called once, before shutdown()'));
     }
     const credentials = this.#options.credentials ?? grpc.ServerCredentials.createInsecure();
     return new Promise((resolve, reject) => {
-      this.#server.bindAsync(formatAddress(host, port), credentials, (error, bound) => {
+      this.#server.bindAsync(address, credentials, (error, bound) => {
         if (error !== null) return reject(error);
         this.#port = bound;
         resolve(bound);

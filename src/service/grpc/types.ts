@@ -125,6 +125,13 @@ export interface CallContext {
   readonly signal: AbortSignal;
   /** Milliseconds left until the client's deadline when the call arrived; absent without one. */
   readonly timeoutMs?: number;
+  /**
+   * The caller's `x-request-id` (an HTTP header or gRPC metadata), for the decision log;
+   * absent when not sent or not a well-formed id (see `requestIdOf`).
+   */
+  readonly requestId?: string;
+  /** Reads a request header (gRPC metadata) by lower-case name, e.g. `traceparent`. */
+  readonly header?: (name: string) => string | undefined;
 }
 
 /** The service core the gRPC server calls. Over limit is an answer, never a rejection. */

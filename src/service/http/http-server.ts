@@ -9,7 +9,10 @@ import type { ShutdownResult } from '../grpc/server.js';
 import type { CallContext, GrpcHandlers } from '../grpc/types.js';
 import { checkHttpStatus, decodeCheckJson, encodeCheckJson } from './check-json.js';
 import { readBody } from './read-body.js';
+import { requestIdOf } from '../request-id.js';
 import { decodeRlsJson, encodeRlsJson } from './rls-json.js';
+import type { StatusSnapshot } from '../status/status-snapshot.js';
+import { renderStatusPage } from './status-page.js';
 
 /**
  * The service core the HTTP server calls: the gRPC handlers (one object can serve both
@@ -25,6 +28,11 @@ export interface HttpHandlers extends GrpcHandlers {
 export interface HttpServerOptions {
   /** Served at `GET /metrics`, and told how long each decision call took. @default none: `/metrics` is 404 */
   readonly metrics?: ServiceMetrics;
+  /**
+   * Served at `GET /status` as an HTML page, and as JSON with `?format=json`.
+   * @default none: `/status` is 404
+   */
+  readonly status?: () => StatusSnapshot;
   /** Largest request body accepted, in bytes; larger ones get 413. @default 1_048_576 (1 MiB) */
   readonly maxBodyBytes?: number;
   /** Bounds on the descriptors of `/json` and `/v1/check` requests. @default DEFAULT_DESCRIPTOR_LIMITS */
@@ -65,6 +73,7 @@ const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 5_000;
 const DRAIN_BYTES = 8 * 1024 * 1024;
 const JSON_TYPE = 'application/json';
 const TEXT_TYPE = 'text/plain; charset=utf-8';
+const HTML_TYPE = 'text/html; charset=utf-8';
 const TRANSPORT: MetricsTransport = 'http';
 /** While draining, how long a keep-alive connection may stay idle before it is closed. */
 const DRAIN_IDLE_MS = 500;
@@ -183,7 +192,7 @@ function serverTimeouts(options: HttpServerOptions): http.ServerOptions {
 /**
  * Sluice over HTTP/1.1 on `node:http`: envoyproxy/ratelimit's HTTP port (`POST /json`,
  * `GET /healthcheck`) and its debug `GET /rlconfig`, plus `GET /metrics` (Prometheus) and
- * Sluice's native `POST /v1/check`. Requests are validated before handlers see them, as
+ * Sluice's native `POST /v1/check` and the status page `GET /status`. Requests are validated before handlers see them, as
  * over gRPC; every error answers with a JSON body `{"error", "code"}` whose status comes
  * from the error-code registry. Unknown paths are 404 and wrong methods 405 (with
  * `Allow`); bodies over `maxBodyBytes` are 413; a request not fully sent within
@@ -231,6 +240,7 @@ export class HttpServer {
       ['/healthcheck', { methods: ['GET', 'HEAD'], run: (x) => this.#healthcheck(x) }],
       ['/metrics', { methods: ['GET', 'HEAD'], run: (x) => this.#metrics(x) }],
       ['/rlconfig', { methods: ['GET', 'HEAD'], run: (x) => this.#rlconfig(x) }],
+      ['/status', { methods: ['GET', 'HEAD'], run: (x) => this.#status(x) }],
     ]);
     this.#limits = options.descriptorLimits ?? DEFAULT_DESCRIPTOR_LIMITS;
     this.#server = http.createServer(serverTimeouts(options), (req, res) => {
@@ -340,7 +350,17 @@ export class HttpServer {
       if (!res.writableFinished) controller.abort(new Error('client closed the connection'));
     });
     const startedMs = performance.now();
-    const x: Exchange = { req, res, path, context: { signal: controller.signal } };
+    const requestId = requestIdOf(req.headers['x-request-id']);
+    const header = (name: string): string | undefined => {
+      const value = req.headers[name];
+      return typeof value === 'string' ? value : undefined;
+    };
+    const context: CallContext = {
+      signal: controller.signal,
+      header,
+      ...(requestId === undefined ? {} : { requestId }),
+    };
+    const x: Exchange = { req, res, path, context };
     try {
       if (route === undefined) {
         this.#send(res, errorReply('SLUICE_ERR_PROTOCOL_BAD_REQUEST', `no route for ${path}`, 404));
@@ -433,6 +453,38 @@ export class HttpServer {
     }
     const { contentType, body } = await metrics.metrics();
     this.#send(x.res, { status: 200, body, contentType });
+  }
+
+  async #status(x: Exchange): Promise<void> {
+    const status = this.#options.status;
+    if (status === undefined) {
+      this.#send(
+        x.res,
+        errorReply('SLUICE_ERR_PROTOCOL_BAD_REQUEST', 'the status page is not enabled', 404),
+      );
+      return;
+    }
+    const query = new URLSearchParams((x.req.url ?? '').split('?')[1] ?? '');
+    const format = query.get('format') ?? 'html';
+    if (format !== 'html' && format !== 'json') {
+      throw new ProtocolError(
+        'SLUICE_ERR_PROTOCOL_BAD_REQUEST',
+        `/status?format= accepts html or json, not ${JSON.stringify(format.slice(0, 32))}`,
+      );
+    }
+    const snapshot = status();
+    // The page loads nothing and runs nothing; the policy says so to the browser too.
+    const headers = {
+      'cache-control': 'no-store',
+      'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'",
+      'x-content-type-options': 'nosniff',
+    };
+    this.#send(
+      x.res,
+      format === 'json'
+        ? { ...json(200, snapshot), headers }
+        : { status: 200, body: renderStatusPage(snapshot), contentType: HTML_TYPE, headers },
+    );
   }
 
   async #rlconfig(x: Exchange): Promise<void> {

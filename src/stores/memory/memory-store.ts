@@ -1,11 +1,19 @@
 import { decisionCell, type Algorithm, type DecisionCell } from '../../algorithms/algorithm.js';
 import type { AlgorithmDecision } from '../../core/decision.js';
 import { StoreError } from '../../core/errors.js';
+import { refundState } from '../../algorithms/refund.js';
 import { decideBatch } from '../batch.js';
 import { dedupKey } from '../key.js';
 import { newBucket, newTable, type Bucket, type Table } from './bucket.js';
 import { indexable, placeOf, valueIndexId } from './bucket-place.js';
-import type { Store, StoreApplyOptions, StoreRequest, StoreResult } from '../store.js';
+import type {
+  KeySpace,
+  Store,
+  StoreApplyOptions,
+  StoreRefundOptions,
+  StoreRequest,
+  StoreResult,
+} from '../store.js';
 
 export interface MemoryStoreOptions {
   /**
@@ -34,32 +42,6 @@ export interface MemoryStoreStats {
   readonly expired: number;
 }
 
-/**
- * A bucket key, with room for the store's handle on its bucket. A caller that decides the
- * same key again and again (the limiter, for a descriptor it remembers) passes the same
- * ref, and the store goes straight to the bucket it found last time, while that bucket is
- * still held, instead of looking the key up.
- * @internal
- */
-export interface BucketRef {
-  readonly key: string;
-  /** Opaque; set by the store. */
-  handle: unknown;
-}
-
-declare const valueIndexBrand: unique symbol;
-
-/**
- * The buckets of one policy with one identity key and no scope, by raw descriptor value:
- * the bucket of value `v` is the bucket of text key `{<encoded v>}:<policy>` (see
- * bucket-place.ts).
- * Opaque; from {@link MemoryStore.valueIndex}.
- * @internal
- */
-export interface ValueIndex {
-  readonly [valueIndexBrand]: true;
-}
-
 /** Slots the per-slot arrays start with (they double as the ring grows). */
 const INITIAL_SLOTS = 1024;
 
@@ -73,8 +55,9 @@ const SWEEP_PER_APPLY = 2;
  * expiry in tests. It limits one process only: for a fleet, use `RedisStore`.
  *
  * Buckets are keyed by text (`StoreRequest.key`); a key of the one-identity layout is held
- * in a value index under its raw value (bucket-place.ts), so the limiter finds it by the
- * descriptor's value alone. Every bucket also has a slot in one ring, for the bound and the
+ * in a value index under its raw value (bucket-place.ts). The index is the store's
+ * {@link MemoryStore.keySpace}, so a request carrying it is found by the descriptor's
+ * value alone. Every bucket also has a slot in one ring, for the bound and the
  * expiry sweep:
  * - Eviction is CLOCK (second chance): a use sets the slot's mark (one byte, where a
  *   recency list rewrote links in three scattered objects). When full, a hand walks the
@@ -112,8 +95,12 @@ export class MemoryStore implements Store {
   readonly #dedupTtlMs: number;
   readonly #maxRequestIds: number;
   readonly #requests = new Map<string, { results: readonly StoreResult[]; expiresAtMs: number }>();
-  /** The decision of the last `decideOne` / `decideIn`, reused. */
+  /** The decision of the last one-request `applySync` without a request id, reused. */
   readonly #out = decisionCell();
+  /** The results of that call, reused: `[{ ok: true, decision: #out }]`. */
+  readonly #outResults: readonly StoreResult[] = [
+    { ok: true, decision: this.#out as AlgorithmDecision },
+  ];
 
   constructor(options: MemoryStoreOptions = {}) {
     const maxKeys = options.maxKeys ?? 1_000_000;
@@ -131,11 +118,24 @@ export class MemoryStore implements Store {
     batch: readonly StoreRequest[],
     options: StoreApplyOptions,
   ): Promise<readonly StoreResult[]> {
-    return Promise.resolve(this.applySync(batch, options));
+    // Fresh results: an asynchronous caller may hold them past the next call.
+    return Promise.resolve(this.#apply(batch, options, false));
   }
 
-  /** {@link MemoryStore.apply}, synchronously (the limiter's path: no promise per check). */
+  /**
+   * {@link MemoryStore.apply}, synchronously (the limiter's path: no promise per check).
+   * A one-request call without a request id returns results and a decision the store
+   * reuses on its next call (see `Store.applySync`).
+   */
   applySync(batch: readonly StoreRequest[], options: StoreApplyOptions): readonly StoreResult[] {
+    return this.#apply(batch, options, true);
+  }
+
+  #apply(
+    batch: readonly StoreRequest[],
+    options: StoreApplyOptions,
+    reuse: boolean,
+  ): readonly StoreResult[] {
     if (this.#closed) {
       const error = new StoreError('SLUICE_ERR_STORE_CLOSED', 'MemoryStore is closed');
       return batch.map(() => ({ ok: false as const, error }));
@@ -152,28 +152,21 @@ export class MemoryStore implements Store {
     }
     if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
     this.#sweep(nowMs);
+    if (batch.length === 1 && reuse && rid === undefined) {
+      const decision = this.#decideOne(batch[0]!, nowMs, this.#out);
+      // An algorithm without an in-place step (the sliding log) made a decision of its own.
+      return decision === this.#out ? this.#outResults : [{ ok: true, decision }];
+    }
     let results: StoreResult[];
     if (batch.length === 1 || options.independent === true) {
       // Batches of one: decideBatch's all-or-nothing reduces to "write it when admitted".
       results = [];
       for (let i = 0; i < batch.length; i++) {
-        const r = batch[i]!;
-        const [table, key] = this.#place(r.key);
-        const decision = this.#one(
-          table,
-          key,
-          table.map.get(key),
-          r.algorithm,
-          r.params,
-          r.cost,
-          nowMs,
-          decisionCell(),
-        );
-        this.#release(table);
+        const decision = this.#decideOne(batch[i]!, nowMs, decisionCell());
         results.push({ ok: true, decision });
       }
     } else {
-      const places = batch.map((r) => this.#place(r.key));
+      const places = batch.map((r) => this.#placeOf(r));
       const states = places.map(([table, key], i) => this.#live(table, key, batch[i]!, nowMs));
       const outcome = decideBatch(batch, states, nowMs);
       for (let i = 0; i < batch.length; i++) {
@@ -194,78 +187,94 @@ export class MemoryStore implements Store {
     return results;
   }
 
-  /**
-   * The value index of buckets keyed `{<value>}:<policyName>` (the layout of a policy with
-   * one identity key and no scope), for {@link MemoryStore.decideIn}; the same index for
-   * the same policy name, for the store's life. `undefined` for a policy name that layout
-   * cannot hold (with `:`).
-   * @internal
-   */
-  valueIndex(policyName: string): ValueIndex | undefined {
-    if (!indexable(policyName)) return undefined;
-    const table = this.#table(valueIndexId(policyName));
-    table.pinned = true;
-    return table as unknown as ValueIndex;
-  }
-
-  /**
-   * The limiter's path for one request, with no request id, on the bucket of `value` in
-   * `index`: the decision `applySync` would return for that bucket's text key, without the
-   * key, batch and result objects. The decision may be an object the store reuses: read it
-   * before the next call. `undefined` when the store is closed (then `applySync` reports
-   * the error).
-   * @internal
-   */
-  decideIn(
-    index: ValueIndex,
-    value: string,
-    algorithm: Algorithm<unknown, unknown>,
-    params: unknown,
-    cost: number,
-    nowMs: number,
-  ): AlgorithmDecision | undefined {
-    if (!this.#begin(nowMs)) return undefined;
-    const table = index as unknown as Table;
-    return this.#one(table, value, table.map.get(value), algorithm, params, cost, nowMs, this.#out);
-  }
-
-  /** The start of a one-request call: false when closed, else the clock noted and a sweep. */
-  #begin(nowMs: number): boolean {
-    if (this.#closed) return false;
-    if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
-    this.#sweep(nowMs);
-    return true;
-  }
-
-  /**
-   * {@link MemoryStore.decideIn} for a bucket given by its text key, through a ref that
-   * keeps the store's handle on the bucket between calls.
-   * @internal
-   */
-  decideOne(
-    ref: BucketRef,
-    algorithm: Algorithm<unknown, unknown>,
-    params: unknown,
-    cost: number,
-    nowMs: number,
-  ): AlgorithmDecision | undefined {
-    if (!this.#begin(nowMs)) return undefined;
-    const held = ref.handle as Bucket | undefined;
-    let table: Table;
-    let key: string;
-    let d: AlgorithmDecision;
-    if (held !== undefined && held.held && held.table.owner === this) {
-      table = held.table;
-      key = held.key;
-      d = this.#one(table, key, held, algorithm, params, cost, nowMs, this.#out);
-    } else {
-      [table, key] = this.#place(ref.key);
-      d = this.#one(table, key, table.map.get(key), algorithm, params, cost, nowMs, this.#out);
+  /** Decides one request as a batch of its own (see `#one`), its decision written to `out`. */
+  #decideOne(r: StoreRequest, nowMs: number, out: DecisionCell): AlgorithmDecision {
+    const space = r.space;
+    if (space !== undefined && (space as unknown as Table).owner === this) {
+      const table = space as unknown as Table;
+      const value = r.value!;
+      return this.#one(
+        table,
+        value,
+        table.map.get(value),
+        r.algorithm,
+        r.params,
+        r.cost,
+        nowMs,
+        out,
+      );
     }
-    // The bucket may be new, or replaced (another algorithm's state).
-    if (!(held?.held ?? false)) ref.handle = table.map.get(key);
+    const [table, key] = this.#place(r.key);
+    const d = this.#one(table, key, table.map.get(key), r.algorithm, r.params, r.cost, nowMs, out);
     this.#release(table);
     return d;
+  }
+
+  refund(
+    batch: readonly StoreRequest[],
+    options: StoreRefundOptions,
+  ): Promise<readonly StoreResult[]> {
+    return Promise.resolve(this.refundSync(batch, options));
+  }
+
+  /**
+   * {@link MemoryStore.refund}, synchronously. With a request id, a repeat within the
+   * dedup TTL returns the first results and gives back nothing more.
+   */
+  refundSync(batch: readonly StoreRequest[], options: StoreRefundOptions): readonly StoreResult[] {
+    if (this.#closed) {
+      const error = new StoreError('SLUICE_ERR_STORE_CLOSED', 'MemoryStore is closed');
+      return batch.map(() => ({ ok: false as const, error }));
+    }
+    const { nowMs, consumedAtMs } = options;
+    const marker =
+      options.requestId === undefined || batch.length === 0
+        ? undefined
+        : `${dedupKey(batch[0]!.key, options.requestId)}:refund`;
+    if (marker !== undefined) {
+      const seen = this.#requests.get(marker);
+      if (seen !== undefined && nowMs < seen.expiresAtMs) return seen.results;
+    }
+    if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
+    const results: StoreResult[] = [];
+    for (const r of batch) {
+      const [table, key] = this.#placeOf(r);
+      const state = this.#live(table, key, r, nowMs);
+      const next = refundState(r.algorithm.kind, state, nowMs, consumedAtMs, r.cost, r.params);
+      if (next !== undefined) this.#write(table, key, r, next, nowMs);
+      const read = r.algorithm.transition(next ?? state, nowMs, 0, r.params).decision;
+      this.#release(table);
+      results.push({ ok: true, decision: read });
+    }
+    if (marker !== undefined) {
+      if (this.#requests.size >= this.#maxRequestIds) {
+        this.#requests.delete(this.#requests.keys().next().value as string);
+      }
+      this.#requests.set(marker, { results, expiresAtMs: nowMs + this.#dedupTtlMs });
+    }
+    return results;
+  }
+
+  /** Where request `r`'s bucket is held: its key space's value, else by its key text. */
+  #placeOf(r: StoreRequest): [Table, string] {
+    const space = r.space;
+    if (space !== undefined && (space as unknown as Table).owner === this) {
+      return [space as unknown as Table, r.value!];
+    }
+    return this.#place(r.key);
+  }
+
+  /**
+   * The value index of buckets keyed `{<value>}:<name>` (the layout of a policy with one
+   * identity key and no scope) as a key space (see `Store.keySpace`); the same index for
+   * the same name, for the store's life. `undefined` for a name that layout cannot hold
+   * (with `:`).
+   */
+  keySpace(name: string): KeySpace | undefined {
+    if (!indexable(name)) return undefined;
+    const table = this.#table(valueIndexId(name));
+    table.pinned = true;
+    return table as unknown as KeySpace;
   }
 
   /**

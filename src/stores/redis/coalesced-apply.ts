@@ -23,7 +23,8 @@ export function coalescedApply(
 
 /**
  * One applyBatches call carrying `batches` (coalesced checks of one slot), decoded into
- * one outcome per batch. Never rejects: a failed call fails each of its batches.
+ * one outcome per batch as its reply arrives. Never rejects: a failed call fails each of
+ * its batches.
  */
 function applyCall(
   connection: SafeConnection,
@@ -31,29 +32,34 @@ function applyCall(
   batches: readonly WireBatch[],
 ): Promise<GroupOutcome[]> {
   const { keys, packed } = encodeBatches(batches);
-  return connection
-    .script(() => script(keys, [packed]), 'applyBatches', keys[0])
-    .then((out) => {
-      if (!out.ok) return batches.map(() => out);
-      let replies: unknown[];
-      try {
-        replies = splitReplies(out.reply, batches.length);
-      } catch (cause) {
-        const error = new StoreError(
-          'SLUICE_ERR_STORE_UNAVAILABLE',
-          `Redis: ${(cause as Error).message}`,
-          { cause },
-        );
-        return batches.map(() => ({ ok: false as const, error }));
-      }
-      return batches.map((b, i): GroupOutcome => {
-        try {
-          const decided = decodeApplyBatch(replies[i], b.items, b.keys);
-          const decisions = b.dryRun ? decided.decisions.slice(0, -1) : decided.decisions;
-          return { ok: true, decisions, decidedAtMs: decided.decidedAtMs };
-        } catch (error) {
-          return { ok: false, error: error as StoreError };
-        }
-      });
-    });
+  return connection.script(
+    () => script(keys, [packed]),
+    (reply) => decodeReplies(reply, batches),
+    (error) => batches.map(() => ({ ok: false as const, error })),
+    'applyBatches',
+    keys[0],
+  );
+}
+
+function decodeReplies(reply: unknown, batches: readonly WireBatch[]): GroupOutcome[] {
+  let replies: unknown[];
+  try {
+    replies = splitReplies(reply, batches.length);
+  } catch (cause) {
+    const error = new StoreError(
+      'SLUICE_ERR_STORE_UNAVAILABLE',
+      `Redis: ${(cause as Error).message}`,
+      { cause },
+    );
+    return batches.map(() => ({ ok: false as const, error }));
+  }
+  return batches.map((b, i): GroupOutcome => {
+    try {
+      const decided = decodeApplyBatch(replies[i], b.items, b.keys);
+      const decisions = b.dryRun ? decided.decisions.slice(0, -1) : decided.decisions;
+      return { ok: true, decisions, decidedAtMs: decided.decidedAtMs };
+    } catch (error) {
+      return { ok: false, error: error as StoreError };
+    }
+  });
 }

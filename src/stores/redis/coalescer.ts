@@ -37,11 +37,12 @@ export class ScriptCoalescer<T, R> {
 
   /** Queues one batch for the next call of its group; resolves with its own result. */
   call(group: string | number, batch: T): Promise<R> {
+    if (!this.#inFlight.has(group) && !this.#queue.has(group)) {
+      // Alone: sent at once, answered by the call's own promise (no pending record, no
+      // promise of its own).
+      return this.#sent(group, [batch]).then(first);
+    }
     return new Promise<R>((resolve, reject) => {
-      if (!this.#inFlight.has(group) && !this.#queue.has(group)) {
-        this.#sendChunk(group, [{ batch, resolve, reject }]);
-        return;
-      }
       let q = this.#queue.get(group);
       if (q === undefined) this.#queue.set(group, (q = []));
       q.push({ batch, resolve, reject });
@@ -87,6 +88,25 @@ export class ScriptCoalescer<T, R> {
   }
 
   #sendChunk(group: string | number, chunk: readonly Pending<T, R>[]): void {
+    this.#sent(
+      group,
+      chunk.map((p) => p.batch),
+    ).then(
+      (replies) => {
+        for (let i = 0; i < chunk.length; i++) chunk[i]!.resolve(replies[i]!);
+      },
+      (error: unknown) => {
+        for (const p of chunk) p.reject(error);
+      },
+    );
+  }
+
+  /**
+   * Sends `batches` as one call of `group`, counted in flight until it settles (before
+   * its callers hear of it, so a caller's next batch finds the group idle). Rejects when
+   * the call does, or answers a different number of replies.
+   */
+  #sent(group: string | number, batches: readonly T[]): Promise<readonly R[]> {
     this.#inFlight.set(group, (this.#inFlight.get(group) ?? 0) + 1);
     const done = (): void => {
       const n = (this.#inFlight.get(group) ?? 1) - 1;
@@ -95,26 +115,26 @@ export class ScriptCoalescer<T, R> {
     };
     let sent: Promise<readonly R[]>;
     try {
-      sent = this.#send(chunk.map((p) => p.batch));
+      sent = this.#send(batches);
     } catch (error) {
       sent = Promise.reject(error);
     }
-    sent.then(
+    return sent.then(
       (replies) => {
         done();
-        if (replies.length !== chunk.length) {
-          const error = new TypeError(
-            `${replies.length} replies for ${chunk.length} coalesced batches`,
-          );
-          for (const p of chunk) p.reject(error);
-          return;
+        if (replies.length !== batches.length) {
+          throw new TypeError(`${replies.length} replies for ${batches.length} coalesced batches`);
         }
-        for (let i = 0; i < chunk.length; i++) chunk[i]!.resolve(replies[i]!);
+        return replies;
       },
       (error: unknown) => {
         done();
-        for (const p of chunk) p.reject(error);
+        throw error;
       },
     );
   }
+}
+
+function first<R>(replies: readonly R[]): R {
+  return replies[0]!;
 }

@@ -2,18 +2,22 @@ import { Cluster, Redis, ReplyError } from 'ioredis';
 import { StoreError } from '../../core/errors.js';
 import type { StoreApplyOptions } from '../store.js';
 import type { RedisCallObserver, RedisScriptName } from './call-observer.js';
+import { PrimaryGuard } from './primary-guard.js';
 import { asRedisError } from './redis-errors.js';
 import { keySlot } from './slot-groups.js';
-
-/** A script call's reply, or the StoreError it failed with. */
-export type CallOutcome = { ok: true; reply: unknown } | { ok: false; error: StoreError };
 
 /**
  * The store's own connection (a duplicate of the given client under settings that never
  * resend a command), with the in-flight bound, the wait for ready and the stuck watchdog.
+ * On a standalone server (or one found through Sentinel) it is usable only once the
+ * server has said it is a primary (see PrimaryGuard); a Cluster routes by slot to
+ * primaries itself (a demoted node answers `MOVED`).
  */
 export class SafeConnection {
   readonly client: Redis | Cluster;
+  readonly #guard: PrimaryGuard | undefined;
+  /** Found through Sentinel: a refusal is a failover in progress, not a mistake. */
+  readonly #sentinel: boolean;
   readonly #maxInFlight: number;
   readonly #stuckAfterMs: number;
   #inFlight = 0;
@@ -30,8 +34,10 @@ export class SafeConnection {
     client: Redis | Cluster,
     maxInFlight: number,
     stuckAfterMs: number,
+    roleCheckMs: number,
     observer?: RedisCallObserver,
   ) {
+    refuseReplicaReads(client);
     this.client = safeConnection(client);
     this.#maxInFlight = maxInFlight;
     this.#stuckAfterMs = stuckAfterMs;
@@ -41,6 +47,16 @@ export class SafeConnection {
         ? undefined
         : `${this.client.options.host ?? 'localhost'}:${this.client.options.port ?? 6379}`;
     const own = this.client;
+    this.#guard = own instanceof Cluster ? undefined : new PrimaryGuard(own, roleCheckMs);
+    const guard = this.#guard;
+    this.#sentinel = own instanceof Redis && own.options.sentinels != null;
+    if (guard !== undefined && this.#sentinel) {
+      // Through Sentinel, a server that is no longer the primary means a failover the
+      // connection has not seen yet: reconnect, so ioredis asks the Sentinels again.
+      guard.onChange(() => {
+        if (guard.refusal !== undefined) own.disconnect(true);
+      });
+    }
     if (own instanceof Cluster) {
       // Connect each node as soon as ioredis learns of it: with no cluster offline queue,
       // a command for a node whose connection is still being made would fail at once.
@@ -61,7 +77,7 @@ export class SafeConnection {
 
   /** See RedisStore.ready. */
   async ready(onError: ((error: Error) => void) | undefined): Promise<void> {
-    if (onError === undefined || this.client.status === 'ready') {
+    if (onError === undefined || this.#usable()) {
       await this.#whenReady(undefined);
       return;
     }
@@ -73,13 +89,21 @@ export class SafeConnection {
     }
   }
 
+  /** Ready, and (standalone) known to be a primary. */
+  #usable(): boolean {
+    return this.client.status === 'ready' && (this.#guard === undefined || this.#guard.primary);
+  }
+
   /**
-   * Resolves when the connection is ready, or rejects when `signal` aborts first or the
-   * client has ended. All waiters share one 'ready' listener.
+   * Resolves when the connection is usable, or rejects when `signal` aborts first, the
+   * client has ended, or the server is known not to be a primary. All waiters share one
+   * promise.
    */
   #whenReady(signal: AbortSignal | undefined): Promise<void> {
     const client = this.client;
-    if (client.status === 'ready') return Promise.resolve();
+    if (this.#usable()) return Promise.resolve();
+    const refusal = this.#guard?.refusal;
+    if (refusal !== undefined && !this.#sentinel) return Promise.reject(refusal);
     if (client.status === 'end') {
       return Promise.reject(
         new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', 'Redis connection is closed', {
@@ -87,11 +111,24 @@ export class SafeConnection {
         }),
       );
     }
-    this.#ready ??= new Promise<void>((resolve) => {
-      client.once('ready', () => {
+    this.#ready ??= new Promise<void>((resolve, reject) => {
+      const guard = this.#guard;
+      const settle = (error?: StoreError): void => {
         this.#ready = undefined;
-        resolve();
+        client.off('ready', onReady);
+        off?.();
+        if (error === undefined) resolve();
+        else reject(error);
+      };
+      const onReady = (): void => {
+        if (guard === undefined) settle();
+      };
+      const off = guard?.onChange(() => {
+        if (guard.refusal !== undefined) {
+          if (!this.#sentinel) settle(guard.refusal);
+        } else if (this.#usable()) settle();
       });
+      client.on('ready', onReady);
     });
     return signal === undefined
       ? this.#ready
@@ -100,28 +137,34 @@ export class SafeConnection {
 
   /**
    * Sends one script call under the stuck watchdog: a command unanswered for
-   * `stuckAfterMs` means a dead link (see #checkStuck). Never rejects.
+   * `stuckAfterMs` means a dead link (see #checkStuck). Its reply, or the StoreError it
+   * failed with, is mapped in the same step (one promise reaction per call); the mappers
+   * must not throw, so the result never rejects.
    */
-  script(
+  script<T>(
     send: () => Promise<unknown>,
+    onReply: (reply: unknown) => T,
+    onError: (error: StoreError) => T,
     name: RedisScriptName = 'applyBatches',
+    /** A key of the call, naming its shard for the observer. */
     key?: string,
-  ): Promise<CallOutcome> {
+  ): Promise<T> {
     const sentAt = performance.now();
     this.#unansweredSince ??= sentAt;
     const observer = this.#observer;
     return send().then(
-      (reply): CallOutcome => {
+      (reply) => {
         this.#unansweredSince = undefined;
         observer?.scriptCall(name, this.shardOf(key), performance.now() - sentAt);
-        return { ok: true, reply };
+        return onReply(reply);
       },
-      (cause: unknown): CallOutcome => {
+      (cause: unknown) => {
         // An error reply still proves the connection works; a connection error does not.
         if (cause instanceof ReplyError) this.#unansweredSince = undefined;
         const error = asRedisError(cause);
         observer?.scriptCall(name, this.shardOf(key), performance.now() - sentAt, error);
-        return { ok: false, error };
+        if (error.reason === 'readonly') this.#guard?.suspect();
+        return onError(error);
       },
     );
   }
@@ -137,17 +180,19 @@ export class SafeConnection {
   }
 
   /**
-   * Runs `call` within the in-flight bound, once the connection is ready. Promise chains
-   * rather than `await`: on the hot path (connection ready) this is one hop per check.
+   * Runs `call` within the in-flight bound, once the connection is ready, and maps its
+   * result with `done` (or a failure with `fail`) in the same step. Promise chains rather
+   * than `await`: on the hot path (connection ready) this is one reaction per check.
    */
-  call<T>(
+  call<T, U>(
     call: () => Promise<T>,
-    fail: (error: StoreError) => T,
+    done: (result: T) => U,
+    fail: (error: StoreError) => U,
     /** Read only when the connection is not ready: its `signal` may be made on demand. */
     options: StoreApplyOptions | undefined,
     /** A key of the call, naming its shard for the observer. */
     key?: string,
-  ): Promise<T> {
+  ): Promise<U> {
     this.#checkStuck();
     if (this.#inFlight >= this.#maxInFlight) {
       const error = new StoreError(
@@ -158,15 +203,16 @@ export class SafeConnection {
       this.#observer?.notSent(this.shardOf(key), error);
       return Promise.resolve(fail(error));
     }
+    const refusal = this.#guard?.refusal;
+    if (refusal !== undefined) return Promise.resolve(fail(refusal));
     this.#inFlight++;
-    const sent =
-      this.client.status === 'ready'
-        ? call()
-        : this.#whenReady(options?.signal ?? AbortSignal.timeout(this.#stuckAfterMs)).then(call);
+    const sent = this.#usable()
+      ? call()
+      : this.#whenReady(options?.signal ?? AbortSignal.timeout(this.#stuckAfterMs)).then(call);
     return sent.then(
       (result) => {
         this.#inFlight--;
-        return result;
+        return done(result);
       },
       (cause: unknown) => {
         this.#inFlight--;
@@ -188,6 +234,7 @@ export class SafeConnection {
    * frozen or partitioned Redis) a disconnect, so closing never hangs.
    */
   async close(): Promise<void> {
+    this.#guard?.close();
     let timer: NodeJS.Timeout | undefined;
     const stuck = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, this.#stuckAfterMs);
@@ -205,6 +252,8 @@ export class SafeConnection {
    * outcome is unknown, and reported so).
    */
   #checkStuck(): void {
+    // Nothing waiting (a lone check's usual case): no clock to read.
+    if (this.#unansweredSince === undefined && this.#connectSince === undefined) return;
     const since = Math.min(this.#unansweredSince ?? Infinity, this.#connectSince ?? Infinity);
     if (performance.now() - since < this.#stuckAfterMs) return;
     this.#unansweredSince = undefined;
@@ -241,7 +290,35 @@ function safeConnection(client: Redis | Cluster): Redis | Cluster {
       redisOptions: { ...client.options.redisOptions, ...SAFE },
     } as never);
   }
-  return client.duplicate({ ...SAFE, enableOfflineQueue: false, lazyConnect: false } as never);
+  // No INFO ready check: PrimaryGuard's ROLE question is the ready check (one round trip,
+  // not two, before the first decision), and it also covers Sentinel's role check.
+  return client.duplicate({
+    ...SAFE,
+    enableOfflineQueue: false,
+    lazyConnect: false,
+    enableReadyCheck: false,
+  } as never);
+}
+
+/**
+ * Throws SLUICE_ERR_STORE_REPLICA when `client` is set to read from replicas (`readOnly`,
+ * or a Cluster's `scaleReads` other than `master`): admission must never read a replica.
+ */
+function refuseReplicaReads(client: Redis | Cluster): void {
+  const scaleReads = client instanceof Cluster ? client.options.scaleReads : undefined;
+  const readOnly = client instanceof Cluster ? false : client.options.readOnly;
+  const what =
+    scaleReads !== undefined && scaleReads !== 'master'
+      ? `scaleReads: ${typeof scaleReads === 'function' ? 'a function' : JSON.stringify(scaleReads)}`
+      : readOnly === true
+        ? 'readOnly: true'
+        : undefined;
+  if (what === undefined) return;
+  throw new StoreError(
+    'SLUICE_ERR_STORE_REPLICA',
+    `RedisStore: the client is set to read from replicas (${what}); the store decides only on primaries, never on a copy that may be stale`,
+    { reason: 'readonly' },
+  );
 }
 
 /** Rejects when `signal` aborts; never settles otherwise. */

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { identityHash } from '../identity-hash.js';
 
 /** One entry of {@link HotKeys.top}. */
 export interface HotKey {
@@ -24,8 +24,15 @@ export interface HotKey {
  */
 export class HotKeys {
   readonly #k: number;
-  /** By raw identity: it never leaves the process except hashed, through top(). */
-  readonly #counts = new Map<string, { count: number; error: number }>();
+  /**
+   * Counter slot by raw identity: it never leaves the process except hashed, through
+   * top(). The counters live in flat arrays, so a miss (most records, with many
+   * identities) scans numbers and allocates nothing.
+   */
+  readonly #slots = new Map<string, number>();
+  readonly #ids: string[] = [];
+  readonly #counts: number[] = [];
+  readonly #errors: number[] = [];
 
   /** @param k - counters kept (and most entries `top()` returns). @default 32 */
   constructor(k = 32) {
@@ -37,36 +44,37 @@ export class HotKeys {
 
   /** Counts one request for the identity `tag` (a bucket key's hash tag). */
   record(tag: string): void {
-    const id = tag;
-    const hit = this.#counts.get(id);
+    const counts = this.#counts;
+    const hit = this.#slots.get(tag);
     if (hit !== undefined) {
-      hit.count++;
+      counts[hit]!++;
       return;
     }
-    if (this.#counts.size < this.#k) {
-      this.#counts.set(id, { count: 1, error: 0 });
+    if (counts.length < this.#k) {
+      this.#slots.set(tag, counts.length);
+      this.#ids.push(tag);
+      counts.push(1);
+      this.#errors.push(0);
       return;
     }
-    let minId = '';
-    let min = Infinity;
-    for (const [key, c] of this.#counts) {
-      if (c.count < min) {
-        min = c.count;
-        minId = key;
-      }
-    }
-    this.#counts.delete(minId);
-    this.#counts.set(id, { count: min + 1, error: min });
+    let slot = 0;
+    for (let i = 1; i < counts.length; i++) if (counts[i]! < counts[slot]!) slot = i;
+    const min = counts[slot]!;
+    this.#slots.delete(this.#ids[slot]!);
+    this.#slots.set(tag, slot);
+    this.#ids[slot] = tag;
+    counts[slot] = min + 1;
+    this.#errors[slot] = min;
   }
 
   /** The tracked identities, busiest first (at most k). */
   top(): HotKey[] {
-    return [...this.#counts]
-      .map(([tag, c]) => ({ identity: hashOf(tag), count: c.count, error: c.error }))
+    return this.#ids
+      .map((tag, i) => ({
+        identity: identityHash(tag),
+        count: this.#counts[i]!,
+        error: this.#errors[i]!,
+      }))
       .sort((a, b) => b.count - a.count || (a.identity < b.identity ? -1 : 1));
   }
-}
-
-function hashOf(tag: string): string {
-  return createHash('sha256').update(tag).digest('hex').slice(0, 16);
 }

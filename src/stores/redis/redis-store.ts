@@ -1,8 +1,16 @@
+import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis } from 'ioredis';
+import type { AlgorithmDecision } from '../../core/decision.js';
 import { PolicyError, StoreError } from '../../core/errors.js';
 import type { Policy } from '../../core/policy.js';
 import { hashTagOf } from '../key.js';
-import type { Store, StoreApplyOptions, StoreRequest, StoreResult } from '../store.js';
+import type {
+  Store,
+  StoreApplyOptions,
+  StoreRefundOptions,
+  StoreRequest,
+  StoreResult,
+} from '../store.js';
 import type { ScriptCoalescer } from './coalescer.js';
 import { coalescedApply } from './coalesced-apply.js';
 import { SafeConnection } from './connection.js';
@@ -30,6 +38,22 @@ export type { RedisStoreOptions } from './store-options.js';
 export interface ClusterNode {
   readonly host: string;
   readonly port: number;
+}
+
+/** A primary found through Redis Sentinel (see {@link RedisStore.connectSentinel}). */
+export interface SentinelTarget {
+  /** The master name the Sentinels monitor (`sentinel monitor <name> …`). */
+  readonly name: string;
+  /** Sentinels to ask, in order (`host:port`, usually port 26379). */
+  readonly sentinels: readonly ClusterNode[];
+  /** ACL user and password for the Sentinels (upstream's `REDIS_SENTINEL_AUTH`). */
+  readonly sentinelUsername?: string;
+  readonly sentinelPassword?: string;
+  /** ACL user and password for the primary (upstream's `REDIS_AUTH`). */
+  readonly username?: string;
+  readonly password?: string;
+  /** TLS to the primary and the Sentinels (node:tls options); absent: plain TCP. */
+  readonly tls?: ConnectionOptions;
 }
 
 /**
@@ -62,6 +86,7 @@ export class RedisStore implements Store {
       options.client,
       this.#settings.maxInFlight,
       this.#settings.stuckAfterMs,
+      this.#settings.roleCheckMs,
       options.observer,
     );
     this.#cluster = this.#connection.client instanceof Cluster;
@@ -72,10 +97,18 @@ export class RedisStore implements Store {
     this.#hotKeys = k === 0 ? undefined : new HotKeys(k);
   }
 
-  /** A store on a standalone Redis at `url` (`redis://host:port/db`). */
-  static connect(url: string, options: Omit<RedisStoreOptions, 'client'> = {}): RedisStore {
-    const seed = new Redis(url, { lazyConnect: true });
-    const store = new RedisStore({ ...options, client: seed });
+  /**
+   * A store on a standalone Redis at `url` (`redis://host:port/db`, or `rediss://` for
+   * TLS). `tls` (node:tls options: `ca`, `cert`, `key`, …) turns TLS on; ioredis reads it
+   * at each connect, so a change made to that object in place applies from the next one.
+   */
+  static connect(
+    url: string,
+    options: Omit<RedisStoreOptions, 'client'> & { readonly tls?: ConnectionOptions } = {},
+  ): RedisStore {
+    const { tls, ...rest } = options;
+    const seed = new Redis(url, { lazyConnect: true, ...(tls === undefined ? {} : { tls }) });
+    const store = new RedisStore({ ...rest, client: seed });
     seed.disconnect();
     return store;
   }
@@ -89,9 +122,11 @@ export class RedisStore implements Store {
     options: Omit<RedisStoreOptions, 'client'> & {
       readonly username?: string;
       readonly password?: string;
+      /** TLS to every node (node:tls options), as in {@link RedisStore.connect}. */
+      readonly tls?: ConnectionOptions;
     } = {},
   ): RedisStore {
-    const { username, password, ...rest } = options;
+    const { username, password, tls, ...rest } = options;
     const seed = new Cluster(
       nodes.map((n) => ({ host: n.host, port: n.port })),
       {
@@ -100,6 +135,7 @@ export class RedisStore implements Store {
         redisOptions: {
           ...(username === undefined ? {} : { username }),
           ...(password === undefined ? {} : { password }),
+          ...(tls === undefined ? {} : { tls }),
         },
       },
     );
@@ -109,9 +145,45 @@ export class RedisStore implements Store {
   }
 
   /**
-   * Resolves once the store's connection is ready (calls before that wait for it, within
-   * their deadline). Meanwhile `onError` hears each failed attempt to connect (a refused
-   * connection, a rejected password); ioredis keeps retrying.
+   * A store on the primary that Redis Sentinel names `target.name`, found through any of
+   * `target.sentinels`. ioredis asks the Sentinels for the primary at each connect,
+   * checks its role, and reconnects at once when the Sentinels announce a failover
+   * (`failoverDetector`); the store's rules stay: a command already sent is never resent,
+   * so checks during a failover take their policy's failure mode.
+   */
+  static connectSentinel(
+    target: SentinelTarget,
+    options: Omit<RedisStoreOptions, 'client'> = {},
+  ): RedisStore {
+    const seed = new Redis({
+      lazyConnect: true,
+      name: target.name,
+      sentinels: target.sentinels.map((n) => ({ host: n.host, port: n.port })),
+      role: 'master',
+      failoverDetector: true,
+      ...(target.sentinelUsername === undefined
+        ? {}
+        : { sentinelUsername: target.sentinelUsername }),
+      ...(target.sentinelPassword === undefined
+        ? {}
+        : { sentinelPassword: target.sentinelPassword }),
+      ...(target.username === undefined ? {} : { username: target.username }),
+      ...(target.password === undefined ? {} : { password: target.password }),
+      ...(target.tls === undefined
+        ? {}
+        : { tls: target.tls, sentinelTLS: target.tls, enableTLSForSentinelMode: true }),
+    });
+    const store = new RedisStore({ ...options, client: seed });
+    seed.disconnect();
+    return store;
+  }
+
+  /**
+   * Resolves once the store's connection is ready and, on a standalone server, the server
+   * has said it is a primary (calls before that wait for it, within their deadline).
+   * Meanwhile `onError` hears each failed attempt to connect (a refused connection, a
+   * rejected password); ioredis keeps retrying. Rejects with `SLUICE_ERR_STORE_REPLICA`
+   * when the server is a replica: the store never decides there (see docs/redis.md).
    */
   ready(options: { readonly onError?: (error: Error) => void } = {}): Promise<void> {
     return this.#connection.ready(options.onError);
@@ -174,7 +246,8 @@ export class RedisStore implements Store {
         failAll(batch, new StoreError('SLUICE_ERR_STORE_CLOSED', 'RedisStore is closed')),
       );
     if (batch.length === 0) return Promise.resolve([]);
-    const keys = batch.map((r) => this.redisKey(r.key));
+    const keys =
+      batch.length === 1 ? [this.redisKey(batch[0]!.key)] : batch.map((r) => this.redisKey(r.key));
     if (this.#hotKeys !== undefined) {
       if (batch.length === 1) this.#hotKeys.record(hashTagOf(batch[0]!.key));
       else for (const tag of new Set(batch.map((r) => hashTagOf(r.key)))) this.#hotKeys.record(tag);
@@ -202,10 +275,8 @@ export class RedisStore implements Store {
       }
       slot = groups[0]!.slot;
     }
-    return this.#consume(batch, keys, slot, options, false).then((out) =>
-      out.ok
-        ? out.decisions.map((decision) => ({ ok: true as const, decision }))
-        : failAll(batch, out.error),
+    return this.#consume(batch, keys, slot, options, false, (out) =>
+      out.ok ? out.decisions.map(succeeded) : failAll(batch, out.error),
     );
   }
 
@@ -239,16 +310,16 @@ export class RedisStore implements Store {
           dedup: rid !== undefined,
           dedupTtlMs,
         }));
-        const outcomes = await this.#connection.call(
-          () => this.#apply.callAll(g.slot, wires),
-          (error) => wires.map(() => failed(error)),
-          options,
-          wires[0]!.keys[0],
-        );
-        await this.#ack.after(
+        const outcomes = await this.#ack.after(
           wires.map((w) => w.items),
           g.slot,
-          outcomes,
+          await this.#connection.call(
+            () => this.#apply.callAll(g.slot, wires),
+            (all) => all,
+            (error) => wires.map(() => failed(error)),
+            options,
+            wires[0]!.keys[0],
+          ),
         );
         outcomes.forEach((o, j) => {
           results[g.indices[j]!] = o.ok ? { ok: true, decision: o.decisions[0]! } : o;
@@ -271,6 +342,7 @@ export class RedisStore implements Store {
       group.slot,
       options,
       dryRun,
+      (out) => out,
     );
   }
 
@@ -279,22 +351,25 @@ export class RedisStore implements Store {
    * A dry run adds a last request that can never fit (cost
    * above its capacity, enforced) on the first key: the batch is then refused as a whole,
    * so nothing is written, and every real request reports what it would get, unconsumed.
-   * It has no request id.
+   * It has no request id. The outcome is mapped with `then` in the step that hears it.
    */
-  #consume(
+  #consume<U>(
     requests: readonly StoreRequest[],
     requestKeys: readonly string[],
     slot: number,
     options: StoreApplyOptions,
     dryRun: boolean,
-  ): Promise<GroupOutcome> {
+    then: (outcome: GroupOutcome) => U,
+  ): Promise<U> {
     if (requests.length + 1 > MAX_BATCH_ITEMS) {
       // Refused here, alone: thrown while encoding, it would fail the whole coalesced call.
       return Promise.resolve(
-        failed(
-          new StoreError(
-            'SLUICE_ERR_STORE_UNAVAILABLE',
-            `RedisStore: a batch of ${requests.length} requests is above the ${MAX_BATCH_ITEMS - 1} one script call carries`,
+        then(
+          failed(
+            new StoreError(
+              'SLUICE_ERR_STORE_UNAVAILABLE',
+              `RedisStore: a batch of ${requests.length} requests is above the ${MAX_BATCH_ITEMS - 1} one script call carries`,
+            ),
           ),
         ),
       );
@@ -321,14 +396,13 @@ export class RedisStore implements Store {
     };
     // Coalesced with other checks of the same slot (one group on a standalone Redis):
     // one script's keys must share a slot on a Cluster.
-    const decided = this.#connection.call(
-      () => this.#apply.call(slot, wire),
-      failed,
-      options,
-      keys[0],
-    );
-    if (dryRun || !this.#ack.on) return decided;
-    return decided.then((out) => this.#ack.after([items], slot, [out]).then(() => out));
+    const call = (): Promise<GroupOutcome> => this.#apply.call(slot, wire);
+    if (dryRun || !this.#ack.on) {
+      return this.#connection.call(call, then, (error) => then(failed(error)), options, keys[0]);
+    }
+    return this.#connection
+      .call(call, (out) => out, failed, options, keys[0])
+      .then((out) => this.#ack.after([items], slot, [out]).then((acked) => then(acked[0]!)));
   }
 
   /** One refundBatch call giving back `indices` (of one slot) consumed at `decidedAtMs`. */
@@ -353,6 +427,38 @@ export class RedisStore implements Store {
     );
   }
 
+  /**
+   * refundBatch.lua over `batch` (Store.refund): one call per slot. With a request id, a
+   * marker key makes the refund happen once per id, however often it is repeated. Under
+   * the server clock, `consumedAtMs` is compared with Redis's time.
+   */
+  async refund(
+    batch: readonly StoreRequest[],
+    options: StoreRefundOptions,
+  ): Promise<readonly StoreResult[]> {
+    if (this.#closed) {
+      return failAll(batch, new StoreError('SLUICE_ERR_STORE_CLOSED', 'RedisStore is closed'));
+    }
+    if (batch.length === 0) return [];
+    const keys = batch.map((r) => this.redisKey(r.key));
+    const groups: readonly SlotGroup[] = this.#cluster
+      ? groupBySlot(keys)
+      : [{ slot: 0, indices: batch.map((_, i) => i) }];
+    const results: StoreResult[] = new Array<StoreResult>(batch.length);
+    await Promise.all(
+      groups.map(async (g) => {
+        const out = await this.#refundGroup(batch, keys, g, g.indices, options.consumedAtMs, {
+          nowMs: options.nowMs,
+          ...(options.requestId === undefined ? {} : { requestId: options.requestId }),
+        });
+        g.indices.forEach((i, j) => {
+          results[i] = out.ok ? { ok: true, decision: out.decisions[j]! } : out;
+        });
+      }),
+    );
+    return results;
+  }
+
   /** Whether the connection is up and ready for commands now. */
   get connected(): boolean {
     return this.#connection.client.status === 'ready';
@@ -372,6 +478,10 @@ export class RedisStore implements Store {
     this.#closed = true;
     await this.#connection.close();
   }
+}
+
+function succeeded(decision: AlgorithmDecision): StoreResult {
+  return { ok: true, decision };
 }
 
 function failAll(batch: readonly StoreRequest[], error: StoreError): StoreResult[] {

@@ -22,7 +22,7 @@ export class RefundCall {
    * `decidedAtMs`. `nowMs` is the client clock's time ('' for the server's); `markerKey`,
    * when given, makes the refund happen once per request id.
    */
-  async refund(
+  refund(
     items: readonly StoreRequest[],
     keys: readonly string[],
     markerKey: string | undefined,
@@ -33,18 +33,26 @@ export class RefundCall {
     const args = refundArgs(items, decidedAtMs, nowMs, dedupTtlMs);
     const scriptKeys = markerKey === undefined ? keys : [...keys, markerKey];
     // Refunds run even after the caller's deadline: the consumption must not stay.
-    const reply = await this.#connection.call(
-      () => this.#connection.script(() => this.#script(scriptKeys, args), 'refundBatch', keys[0]),
+    return this.#connection.call(
+      () =>
+        this.#connection.script(
+          () => this.#script(scriptKeys, args),
+          (reply): GroupOutcome => {
+            try {
+              return { ok: true, decisions: decodeDecisions(reply, items, keys), decidedAtMs };
+            } catch (error) {
+              return { ok: false, error: error as StoreError };
+            }
+          },
+          failed,
+          'refundBatch',
+          keys[0],
+        ),
+      (outcome) => outcome,
       failed,
       undefined,
       keys[0],
     );
-    if (!reply.ok) return reply;
-    try {
-      return { ok: true, decisions: decodeDecisions(reply.reply, items, keys), decidedAtMs };
-    } catch (error) {
-      return { ok: false, error: error as StoreError };
-    }
   }
 }
 

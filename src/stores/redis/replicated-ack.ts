@@ -1,4 +1,5 @@
 import { Cluster, type Redis } from 'ioredis';
+import { StoreError } from '../../core/errors.js';
 import type { StoreRequest } from '../store.js';
 import type { GroupOutcome } from './cross-slot.js';
 
@@ -17,7 +18,15 @@ import type { GroupOutcome } from './cross-slot.js';
  *
  * When fewer replicas acknowledge than asked (a replica down, lag above the timeout) or
  * the WAIT fails, the decision stands: the consume was applied on the primary and is
- * returned as decided. The shortfall is counted in {@link ReplicatedAckStats}.
+ * returned as decided. The shortfall is counted in {@link ReplicatedAckStats}. So WAIT
+ * lowers the overshoot after a failover but does not bound it.
+ *
+ * With `strict`, for contractual quotas, a consume is admitted only once replicated: a
+ * short or failed WAIT, or a degraded primary (no WAIT sent), turns the call's consuming
+ * outcomes into `SLUICE_ERR_STORE_NOT_REPLICATED`, so the policy's failure mode decides.
+ * Its units stay charged on the primary (they are not refunded: the refund could be lost
+ * the same way). A failover then loses no admission a caller acted on; the price is that
+ * a primary without its replicas admits nothing through the store.
  *
  * WAIT blocks its connection, and every decision for that primary shares the connection:
  * on a primary that has lost its replicas (e.g. just promoted), each WAIT would hold all
@@ -32,6 +41,12 @@ export interface ReplicatedAckOptions {
   readonly timeoutMs: number;
   /** After a short acknowledgement, send no WAIT to that primary for this long (ms). @default 1000 */
   readonly degradedForMs?: number;
+  /**
+   * Admit a consume only once `replicas` have acknowledged it; otherwise the call fails
+   * with `SLUICE_ERR_STORE_NOT_REPLICATED` (its units stay charged) and the policy's
+   * failure mode decides. @default false
+   */
+  readonly strict?: boolean;
 }
 
 export interface ReplicatedAckStats {
@@ -64,7 +79,15 @@ export function validateReplicatedAck(o: ReplicatedAckOptions): ReplicatedAckOpt
   if (!(degradedForMs >= 0)) {
     throw new RangeError(`replicatedAck.degradedForMs must be >= 0, got ${String(degradedForMs)}`);
   }
-  return Object.freeze({ replicas: o.replicas, timeoutMs: o.timeoutMs, degradedForMs });
+  if (o.strict !== undefined && typeof o.strict !== 'boolean') {
+    throw new RangeError(`replicatedAck.strict must be a boolean, got ${String(o.strict)}`);
+  }
+  return Object.freeze({
+    replicas: o.replicas,
+    timeoutMs: o.timeoutMs,
+    degradedForMs,
+    strict: o.strict ?? false,
+  });
 }
 
 /** The connection that ran the last command for `slot` (the slot owner's, on a Cluster). */
@@ -85,32 +108,36 @@ function connectionFor(client: Redis | Cluster, slot: number): Redis | undefined
 /** Primaries (connections) that acknowledged short, until when (performance.now()). */
 export type DegradedPrimaries = WeakMap<Redis, number>;
 
-/** Sends WAIT after a consume on `slot`; never throws, records the outcome in `stats`. */
+/**
+ * Sends WAIT after a consume on `slot`; never throws, records the outcome in `stats`.
+ * Resolves to why the consume is not known to be replicated, or undefined when it is.
+ */
 export async function waitForReplicas(
   client: Redis | Cluster,
   slot: number,
   options: ReplicatedAckOptions,
   stats: ReplicatedAckStats,
   degraded: DegradedPrimaries,
-): Promise<void> {
+): Promise<string | undefined> {
   const connection = connectionFor(client, slot);
   if (connection === undefined) {
     stats.failed++;
-    return;
+    return 'no ready connection to the primary to send WAIT on';
   }
   if ((degraded.get(connection) ?? -Infinity) > performance.now()) {
     stats.skipped++;
-    return;
+    return 'the primary acknowledged short moments ago (degraded: no WAIT sent)';
   }
   stats.waits++;
   try {
     const acked = await connection.wait(options.replicas, options.timeoutMs);
-    if (acked < options.replicas) {
-      stats.short++;
-      degraded.set(connection, performance.now() + (options.degradedForMs ?? 1000));
-    }
-  } catch {
+    if (acked >= options.replicas) return undefined;
+    stats.short++;
+    degraded.set(connection, performance.now() + (options.degradedForMs ?? 1000));
+    return `WAIT ${options.replicas} ${options.timeoutMs}: ${acked} acknowledged`;
+  } catch (error) {
     stats.failed++;
+    return `WAIT failed: ${(error as Error).message}`;
   }
 }
 
@@ -134,15 +161,28 @@ export class ReplicatedAck {
     return this.#options !== undefined;
   }
 
-  /** Waits for replicas when any of `outcomes` (of the batches `batches`) consumed. */
+  /**
+   * Waits for replicas when any of `outcomes` (of the batches `batches`) consumed, and
+   * returns the outcomes: as they are, or, in strict mode when the consume is not known
+   * to be replicated, with each consuming one failed (`SLUICE_ERR_STORE_NOT_REPLICATED`).
+   */
   async after(
     batches: readonly (readonly StoreRequest[])[],
     slot: number,
     outcomes: readonly GroupOutcome[],
-  ): Promise<void> {
-    if (this.#options === undefined) return;
-    if (!outcomes.some((o, j) => charged(batches[j]!, o))) return;
-    await waitForReplicas(this.#client, slot, this.#options, this.stats, this.#degraded);
+  ): Promise<readonly GroupOutcome[]> {
+    const options = this.#options;
+    if (options === undefined) return outcomes;
+    const consumed = outcomes.map((o, j) => charged(batches[j]!, o));
+    if (!consumed.includes(true)) return outcomes;
+    const why = await waitForReplicas(this.#client, slot, options, this.stats, this.#degraded);
+    if (why === undefined || options.strict !== true) return outcomes;
+    const error = new StoreError(
+      'SLUICE_ERR_STORE_NOT_REPLICATED',
+      `Redis: a consume was applied on the primary but not acknowledged by ${options.replicas} replica${options.replicas === 1 ? '' : 's'} (${why}); strict replicatedAck does not admit it and its units stay charged`,
+      { reason: 'replication' },
+    );
+    return outcomes.map((o, j) => (consumed[j] === true ? { ok: false as const, error } : o));
   }
 }
 

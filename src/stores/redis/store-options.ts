@@ -24,6 +24,15 @@ export interface RedisStoreOptions {
    * @default 2_000
    */
   readonly stuckAfterMs?: number;
+  /**
+   * How often the store asks a standalone server (or Sentinel's primary) for its `ROLE`,
+   * in ms. The store decides only once the server has said it is a primary and stops
+   * while it is not (`SLUICE_ERR_STORE_REPLICA`); the periodic question catches a primary
+   * demoted under it that accepts writes as a replica (`replica-read-only no`); a
+   * read-only replica refuses the first write, which makes the store ask at once.
+   * @default 1_000
+   */
+  readonly roleCheckMs?: number;
   /** Prefix of every key: `<prefix>:{<identity>}:<policy>[:<scope>]`. No `{` or `}`. @default "sl" */
   readonly prefix?: string;
   /**
@@ -52,7 +61,8 @@ export interface RedisStoreOptions {
   /**
    * After each consuming call, `WAIT replicas timeoutMs` on the primary that ran it, so
    * a failover loses fewer admitted consumes (less overshoot) at the cost of latency.
-   * Fewer acknowledgements than asked leave the decision as it is; they are counted in
+   * Fewer acknowledgements than asked leave the decision as it is (unless `strict`: then
+   * the policy's failure mode decides); they are counted in
    * {@link RedisStore.replicatedAckStats}. @default undefined (off)
    */
   readonly replicatedAck?: ReplicatedAckOptions;
@@ -80,6 +90,7 @@ export interface StoreSettings {
   readonly prefix: string;
   readonly maxInFlight: number;
   readonly stuckAfterMs: number;
+  readonly roleCheckMs: number;
   readonly clientClock: boolean;
   readonly maxSlidingLogLimit: number;
   readonly dedupTtlMs: number;
@@ -106,6 +117,12 @@ export function storeSettings(options: RedisStoreOptions): StoreSettings {
     );
   }
   const stuckAfterMs = options.stuckAfterMs ?? 2_000;
+  const roleCheckMs = options.roleCheckMs ?? 1_000;
+  if (!Number.isSafeInteger(roleCheckMs) || roleCheckMs < 1) {
+    throw new RangeError(
+      `RedisStore: roleCheckMs must be a positive integer, got ${String(roleCheckMs)}`,
+    );
+  }
   const crossSlot = options.crossSlot ?? 'sequential-refund';
   if (crossSlot !== 'sequential-refund' && crossSlot !== 'reject') {
     throw new RangeError(
@@ -124,6 +141,7 @@ export function storeSettings(options: RedisStoreOptions): StoreSettings {
     prefix,
     maxInFlight: options.maxInFlight ?? 10_000,
     stuckAfterMs,
+    roleCheckMs,
     clientClock: options.clock === 'client',
     maxSlidingLogLimit: max,
     dedupTtlMs: options.dedupTtlMs ?? 60_000,

@@ -156,7 +156,7 @@ describe('Sluice extension validation', () => {
     [
       'sluice-unknown-field.yaml',
       'descriptors[0].sluice',
-      "unknown field 'algoritm' (expected one of algorithm, burst, failure_mode, name)",
+      "unknown field 'algoritm' (expected one of algorithm, batch, burst, failure_mode, local, name)",
     ],
     [
       'sluice-bad-algorithm.yaml',
@@ -186,7 +186,7 @@ describe('Sluice extension validation', () => {
     [
       'sluice-not-a-map.yaml',
       'descriptors[0].sluice',
-      'expected a map with any of algorithm, burst, failure_mode, name',
+      'expected a map with any of algorithm, batch, burst, failure_mode, local, name',
     ],
     [
       'sluice-without-rate-limit.yaml',
@@ -219,6 +219,12 @@ describe('Sluice extension validation', () => {
       "unknown field 'algorithm' (expected decision) ('algorithm' belongs in a descriptor's sluice block)",
     ],
     ['sluice-domain-not-a-map.yaml', 'sluice', 'expected a map with decision'],
+    ['sluice-bad-local.yaml', 'descriptors[0].sluice.local.rate', 'must be > 0'],
+    [
+      'sluice-batch-too-big.yaml',
+      'descriptors[0].sluice.batch.size',
+      "batch size 80 exceeds the policy's capacity 50: it could never be reserved",
+    ],
   ];
 
   it.each(cases)('%s', (file, path, message) => {

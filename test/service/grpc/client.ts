@@ -41,16 +41,13 @@ export function call<T>(
   method: string,
   request: unknown,
   timeoutMs = 5_000,
+  metadata = new grpc.Metadata(),
 ): Promise<T> {
   const fn = (client as unknown as Record<string, UnaryMethod>)[method];
   if (fn === undefined) throw new Error(`no method ${method}`);
   return new Promise((resolve, reject) => {
-    fn.call(
-      client,
-      request,
-      new grpc.Metadata(),
-      { deadline: Date.now() + timeoutMs },
-      (error, response) => (error === null ? resolve(response as T) : reject(error)),
+    fn.call(client, request, metadata, { deadline: Date.now() + timeoutMs }, (error, response) =>
+      error === null ? resolve(response as T) : reject(error),
     );
   });
 }

@@ -6,8 +6,8 @@
  *   of earlier steps, and a commit copies the spare into the held object (which carries
  *   other fields too), as MemoryStore does; after every step the held state and the
  *   decision must equal the pure transition's;
- * - store: `MemoryStore` through each of its single-request paths (`decideIn` on a value
- *   index, `decideOne` with kept and fresh refs, `applySync`), on text keys and keys of the
+ * - store: `MemoryStore` through each of its single-request paths (`applySync` by value in
+ *   its key space, independent, with another store's space, by key text), on text keys and keys of the
  *   value-index layout, against a model that runs the pure transitions over plain arrays
  *   with the documented store semantics (write when admitted with a cost; expire `ttlMs`
  *   after the last write, never earlier; a sweep of two ring slots per call; CLOCK
@@ -26,8 +26,8 @@ import { slidingLog } from '../../../src/algorithms/sliding-log.js';
 import { slidingWindowCounter } from '../../../src/algorithms/sliding-window-counter.js';
 import { tokenBucket } from '../../../src/algorithms/token-bucket.js';
 import type { AlgorithmDecision } from '../../../src/core/decision.js';
-import { MemoryStore, type BucketRef } from '../../../src/stores/memory/memory-store.js';
-import type { StoreRequest } from '../../../src/stores/store.js';
+import { MemoryStore } from '../../../src/stores/memory/memory-store.js';
+import type { StoreRequest, StoreResult } from '../../../src/stores/store.js';
 import { deepFreeze, NUM_RUNS } from '../../algorithms/invariants.js';
 import { dtArb } from '../../support/time-steps.js';
 
@@ -164,39 +164,40 @@ describe('in-place steps equal the pure transitions', () => {
       fc.assert(
         fc.property(scenario(c), fc.array(fc.nat(3)), ({ params, startMs, ops }, vias) => {
           const store = new MemoryStore({ maxKeys: MAX_KEYS });
-          const index = store.valueIndex('p')!;
-          const refs: BucketRef[] = KEYS.map((k) => ({ key: k.text, handle: undefined }));
+          const index = store.keySpace('p')!;
+          const foreign = new MemoryStore().keySpace('p')!;
           const model = storeModel(c.alg, params, MAX_KEYS);
           let nowMs = startMs;
           ops.forEach((op, i) => {
             nowMs += op.dtMs;
             const key = KEYS[op.key]!;
             const t = model.apply(key.text, nowMs, op.cost);
-            let d: AlgorithmDecision;
             const via = vias[i % Math.max(1, vias.length)] ?? 0;
+            const r: StoreRequest = {
+              key: key.text,
+              algorithm: c.alg,
+              params,
+              cost: op.cost,
+              enforce: true,
+            };
+            let result: StoreResult;
             if (via === 0 && key.value !== undefined) {
-              d = store.decideIn(index, key.value, c.alg, params, op.cost, nowMs)!;
+              // By value in the store's key space (the reused-result path).
+              [result] = store.applySync([{ ...r, space: index, value: key.value }], { nowMs }) as [
+                StoreResult,
+              ];
             } else if (via === 1) {
-              d = store.decideOne(refs[op.key]!, c.alg, params, op.cost, nowMs)!;
+              // A batch of one decided independently (a fresh decision per request).
+              [result] = store.applySync([r], { nowMs, independent: true }) as [StoreResult];
             } else if (via === 2) {
-              d = store.decideOne(
-                { key: key.text, handle: undefined },
-                c.alg,
-                params,
-                op.cost,
-                nowMs,
-              )!;
+              // Another store's key space: ignored, the key text finds the bucket.
+              [result] = store.applySync([{ ...r, space: foreign, value: 'other' }], { nowMs }) as [
+                StoreResult,
+              ];
             } else {
-              const r: StoreRequest = {
-                key: key.text,
-                algorithm: c.alg,
-                params,
-                cost: op.cost,
-                enforce: true,
-              };
-              const [result] = store.applySync([r], { nowMs });
-              d = (result as { decision: AlgorithmDecision }).decision;
+              [result] = store.applySync([r], { nowMs }) as [StoreResult];
             }
+            const d = (result as { decision: AlgorithmDecision }).decision;
             expect(copyDecision(d)).toStrictEqual(t);
             expect(store.stats()).toEqual(model.stats());
           });

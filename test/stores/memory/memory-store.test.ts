@@ -4,7 +4,8 @@ import { gcra } from '../../../src/algorithms/gcra.js';
 import { tokenBucket } from '../../../src/algorithms/token-bucket.js';
 import type { Algorithm } from '../../../src/algorithms/algorithm.js';
 import { MemoryStore } from '../../../src/stores/memory/memory-store.js';
-import type { StoreRequest } from '../../../src/stores/store.js';
+import { keyValue } from '../../../src/stores/key.js';
+import type { KeySpace, StoreRequest } from '../../../src/stores/store.js';
 import { describeStore } from '../conformance.js';
 
 describeStore('MemoryStore', async () => {
@@ -29,6 +30,9 @@ const req = (key: string, cost: number): StoreRequest => ({
   cost,
   enforce: true,
 });
+/** The decision for value `v` of policy `p`'s key space (its text key is `{<v>}:p`). */
+const inSpace = (store: MemoryStore, space: KeySpace, v: string, cost: number, nowMs: number) =>
+  store.applySync([{ ...req(`{${keyValue(v)}}:p`, cost), space, value: v }], { nowMs })[0]!;
 
 describe('MemoryStore: bounds and expiry', () => {
   it('rejects a non-positive maxKeys', () => {
@@ -109,14 +113,15 @@ describe('MemoryStore: bounds and expiry', () => {
         ),
         (maxKeys, ops) => {
           const store = new MemoryStore({ maxKeys });
-          const index = store.valueIndex('p')!;
+          const index = store.keySpace('p')!;
           let nowMs = 0;
           let writes = 0;
           for (const op of ops) {
             nowMs += op.dtMs;
             const d =
               op.key % 2 === 0
-                ? store.decideIn(index, `v${op.key}`, tokenBucket as never, params, op.cost, nowMs)!
+                ? (inSpace(store, index, `v${op.key}`, op.cost, nowMs) as { decision: unknown })
+                    .decision
                 : store.applySync([req(`k${op.key}`, op.cost)], { nowMs })[0]!.ok;
             if (d !== false && op.cost > 0) writes += 1;
             const stats = store.stats();
@@ -196,23 +201,42 @@ describe('MemoryStore: requests are only read', () => {
   });
 });
 
-describe('MemoryStore: value indexes', () => {
+describe('MemoryStore: key spaces (value indexes)', () => {
   it('hold the bucket of the text key `{<encoded v>}:<policy>` under the raw value', () => {
     const store = new MemoryStore();
-    const index = store.valueIndex('p')!;
-    const alg = tokenBucket as Algorithm<unknown, unknown>;
-    expect(store.decideIn(index, 'a b/{c}', alg, params, 4, 0)).toMatchObject({ remaining: 6 });
+    const index = store.keySpace('p')!;
+    // A request in the space is found by its value; its key text is not read.
+    const byValue = (cost: number): StoreRequest => ({
+      ...req('(not read)', cost),
+      space: index,
+      value: 'a b/{c}',
+    });
+    expect(store.applySync([byValue(4)], { nowMs: 0 })[0]).toMatchObject({
+      decision: { remaining: 6 },
+    });
     const viaText = store.applySync([req('{a%20b%2F%7Bc%7D}:p', 1)], { nowMs: 0 });
     expect(viaText[0]).toMatchObject({ decision: { remaining: 5 } });
-    expect(store.decideIn(index, 'a b/{c}', alg, params, 0, 0)).toMatchObject({ remaining: 5 });
+    expect(store.applySync([byValue(0)], { nowMs: 0 })[0]).toMatchObject({
+      decision: { remaining: 5 },
+    });
     // A key that is not exactly that encoding is another bucket, held by its text.
     const raw = store.applySync([req('{a b/{c}}:p', 1)], { nowMs: 0 });
     expect(raw[0]).toMatchObject({ decision: { remaining: 9 } });
-    expect(store.valueIndex('p')).toBe(index);
+    expect(store.keySpace('p')).toBe(index);
     expect(store.stats()).toMatchObject({ keys: 2 });
   });
 
+  it('are read only by the store that handed them out: another store uses the key text', () => {
+    const space = new MemoryStore().keySpace('p')!;
+    const other = new MemoryStore();
+    const r = { ...req('{a}:p', 3), space, value: 'b' };
+    expect(other.applySync([r], { nowMs: 0 })[0]).toMatchObject({ decision: { remaining: 7 } });
+    expect(other.applySync([req('{a}:p', 0)], { nowMs: 0 })[0]).toMatchObject({
+      decision: { remaining: 7 },
+    });
+  });
+
   it('are refused for a policy name the layout cannot hold', () => {
-    expect(new MemoryStore().valueIndex('a:b')).toBeUndefined();
+    expect(new MemoryStore().keySpace('a:b')).toBeUndefined();
   });
 });

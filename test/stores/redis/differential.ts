@@ -87,6 +87,8 @@ export function describeDifferential<P>(
           { weight: 4, arbitrary: fc.integer({ min: 1, max: Math.min(cap, 5) }) },
           { weight: 2, arbitrary: fc.integer({ min: 0, max: cap }) },
           { weight: 1, arbitrary: fc.constant(cap) },
+          // never fits: INVALID_POLICY, with the state's reset-after
+          { weight: 1, arbitrary: fc.constant(cap + 1) },
         ),
         enforce: fc.oneof(
           { weight: 5, arbitrary: fc.constant(true) },

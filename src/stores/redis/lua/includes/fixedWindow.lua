@@ -25,7 +25,9 @@ ALG[CODE_FIXED_WINDOW] = {
     end
 
     local charged = charge == 1
-    if cost > limit and not charged then return { window = window, count = count }, STATUS_INVALID_POLICY, limit - count, 0, 0 end
+    if cost > limit and not charged then
+      return { window = window, count = count }, STATUS_INVALID_POLICY, limit - count, 0, resetAfter(count)
+    end
     -- Counts are whole units, so the comparison is exact: no FIT_EPSILON.
     if count + cost <= limit then
       local used = count + cost

@@ -19,7 +19,9 @@ end
 local function gcraStep(tat0, now, cost, rate, periodMs, burst)
   local tat = math.max(tat0 or now, now)
   local ahead = tat - now
-  if cost > burst then return tat0 or now, STATUS_INVALID_POLICY, gcraFreeUnits(ahead, rate, periodMs, burst), 0, 0 end
+  if cost > burst then
+    return tat0 or now, STATUS_INVALID_POLICY, gcraFreeUnits(ahead, rate, periodMs, burst), 0, ahead
+  end
   local newAhead = ahead + gcraEmissionMs(cost, rate, periodMs)
   local over = newAhead - gcraEmissionMs(burst, rate, periodMs)
   if cost == 0 or over <= gcraSlackMs(tat, rate, periodMs, burst) then

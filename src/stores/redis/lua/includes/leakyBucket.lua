@@ -25,7 +25,10 @@ ALG[CODE_LEAKY_BUCKET] = {
       level = math.max(0, s.level - (elapsed * rate) / periodMs)
       ts = math.max(s.ts, now)
     end
-    if cost > capacity then return { level = level, ts = ts }, STATUS_INVALID_POLICY, capacity - level, 0, 0 end
+    if cost > capacity then
+      return { level = level, ts = ts }, STATUS_INVALID_POLICY, capacity - level, 0,
+        ts - now + leakyBucketLeakMs(level, rate, periodMs)
+    end
     local lag = ts - now
     if level + cost <= capacity + leakyBucketFitSlack(ts, rate, periodMs) then
       local after = math.min(capacity, level + cost)

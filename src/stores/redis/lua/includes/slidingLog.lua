@@ -57,7 +57,9 @@ ALG[CODE_SLIDING_LOG] = {
       return slidingLogExpiresAt(last, windowMs) - now
     end
 
-    if cost > limit then return { entries = entries }, STATUS_INVALID_POLICY, limit - used, 0, 0 end
+    if cost > limit then
+      return { entries = entries }, STATUS_INVALID_POLICY, limit - used, 0, resetAfter(newest)
+    end
     -- Costs are whole units, so the comparison is exact: no FIT_EPSILON.
     if used + cost <= limit then
       -- Cost 0 only reads: no entry. After backwards time the entry is stamped at the

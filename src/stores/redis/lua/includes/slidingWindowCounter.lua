@@ -64,7 +64,9 @@ ALG[CODE_SLIDING_WINDOW_COUNTER] = {
       return 0
     end
 
-    if cost > limit then return s, STATUS_INVALID_POLICY, math.max(0, limit - estimate), 0, 0 end
+    if cost > limit then
+      return s, STATUS_INVALID_POLICY, math.max(0, limit - estimate), 0, resetAfter(s.current)
+    end
     if swcFits(estimate, cost, limit) then
       local current = s.current + cost
       return { window = s.window, current = current, previous = s.previous }, STATUS_OK,

@@ -17,7 +17,9 @@ local function tokenBucketStep(tokens0, ts0, now, cost, rate, periodMs, burst)
     tokens = math.min(burst, tokens0 + (elapsed * rate) / periodMs)
     ts = math.max(ts0, now)
   end
-  if cost > burst then return tokens, ts, STATUS_INVALID_POLICY, tokens, 0, 0 end
+  if cost > burst then
+    return tokens, ts, STATUS_INVALID_POLICY, tokens, 0, ts - now + ((burst - tokens) * periodMs) / rate
+  end
   local lag = ts - now
   if tokens + tokenBucketFitSlack(ts, rate, periodMs) >= cost then
     local left = math.max(0, tokens - cost)

@@ -1,0 +1,106 @@
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { startQuotaController } from '../quota/controller-process.js';
+import type { QuotaBudget } from '../quota/lease.js';
+import type { RlqsStrategyKind } from '../quota/rlqs/mapping.js';
+
+function wholeNumber(name: string, min: number) {
+  return (v: string): number => {
+    const n = Number(v);
+    if (!Number.isSafeInteger(n) || n < min)
+      throw new InvalidArgumentError(`${name} must be a whole number >= ${min}`);
+    return n;
+  };
+}
+
+/** `k=v[,k=v…]@rate`: a BucketId's pairs (in any order) and its budget per second. */
+function budget(v: string, previous: QuotaBudget[] = []): QuotaBudget[] {
+  const at = v.lastIndexOf('@');
+  const rate = Number(v.slice(at + 1));
+  const pairs = v.slice(0, Math.max(0, at)).split(',');
+  if (at <= 0 || !(rate > 0) || pairs.some((p) => !/^[^=]+=[^=]+$/.test(p)))
+    throw new InvalidArgumentError(
+      `--budget must look like name=api@1000 (BucketId pairs, then @ and units per second), got "${v}"`,
+    );
+  const bucket = pairs
+    .map((p) => p.split('='))
+    .sort((a, b) => (a[0]! < b[0]! ? -1 : 1))
+    .map(([k, val]) => `${k}=${val}`)
+    .join(',');
+  return [...previous, { bucket, ratePerSecond: rate }];
+}
+
+/** `sluice controller`: the quota lease controller, serving RLQS (docs/quota-leases.md). */
+export function addControllerCommand(program: Command, fail: (error: unknown) => never): void {
+  program
+    .command('controller')
+    .description(
+      'Run a quota lease controller: elect a leader through Redis, share each budget by demand, serve envoy.service.rate_limit_quota.v3 (RLQS)',
+    )
+    .requiredOption('--redis <url>', 'Redis holding the leader lease, fencing token and state')
+    .requiredOption('--id <name>', "this controller's name among its peers")
+    .requiredOption('--domain <domain>', 'the RLQS domain served')
+    .requiredOption(
+      '--budget <bucket@rate>',
+      'a bucket and its budget, e.g. name=api@1000 (repeatable)',
+      budget,
+    )
+    .option('--port <n>', 'gRPC port', wholeNumber('--port', 0), 18081)
+    .option('--host <addr>', 'address to listen on', '127.0.0.1')
+    .option('--refresh-ms <ms>', 'report and round period', wholeNumber('--refresh-ms', 1), 1_000)
+    .option(
+      '--lease-ttl-ms <ms>',
+      'lease TTL (default 3 × refresh)',
+      wholeNumber('--lease-ttl-ms', 1),
+    )
+    .option(
+      '--election-ttl-ms <ms>',
+      'leader term without renewal (default lease TTL / 3)',
+      wholeNumber('--election-ttl-ms', 1),
+    )
+    .option('--prefix <prefix>', 'Redis key prefix', 'sluice-quota')
+    .addOption(
+      new Option('--strategy <kind>', 'RLQS strategy sent')
+        .choices(['token_bucket', 'requests_per_time_unit'])
+        .default('token_bucket'),
+    )
+    .action(
+      async (o: {
+        redis: string;
+        id: string;
+        domain: string;
+        budget: QuotaBudget[];
+        port: number;
+        host: string;
+        refreshMs: number;
+        leaseTtlMs?: number;
+        electionTtlMs?: number;
+        prefix: string;
+        strategy: RlqsStrategyKind;
+      }) => {
+        try {
+          const log = (e: Record<string, unknown>) =>
+            process.stdout.write(`${JSON.stringify(e)}\n`);
+          const c = await startQuotaController({
+            redisUrl: o.redis,
+            id: o.id,
+            domain: o.domain,
+            budgets: o.budget,
+            port: o.port,
+            host: o.host,
+            refreshMs: o.refreshMs,
+            prefix: o.prefix,
+            strategy: o.strategy,
+            log,
+            ...(o.leaseTtlMs === undefined ? {} : { leaseTtlMs: o.leaseTtlMs }),
+            ...(o.electionTtlMs === undefined ? {} : { electionTtlMs: o.electionTtlMs }),
+          });
+          log({ event: 'listening', id: o.id, port: c.port });
+          process.once('SIGTERM', () => {
+            void c.close().then(() => process.exit(0));
+          });
+        } catch (error) {
+          fail(error);
+        }
+      },
+    );
+}

@@ -1,0 +1,519 @@
+import { randomUUID } from 'node:crypto';
+import { algorithmOf } from '../algorithms/index.js';
+import { sustainedRate } from '../algorithms/sustained-rate.js';
+import { systemClock, type Clock } from '../core/clock.js';
+import { FIT_EPSILON } from '../algorithms/algorithm.js';
+import type { AlgorithmDecision } from '../core/decision.js';
+import { PolicyError, StoreError } from '../core/errors.js';
+import type { Policy } from '../core/policy.js';
+import type {
+  Stage,
+  StageContext,
+  StageItem,
+  StageOutcome,
+  StageVerdict,
+} from '../limiter/stage.js';
+import type { Store, StoreRequest, StoreResult } from '../stores/store.js';
+
+/** Options of {@link TokenBatchStage}. */
+export interface TokenBatchOptions {
+  /** The global store reservations are taken from (and given back to on close). */
+  readonly store: Store;
+  /**
+   * Most bucket keys with a reserve at once; past it the oldest reserve is dropped with
+   * its unspent units (under-use, counted in `stats().unitsDropped`). @default 10_000
+   */
+  readonly maxKeys?: number;
+  /**
+   * After a reservation call fails, how long the key's checks go straight to the store
+   * (where the failure mode decides) before another reservation is tried. @default 1_000
+   */
+  readonly retryAfterFailureMs?: number;
+  /** Prefix of this instance's reservation ids; unique per instance. @default a UUID */
+  readonly instanceId?: string;
+  /** The clock `close` reads (checks bring their own `nowMs`). @default the system clock */
+  readonly clock?: Clock;
+}
+
+/** Counters of a {@link TokenBatchStage} (live object). */
+export interface TokenBatchStats {
+  /** Store calls made to reserve (retries included): the remote calls batching costs. */
+  reservationCalls: number;
+  /** Units taken from the global bucket. */
+  unitsReserved: number;
+  /** Units spent on admitted requests (net of units given back by `settle`). */
+  unitsSpent: number;
+  /** Units that expired unspent (ttl passed): under-use. */
+  unitsExpired: number;
+  /** Units dropped with a reserve evicted for room: under-use. */
+  unitsDropped: number;
+  /** Units given back to the global bucket by `close`. */
+  unitsReturned: number;
+  /** Items answered from a reserve. */
+  answered: number;
+}
+
+/** One bucket key's reserve. */
+interface Reserve {
+  /** Unspent units. */
+  units: number;
+  expiresAtMs: number;
+  /** The last reservation: its id, size and time (what `close` may give back). */
+  requestId: string;
+  taken: number;
+  reservedAtMs: number;
+  /** Size of the next reservation (adapts; see the class comment). */
+  next: number;
+  /** The store's view at the last reservation. */
+  limit: number;
+  remaining: number;
+  resetAfterMs: number;
+  /** Until then, items pass straight on (a reservation call failed). */
+  downUntilMs: number;
+  /**
+   * The store denied `deniedNeed` units until `deniedUntilMs` (its retry time): items
+   * needing as many are denied here until then, as the over-limit cache does.
+   */
+  deniedNeed: number;
+  deniedUntilMs: number;
+  denied: AlgorithmDecision | undefined;
+  /** Spare units (beyond their own items' needs) of the reservations in flight. */
+  inflightExtra: number;
+  /** Units the items waiting for a reservation in flight need. */
+  waiting: number;
+  /** Resolved when a reservation in flight completes. */
+  wake: Promise<void> | undefined;
+  wakeUp: (() => void) | undefined;
+  readonly policy: Policy;
+  readonly key: string;
+}
+
+/**
+ * Token batching (DESIGN.md §5, stage 5), for policies with `batch: { size, ttl }`. An
+ * instance reserves up to `size` units from the global bucket in one atomic store call
+ * (`Store.apply` with cost n) and admits from them in process, with path `batch`.
+ *
+ * - Reservation ids: every reservation carries a request id, so the store's dedup makes
+ *   a retried call (after a timeout, whose outcome is unknown) take at most once. One
+ *   retry is made; if its outcome is unknown too, nothing is added, and nothing is ever
+ *   given back for it.
+ * - Expiry: units not spent within `ttl` are dropped: bounded under-use, never given back.
+ * - Size: slow start per key. A cold key reserves 1 (at least the cost); a reserve spent
+ *   before it expired doubles the next, up to `size`; one that expired with units left
+ *   makes the next as large as what was spent. So a key reserves about what it uses
+ *   within a ttl, and many cold keys hold little.
+ * - Held: at most max(size, cost) units per key and instance.
+ * - A reservation asks for no more than the store last said it holds; a denied one larger
+ *   than needed is asked again smaller (at least the units needed); the store's denial of
+ *   the units needed is the item's answer (path `batch`). Over the limit, items needing
+ *   as many are then denied here until a whole reservation (the adaptive size) has
+ *   refilled (`size` units), not just the units needed: about one call per `size` units
+ *   even over the limit; the units wait in the global bucket meanwhile.
+ * - A failed reservation call passes the item on to the store (the failure mode decides)
+ *   and the key's items keep going there for `retryAfterFailureMs`.
+ * - `settle`: units of an admitted item whose check was denied go back to the reserve.
+ * - `close`: each unexpired reserve's unspent units (of its last reservation) go back to
+ *   the global bucket through `Store.refund`, marked with the reservation's id, so a
+ *   repeated close gives back once.
+ */
+export class TokenBatchStage implements Stage {
+  readonly name = 'batch';
+  readonly #store: Store;
+  readonly #maxKeys: number;
+  readonly #retryAfterFailureMs: number;
+  readonly #instanceId: string;
+  readonly #clock: Clock;
+  readonly #reserves = new Map<string, Reserve>();
+  /** Reservations in flight (close waits for them). */
+  readonly #inflight = new Set<Promise<unknown>>();
+  #seq = 0;
+  #closing: Promise<void> | undefined;
+  readonly stats: TokenBatchStats = {
+    reservationCalls: 0,
+    unitsReserved: 0,
+    unitsSpent: 0,
+    unitsExpired: 0,
+    unitsDropped: 0,
+    unitsReturned: 0,
+    answered: 0,
+  };
+
+  constructor(options: TokenBatchOptions) {
+    const maxKeys = options.maxKeys ?? 10_000;
+    const retry = options.retryAfterFailureMs ?? 1_000;
+    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
+      throw new PolicyError(
+        'SLUICE_ERR_BATCH_INVALID',
+        `batch stage: maxKeys must be a positive whole number; got ${String(maxKeys)}`,
+      );
+    }
+    if (!Number.isFinite(retry) || retry < 0) {
+      throw new PolicyError(
+        'SLUICE_ERR_BATCH_INVALID',
+        `batch stage: retryAfterFailureMs must be a non-negative number; got ${String(retry)}`,
+      );
+    }
+    this.#store = options.store;
+    this.#maxKeys = maxKeys;
+    this.#retryAfterFailureMs = retry;
+    this.#instanceId = options.instanceId ?? randomUUID();
+    this.#clock = options.clock ?? systemClock;
+  }
+
+  appliesTo(policy: Policy): boolean {
+    return policy.batch !== undefined && !policy.shadow;
+  }
+
+  enter(item: StageItem, ctx: StageContext): StageVerdict | Promise<StageVerdict> {
+    if (item.cost === 0 || item.policy.batch === undefined || this.#closing !== undefined) {
+      return undefined;
+    }
+    const r = this.#reserve(item);
+    const answer = this.#take(r, item, ctx.nowMs);
+    if (answer !== undefined) return answer;
+    if (ctx.nowMs < r.downUntilMs) return undefined;
+    const denied = this.#stillDenied(r, item, ctx.nowMs);
+    if (denied !== undefined) return denied;
+    return this.#refillThenTake(r, item, ctx);
+  }
+
+  settle(item: StageItem, verdict: StageVerdict, outcome: StageOutcome, ctx: StageContext): void {
+    if (verdict?.kind !== 'answer' || verdict.path !== 'batch' || !verdict.decision.allowed) {
+      return;
+    }
+    if (outcome.admitted) return;
+    const r = this.#reserves.get(item.key);
+    if (r === undefined || ctx.nowMs >= r.expiresAtMs) return;
+    const cap = Math.max(item.policy.batch?.size ?? 0, item.cost);
+    const back = Math.min(item.cost, cap - r.units);
+    if (back <= 0) return;
+    r.units += back;
+    this.stats.unitsSpent -= back;
+  }
+
+  /** Gives unspent units back to the global bucket (where the store can); idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= this.#giveBack();
+    return this.#closing;
+  }
+
+  /** Units held now across keys (unexpired or not yet found expired). */
+  get unitsHeld(): number {
+    let n = 0;
+    for (const r of this.#reserves.values()) n += r.units;
+    return n;
+  }
+
+  #reserve(item: StageItem): Reserve {
+    let r = this.#reserves.get(item.key);
+    if (r !== undefined) return r;
+    if (this.#reserves.size >= this.#maxKeys) {
+      const [oldestKey, oldest] = this.#reserves.entries().next().value as [string, Reserve];
+      this.stats.unitsDropped += oldest.units;
+      this.#reserves.delete(oldestKey);
+    }
+    r = {
+      units: 0,
+      expiresAtMs: -Infinity,
+      requestId: '',
+      taken: 0,
+      reservedAtMs: 0,
+      next: 1,
+      limit: 0,
+      // Unknown until the store answers: no bound on the first reservation.
+      remaining: Infinity,
+      resetAfterMs: 0,
+      downUntilMs: -Infinity,
+      deniedNeed: Infinity,
+      deniedUntilMs: -Infinity,
+      denied: undefined,
+      inflightExtra: 0,
+      waiting: 0,
+      wake: undefined,
+      wakeUp: undefined,
+      policy: item.policy,
+      key: item.key,
+    };
+    this.#reserves.set(item.key, r);
+    return r;
+  }
+
+  /** The answer from the reserve when it holds the cost, unexpired; else undefined. */
+  #take(r: Reserve, item: StageItem, nowMs: number): StageVerdict {
+    if (nowMs >= r.expiresAtMs || r.units < item.cost) return undefined;
+    r.units -= item.cost;
+    this.stats.unitsSpent += item.cost;
+    this.stats.answered++;
+    return {
+      kind: 'answer',
+      decision: {
+        status: 'OK',
+        allowed: true,
+        limit: r.limit,
+        remaining: r.remaining + r.units,
+        retryAfterMs: 0,
+        resetAfterMs: r.resetAfterMs,
+      },
+      path: 'batch',
+    };
+  }
+
+  /** The remembered denial, when it covers this item (see `Reserve.deniedNeed`). */
+  #stillDenied(r: Reserve, item: StageItem, nowMs: number): StageVerdict {
+    if (nowMs >= r.deniedUntilMs || r.denied === undefined) return undefined;
+    const held = nowMs < r.expiresAtMs ? r.units : 0;
+    if (item.cost - held < r.deniedNeed) return undefined;
+    return {
+      kind: 'answer',
+      decision: {
+        ...r.denied,
+        remaining: r.denied.remaining,
+        retryAfterMs: r.deniedUntilMs - nowMs,
+      },
+      path: 'batch',
+    };
+  }
+
+  async #refillThenTake(r: Reserve, item: StageItem, ctx: StageContext): Promise<StageVerdict> {
+    // While a reservation with spare units is in flight, wait for it when its spare
+    // units cover the waiters or no more may be reserved beside it (size reached): then
+    // a key makes about one call per `size` units. Without spare units in flight (size 1,
+    // or a cold key), reserve at once, side by side.
+    const size = item.policy.batch!.size;
+    while (
+      r.inflightExtra > 0 &&
+      (r.waiting + item.cost <= r.inflightExtra ||
+        Math.min(r.next, size) - item.cost - r.inflightExtra <= 0)
+    ) {
+      r.waiting += item.cost;
+      try {
+        await this.#nextCompletion(r);
+      } finally {
+        r.waiting -= item.cost;
+      }
+      const answer = this.#take(r, item, ctx.nowMs) ?? this.#stillDenied(r, item, ctx.nowMs);
+      if (answer !== undefined) return answer;
+      if (ctx.nowMs < r.downUntilMs || this.#closing !== undefined) return undefined;
+    }
+    const refill = this.#refill(r, item, ctx);
+    this.#inflight.add(refill);
+    try {
+      return await refill;
+    } finally {
+      this.#inflight.delete(refill);
+    }
+  }
+
+  /** Resolves when the next reservation of `r` completes. */
+  #nextCompletion(r: Reserve): Promise<void> {
+    r.wake ??= new Promise<void>((resolve) => {
+      r.wakeUp = resolve;
+    });
+    return r.wake;
+  }
+
+  /**
+   * Reserves for `item` and answers it, or passes it on when the store failed. The units
+   * the reserve holds are set aside for this item first (others cannot spend them
+   * meanwhile), so the reservation asks only for the rest, plus spare units for the
+   * items to come (up to the adaptive size, less what is held or in flight).
+   */
+  async #refill(r: Reserve, item: StageItem, ctx: StageContext): Promise<StageVerdict> {
+    const batch = item.policy.batch!;
+    const nowMs = ctx.nowMs;
+    if (nowMs >= r.expiresAtMs) {
+      // Expired with units left: spend about what was spent next time.
+      if (r.units > 0) {
+        this.stats.unitsExpired += r.units;
+        r.next = Math.max(1, r.taken - r.units);
+      }
+      r.units = 0;
+    } else if (r.taken > 0) {
+      // Spent (all but less than this cost) before it expired: a busier key.
+      r.next = Math.min(batch.size, 2 * r.taken);
+    }
+    const mine = r.units;
+    r.units = 0;
+    const need = item.cost - mine;
+    // Spare units up to the adaptive size, and no more than the store last said it holds
+    // (near the limit a large reservation would be denied and cost a second call).
+    let extra = Math.max(
+      0,
+      Math.min(
+        Math.min(r.next, batch.size) - item.cost - r.inflightExtra,
+        Math.floor(r.remaining + FIT_EPSILON) - need - r.inflightExtra,
+      ),
+    );
+    r.inflightExtra += extra;
+    try {
+      for (;;) {
+        const result = await this.#reserveCall(r, need + extra, ctx);
+        if (result === undefined || !result.ok) {
+          r.downUntilMs = nowMs + this.#retryAfterFailureMs;
+          this.#putBack(r, mine, nowMs);
+          return undefined;
+        }
+        const d = result.decision;
+        r.remaining = d.remaining;
+        if (d.allowed) {
+          this.#hold(r, need + extra, nowMs + batch.ttlMs, d, nowMs);
+          r.units += mine;
+          return this.#take(r, item, nowMs);
+        }
+        if (extra > 0) {
+          // Ask again for what the store says it holds (at least the units needed, to
+          // learn the exact answer for them); always less than before, so this ends.
+          const fewer = Math.max(
+            0,
+            Math.min(extra - 1, Math.floor(d.remaining + FIT_EPSILON) - need),
+          );
+          r.inflightExtra -= extra - fewer;
+          extra = fewer;
+          continue;
+        }
+        this.#putBack(r, mine, nowMs);
+        const answer = denial(d, mine);
+        if (d.status === 'OVER_LIMIT' && Number.isFinite(d.retryAfterMs) && d.retryAfterMs > 0) {
+          // Over the limit, wait until a whole batch (`size`) has refilled rather than until
+          // the units needed have: items needing as many are denied here until then, so
+          // the key makes about one call per reservation even while over its limit. The
+          // units are not lost: they stay in the global bucket for whoever asks next.
+          const target = Math.max(need, batch.size);
+          const perMs = sustainedRate(item.policy.algorithm, item.policy.params).perSecond / 1_000;
+          r.deniedNeed = need;
+          r.deniedUntilMs = nowMs + d.retryAfterMs + (target - need) / perMs;
+          r.denied = answer;
+          // What the bucket should hold then: the next reservation asks for it.
+          r.remaining = target;
+        }
+        return { kind: 'answer', decision: answer, path: 'batch' };
+      }
+    } finally {
+      r.inflightExtra -= extra;
+      const wakeUp = r.wakeUp;
+      r.wake = undefined;
+      r.wakeUp = undefined;
+      wakeUp?.();
+    }
+  }
+
+  /** Units set aside for an item that did not get them back into the reserve, unexpired. */
+  #putBack(r: Reserve, units: number, nowMs: number): void {
+    if (units > 0 && nowMs < r.expiresAtMs) r.units += units;
+  }
+
+  #hold(r: Reserve, n: number, expiresAtMs: number, d: AlgorithmDecision, nowMs: number): void {
+    r.units += n;
+    r.taken = n;
+    r.reservedAtMs = nowMs;
+    r.expiresAtMs = expiresAtMs;
+    r.limit = d.limit;
+    r.remaining = d.remaining;
+    r.resetAfterMs = d.resetAfterMs;
+    this.stats.unitsReserved += n;
+  }
+
+  /**
+   * One reservation of `n` units under a fresh id, retried once under the same id when
+   * its outcome is unknown (a timeout): the store's dedup makes the two take at most once.
+   * `undefined` or a failed result: nothing is known to be reserved.
+   */
+  async #reserveCall(r: Reserve, n: number, ctx: StageContext): Promise<StoreResult | undefined> {
+    const requestId = `sluice-batch:${this.#instanceId}:${(this.#seq++).toString(36)}`;
+    r.requestId = requestId;
+    const req: StoreRequest = {
+      key: r.key,
+      algorithm: algorithmOf(r.policy.algorithm),
+      params: r.policy.params,
+      cost: n,
+      enforce: true,
+    };
+    let result: StoreResult | undefined;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      this.stats.reservationCalls++;
+      result = await withinDeadline(
+        this.#store.apply([req], { nowMs: ctx.nowMs, requestId }),
+        r.policy.timeoutMs,
+        ctx.signal,
+      );
+      if (result === undefined || result.ok || result.error.code !== 'SLUICE_ERR_STORE_TIMEOUT') {
+        break;
+      }
+    }
+    return result;
+  }
+
+  async #giveBack(): Promise<void> {
+    const store = this.#store;
+    const refund = store.refund?.bind(store);
+    await Promise.allSettled([...this.#inflight]);
+    const nowMs = this.#clock.nowMs();
+    const calls: Promise<unknown>[] = [];
+    for (const r of this.#reserves.values()) {
+      const units = Math.min(r.units, r.taken);
+      r.units = 0;
+      if (refund === undefined || units <= 0 || nowMs >= r.expiresAtMs) continue;
+      const req: StoreRequest = {
+        key: r.key,
+        algorithm: algorithmOf(r.policy.algorithm),
+        params: r.policy.params,
+        cost: units,
+        enforce: true,
+      };
+      calls.push(
+        refund([req], { nowMs, consumedAtMs: r.reservedAtMs, requestId: r.requestId }).then(
+          ([res]) => {
+            if (res?.ok === true) this.stats.unitsReturned += units;
+          },
+        ),
+      );
+    }
+    await Promise.all(calls);
+  }
+}
+
+/** The store's denial of the units needed, as the item's answer; `leftover` is still held. */
+function denial(d: AlgorithmDecision, leftover: number): AlgorithmDecision {
+  return {
+    status: d.status,
+    allowed: false,
+    limit: d.limit,
+    remaining: d.remaining + leftover,
+    retryAfterMs: d.retryAfterMs,
+    resetAfterMs: d.resetAfterMs,
+  };
+}
+
+const TIMED_OUT: StoreResult = {
+  ok: false,
+  error: new StoreError(
+    'SLUICE_ERR_STORE_TIMEOUT',
+    'a reservation got no answer within the policy timeout; it may or may not have been applied',
+  ),
+};
+
+/**
+ * The first result of a store call, or a timeout result once `timeoutMs` passes or the
+ * caller aborts (the call's outcome is then unknown; it is left to finish on its own).
+ */
+function withinDeadline(
+  call: Promise<readonly StoreResult[]>,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<StoreResult | undefined> {
+  return new Promise((resolve) => {
+    const done = (r: StoreResult | undefined): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      resolve(r);
+    };
+    const onAbort = (): void => done(TIMED_OUT);
+    const timer = setTimeout(onAbort, timeoutMs);
+    if (signal?.aborted === true) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+    call.then(
+      (results) => done(results[0]),
+      () => done(undefined),
+    );
+  });
+}

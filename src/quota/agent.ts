@@ -1,0 +1,225 @@
+import { PolicyError } from '../core/errors.js';
+import type { Lease, LeaseFallback, UsageReport } from './lease.js';
+
+/** Options of a {@link QuotaAgent}. */
+export interface AgentOptions {
+  /** This agent's stable id (unique among the controller's agents). */
+  readonly agent: string;
+  readonly bucket: string;
+  /** What to do once a lease has expired (and before the first, unless `initial` is set). */
+  readonly fallback: LeaseFallback;
+  /**
+   * What to do before the first lease arrives. A controller that is up answers an agent's
+   * first report with a lease at once, so this covers only a start while it is
+   * unreachable. @default fallback
+   */
+  readonly initial?: LeaseFallback;
+  /** The window of the fallback's static share before any lease named one. @default 1000 */
+  readonly windowMs?: number;
+  /** Sent with every report. @default 0 */
+  readonly priority?: number;
+  /** Sent with every report. @default 1 */
+  readonly weight?: number;
+}
+
+/** Why {@link QuotaAgent.apply} refused a lease (or `applied`). */
+export type ApplyOutcome = 'applied' | 'stale-leader' | 'stale-version' | 'not-mine';
+
+/** Which rule the agent enforces at an instant. */
+export type AgentMode = 'lease' | 'fallback';
+
+/** A decision of {@link QuotaAgent.take}: `store` when the fallback says to ask the global store. */
+export type TakeResult = 'allowed' | 'denied' | 'store';
+
+/**
+ * The agent's core (DESIGN.md §5, stage 6): it enforces its lease in process, with no
+ * remote call per request, and counts usage for its next report. Pure apart from its own
+ * fields; every method takes `nowMs`.
+ *
+ * A lease admits at most `burst` units in each window of `windowMs` aligned to multiples
+ * of `windowMs`. When a lease replaces another mid-window, units already admitted in that
+ * window still count, so a window never admits more than the larger of the two. Leases
+ * are ordered by (fencing token, version): one from a leader older than any seen, or not
+ * newer than the one held, is refused, so a deposed leader cannot undo its successor.
+ */
+export class QuotaAgent {
+  readonly options: AgentOptions;
+  #lease: Lease | undefined;
+  #expiresAtMs = 0;
+  #highestToken = -Infinity;
+  #windowIndex = Number.NaN;
+  #usedInWindow = 0;
+  #allowed = 0;
+  #denied = 0;
+  #lastReportMs: number;
+  #refused = 0;
+
+  constructor(options: AgentOptions, nowMs: number) {
+    for (const [path, f] of [
+      ['fallback', options.fallback],
+      ['initial', options.initial],
+    ] as const) {
+      if (f?.kind === 'static' && !(Number.isFinite(f.rate) && f.rate >= 0)) {
+        throw new PolicyError(
+          'SLUICE_ERR_QUOTA_CONFIG_INVALID',
+          `agent ${options.agent}: ${path}.rate must be a number ≥ 0, got ${String(f.rate)}`,
+          { issues: [{ path: `${path}.rate`, message: 'must be a number ≥ 0' }] },
+        );
+      }
+    }
+    this.options = options;
+    this.#lastReportMs = nowMs;
+  }
+
+  /** Leases refused so far (stale leader or version). */
+  get refused(): number {
+    return this.#refused;
+  }
+
+  /** The highest fencing token seen. */
+  get highestToken(): number {
+    return this.#highestToken;
+  }
+
+  /** The lease in force at `nowMs`, if any. */
+  lease(nowMs: number): Lease | undefined {
+    return this.#lease !== undefined && nowMs < this.#expiresAtMs ? this.#lease : undefined;
+  }
+
+  /** When the held lease stops holding (ms); 0 with none. */
+  get expiresAtMs(): number {
+    return this.#expiresAtMs;
+  }
+
+  mode(nowMs: number): AgentMode {
+    return this.lease(nowMs) === undefined ? 'fallback' : 'lease';
+  }
+
+  /** Applies a lease received at `nowMs`, unless it is stale or for someone else. */
+  apply(lease: Lease, nowMs: number): ApplyOutcome {
+    if (lease.agent !== this.options.agent || lease.bucket !== this.options.bucket)
+      return 'not-mine';
+    if (lease.fencingToken < this.#highestToken) {
+      this.#refused++;
+      return 'stale-leader';
+    }
+    const held = this.#lease;
+    if (
+      held !== undefined &&
+      lease.fencingToken === held.fencingToken &&
+      lease.version <= held.version
+    ) {
+      this.#refused++;
+      return 'stale-version';
+    }
+    this.#highestToken = lease.fencingToken;
+    this.#lease = lease;
+    this.#expiresAtMs = nowMs + lease.ttlMs;
+    return 'applied';
+  }
+
+  /** Units the rule in force lets through in the current window, in all. */
+  #allowance(nowMs: number): number | undefined {
+    const lease = this.lease(nowMs);
+    if (lease !== undefined) return lease.burst;
+    const f =
+      this.#lease === undefined
+        ? (this.options.initial ?? this.options.fallback)
+        : this.options.fallback;
+    if (f.kind === 'deny') return 0;
+    if (f.kind === 'store') return undefined;
+    return (f.rate * this.#windowMs()) / 1000;
+  }
+
+  #windowMs(): number {
+    return this.#lease?.windowMs ?? this.options.windowMs ?? 1000;
+  }
+
+  #roll(nowMs: number): void {
+    const index = Math.floor(nowMs / this.#windowMs());
+    if (index !== this.#windowIndex) {
+      this.#windowIndex = index;
+      this.#usedInWindow = 0;
+    }
+  }
+
+  /** Decides one request of `cost` units at `nowMs`. */
+  take(nowMs: number, cost: number): TakeResult {
+    this.#roll(nowMs);
+    const allowance = this.#allowance(nowMs);
+    if (allowance === undefined) return 'store';
+    if (this.#usedInWindow + cost <= allowance + 1e-9) {
+      this.#usedInWindow += cost;
+      this.#allowed += cost;
+      return 'allowed';
+    }
+    this.#denied += cost;
+    return 'denied';
+  }
+
+  /**
+   * Admits as much of `units` (a divisible amount, for fluid simulation) as the rule in
+   * force allows in the current window; returns the amount admitted, or `undefined` when
+   * the fallback says to ask the global store.
+   */
+  admit(nowMs: number, units: number): number | undefined {
+    this.#roll(nowMs);
+    const allowance = this.#allowance(nowMs);
+    if (allowance === undefined) return undefined;
+    const admitted = Math.max(0, Math.min(units, allowance - this.#usedInWindow));
+    this.#usedInWindow += admitted;
+    this.#allowed += admitted;
+    this.#denied += units - admitted;
+    return admitted;
+  }
+
+  /**
+   * Gives back `cost` units taken by {@link take} at `nowMs` (the check they were for was
+   * denied by another policy); units of a window already past stay spent.
+   */
+  refund(nowMs: number, cost: number): void {
+    this.#roll(nowMs);
+    const back = Math.min(cost, this.#usedInWindow);
+    this.#usedInWindow -= back;
+    this.#allowed = Math.max(0, this.#allowed - cost);
+  }
+
+  /**
+   * The current window at `nowMs`: the units the rule in force allows in it (`undefined`
+   * under the `store` fallback), those used, and ms until it ends.
+   */
+  window(nowMs: number): { allowance: number | undefined; used: number; resetAfterMs: number } {
+    this.#roll(nowMs);
+    const w = this.#windowMs();
+    return {
+      allowance: this.#allowance(nowMs),
+      used: this.#usedInWindow,
+      resetAfterMs: (this.#windowIndex + 1) * w - nowMs,
+    };
+  }
+
+  /** Records a decision made elsewhere (the global store, under the `store` fallback). */
+  count(allowed: number, denied: number): void {
+    this.#allowed += allowed;
+    this.#denied += denied;
+  }
+
+  /** The usage since the previous report, and resets it. */
+  report(nowMs: number): UsageReport {
+    const lease = this.lease(nowMs);
+    const r: UsageReport = {
+      agent: this.options.agent,
+      bucket: this.options.bucket,
+      allowed: this.#allowed,
+      denied: this.#denied,
+      elapsedMs: Math.max(0, nowMs - this.#lastReportMs),
+      priority: this.options.priority ?? 0,
+      weight: this.options.weight ?? 1,
+      ...(lease === undefined ? {} : { heldVersion: lease.version }),
+    };
+    this.#allowed = 0;
+    this.#denied = 0;
+    this.#lastReportMs = nowMs;
+    return r;
+  }
+}

@@ -1,0 +1,174 @@
+import * as grpc from '@grpc/grpc-js';
+import { Redis } from 'ioredis';
+import { systemClock, type Clock } from '../core/clock.js';
+import { QuotaController, type ControllerState } from './controller.js';
+import type { ControllerOptions } from './controller-config.js';
+import { controllerConfig } from './controller-config.js';
+import { LeaderLease } from './leader-lease.js';
+import type { RlqsStrategyKind } from './rlqs/mapping.js';
+import { RLQS_SERVICE } from './rlqs/protos.js';
+import { RlqsQuotaService } from './rlqs/quota-service.js';
+
+/** Options of {@link startQuotaController}. */
+export interface QuotaControllerProcessOptions extends ControllerOptions {
+  /** Redis URL holding the election key, token counter and state. */
+  readonly redisUrl: string;
+  /** Key prefix (a Cluster hash tag). @default 'sluice-quota' */
+  readonly prefix?: string;
+  /** This controller's name among its peers. */
+  readonly id: string;
+  /** The RLQS domain served. */
+  readonly domain: string;
+  /** @default '127.0.0.1' */
+  readonly host?: string;
+  /** gRPC port; 0 picks a free one. */
+  readonly port: number;
+  /**
+   * How long a leader's term lasts unless renewed (renewed, and campaigned for, every third
+   * of it). Kept under leaseTtlMs − refreshMs so that a successor leads, and re-sends
+   * leases, before the leases its predecessor sent run out. @default leaseTtlMs / 3
+   */
+  readonly electionTtlMs?: number;
+  /** @default 'token_bucket' */
+  readonly strategy?: RlqsStrategyKind;
+  readonly clock?: Clock;
+  /** One JSON object per event (leader, round, step-down). @default ignore */
+  readonly log?: (event: Record<string, unknown>) => void;
+}
+
+/** A running controller process. */
+export interface QuotaControllerProcess {
+  readonly port: number;
+  /** The fencing token while this process leads; 0 otherwise. */
+  token(): number;
+  close(): Promise<void>;
+}
+
+/**
+ * Runs one quota controller: it campaigns for the Redis leader lease, and while it leads
+ * it loads the last saved state, runs a round every refresh period, saves the state
+ * (fenced by its term) and only then pushes the round's assignments over RLQS. A leader
+ * that cannot renew its term or save its state stops leading at once and refuses its
+ * streams, so its agents move to the next leader.
+ */
+export async function startQuotaController(
+  o: QuotaControllerProcessOptions,
+): Promise<QuotaControllerProcess> {
+  const config = controllerConfig(o);
+  const clock = o.clock ?? systemClock;
+  const log = o.log ?? (() => {});
+  const electionTtlMs = o.electionTtlMs ?? Math.max(300, Math.floor(config.leaseTtlMs / 3));
+  const redis = new Redis(o.redisUrl, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+  });
+  await redis.connect();
+  const lease = new LeaderLease(redis, o.prefix ?? 'sluice-quota', o.id, electionTtlMs);
+  const service = new RlqsQuotaService({
+    domain: o.domain,
+    clock,
+    log,
+    ...(o.strategy === undefined ? {} : { strategy: o.strategy }),
+  });
+  const server = new grpc.Server();
+  server.addService(RLQS_SERVICE, service.handlers());
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(
+      `${o.host ?? '127.0.0.1'}:${o.port}`,
+      grpc.ServerCredentials.createInsecure(),
+      (e, p) => (e ? reject(e) : resolve(p)),
+    ),
+  );
+
+  let controller: QuotaController | undefined;
+  let busy = false;
+  let closed = false;
+  const stepDown = (reason: string) => {
+    if (controller === undefined) return;
+    log({ event: 'step_down', id: o.id, token: controller.fencingToken, reason });
+    controller = undefined;
+    service.lead(undefined);
+  };
+  const round = async () => {
+    const c = controller;
+    if (c === undefined) return;
+    const nowMs = clock.nowMs();
+    const result = c.round(nowMs);
+    // Saved before sent: a successor must know every lease this leader may have sent.
+    if (!(await lease.writeState(JSON.stringify(c.state())))) {
+      stepDown('state write refused');
+      return;
+    }
+    if (controller !== c) return;
+    // The ledger counts a lease until issue + L + δ, and δ must cover the delivery too: a
+    // round whose save took more than half of δ is not sent (it stays counted, and the
+    // agents keep their leases until the next round).
+    const lateMs = clock.nowMs() - nowMs;
+    if (lateMs > config.marginMs / 2) {
+      log({ event: 'round_not_sent', id: o.id, token: c.fencingToken, atMs: nowMs, lateMs });
+      return;
+    }
+    service.pushRound(result.leases, result.abandoned);
+    let committed = 0;
+    for (const bucket of config.budgets.keys()) committed += c.committed(bucket, nowMs);
+    let budget = 0;
+    for (const b of config.budgets.values()) budget += b;
+    log({
+      event: 'round',
+      id: o.id,
+      token: c.fencingToken,
+      atMs: nowMs,
+      leases: result.leases.length,
+      committed,
+      budget,
+    });
+  };
+  const campaign = async () => {
+    if (controller !== undefined) {
+      if (!(await lease.renew())) stepDown('term lost');
+      return;
+    }
+    const token = await lease.acquire();
+    if (token === 0) return;
+    const saved = await lease.readState();
+    const state = saved === null ? undefined : (JSON.parse(saved) as ControllerState);
+    controller = new QuotaController(o, token, state);
+    service.lead(controller);
+    log({
+      event: 'leader',
+      id: o.id,
+      token,
+      atMs: clock.nowMs(),
+      records: state?.records.length ?? 0,
+    });
+  };
+  const tick = (f: () => Promise<void>) => async () => {
+    if (busy || closed) return;
+    busy = true;
+    try {
+      await f();
+    } catch (e) {
+      stepDown(`redis: ${(e as Error).message}`);
+    } finally {
+      busy = false;
+    }
+  };
+  const electionTimer = setInterval(tick(campaign), Math.max(50, Math.floor(electionTtlMs / 3)));
+  const roundTimer = setInterval(tick(round), config.refreshMs);
+  await tick(campaign)();
+
+  return {
+    port,
+    token: () => controller?.fencingToken ?? 0,
+    async close() {
+      closed = true;
+      clearInterval(electionTimer);
+      clearInterval(roundTimer);
+      stepDown('closing');
+      await lease.resign().catch(() => {});
+      await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+      redis.disconnect();
+    },
+  };
+}

@@ -1,0 +1,134 @@
+import type { Redis } from 'ioredis';
+
+/**
+ * Leader election for quota controllers on a Redis lease key, with a fencing token; no
+ * consensus of our own. All keys share one hash tag, so they sit in one Cluster slot.
+ *
+ * - `{p}:leader` holds `<token>:<id>` while a controller leads; it expires after `ttlMs`
+ *   unless renewed.
+ * - `{p}:token` is a counter: each new leader INCRs it, so tokens only grow.
+ * - `{p}:state` is the controller state, written only by the holder of `{p}:leader`.
+ *
+ * Acquire is `SET {p}:leader NX PX ttl` and, when that succeeds, `INCR {p}:token`, in one
+ * script. Renewal and state writes check that `{p}:leader` still holds this controller's
+ * value, in the same script that acts, so a deposed leader can neither extend its term
+ * nor overwrite its successor's state. A leader persists a round's state before it sends
+ * the round's leases, so its successor knows every lease it may have sent.
+ */
+
+const ACQUIRE = `
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  local token = redis.call('INCR', KEYS[2])
+  redis.call('SET', KEYS[1], token .. ':' .. ARGV[1], 'PX', ARGV[2])
+  return token
+end
+return 0`;
+
+const RENEW = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0`;
+
+const WRITE_STATE = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[2], ARGV[2])
+  return 1
+end
+return 0`;
+
+const RESIGN = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0`;
+
+/** The Redis calls the leader lease makes. */
+export type LeaderRedis = Pick<Redis, 'eval' | 'get'>;
+
+/** One controller's side of the election. */
+export class LeaderLease {
+  readonly #redis: LeaderRedis;
+  readonly #keys: { leader: string; token: string; state: string };
+  readonly #id: string;
+  readonly #ttlMs: number;
+  #value: string | undefined;
+  #token = 0;
+
+  /**
+   * @param prefix key prefix; keys are `{prefix}:leader`, `{prefix}:token`, `{prefix}:state`.
+   * @param id this controller's name (unique among controllers).
+   * @param ttlMs how long a term lasts without renewal.
+   */
+  constructor(redis: LeaderRedis, prefix: string, id: string, ttlMs: number) {
+    this.#redis = redis;
+    const tag = `{${prefix}}`;
+    this.#keys = { leader: `${tag}:leader`, token: `${tag}:token`, state: `${tag}:state` };
+    this.#id = id;
+    this.#ttlMs = ttlMs;
+  }
+
+  /** This controller's fencing token while it leads; 0 otherwise. */
+  get token(): number {
+    return this.#value === undefined ? 0 : this.#token;
+  }
+
+  /** Tries to become leader; returns the new fencing token, or 0 if another leads. */
+  async acquire(): Promise<number> {
+    const token = Number(
+      await this.#redis.eval(
+        ACQUIRE,
+        2,
+        this.#keys.leader,
+        this.#keys.token,
+        this.#id,
+        this.#ttlMs,
+      ),
+    );
+    if (token > 0) {
+      this.#token = token;
+      this.#value = `${token}:${this.#id}`;
+    }
+    return token;
+  }
+
+  /** Extends the term; false once the term is lost (then the caller must stop leading). */
+  async renew(): Promise<boolean> {
+    if (this.#value === undefined) return false;
+    const ok =
+      Number(await this.#redis.eval(RENEW, 1, this.#keys.leader, this.#value, this.#ttlMs)) === 1;
+    if (!ok) this.#value = undefined;
+    return ok;
+  }
+
+  /** Writes the state if still leader; false (and no write) once the term is lost. */
+  async writeState(json: string): Promise<boolean> {
+    if (this.#value === undefined) return false;
+    const ok =
+      Number(
+        await this.#redis.eval(
+          WRITE_STATE,
+          2,
+          this.#keys.leader,
+          this.#keys.state,
+          this.#value,
+          json,
+        ),
+      ) === 1;
+    if (!ok) this.#value = undefined;
+    return ok;
+  }
+
+  /** The last state a leader wrote, if any. */
+  async readState(): Promise<string | null> {
+    return this.#redis.get(this.#keys.state);
+  }
+
+  /** Gives the term up at once (on shutdown), if still held. */
+  async resign(): Promise<void> {
+    if (this.#value === undefined) return;
+    const value = this.#value;
+    this.#value = undefined;
+    await this.#redis.eval(RESIGN, 1, this.#keys.leader, value);
+  }
+}

@@ -1,0 +1,67 @@
+import type { AlgorithmDecision } from '../core/decision.js';
+import type { Policy } from '../core/policy.js';
+import type {
+  Stage,
+  StageContext,
+  StageItem,
+  StageOutcome,
+  StageVerdict,
+} from '../limiter/stage.js';
+import type { QuotaAgent } from './agent.js';
+
+/** Options of {@link LeaseStage}. */
+export interface LeaseStageOptions {
+  /** Names of the policies whose checks go through a lease. */
+  readonly policies: readonly string[];
+  /**
+   * The agent that holds the lease for an item (its policy and bucket key), or
+   * `undefined` to pass the item on to the store.
+   */
+  readonly agentFor: (item: StageItem) => QuotaAgent | undefined;
+}
+
+/**
+ * The quota lease as a stage of the check pipeline (DESIGN.md §5, stage 6; path
+ * `lease`): the item's agent decides it in process, from its lease or, once that has
+ * expired, its fallback, with no remote call. Under the `store` fallback the item passes
+ * on to the store. When another policy denies the check, `settle` gives the units back
+ * to the agent, so its report counts only what was admitted.
+ */
+export class LeaseStage implements Stage {
+  readonly name = 'lease';
+  readonly #policies: ReadonlySet<string>;
+  readonly #agentFor: (item: StageItem) => QuotaAgent | undefined;
+
+  constructor(options: LeaseStageOptions) {
+    this.#policies = new Set(options.policies);
+    this.#agentFor = options.agentFor;
+  }
+
+  appliesTo(policy: Policy): boolean {
+    return this.#policies.has(policy.name);
+  }
+
+  enter(item: StageItem, ctx: StageContext): StageVerdict {
+    const agent = this.#agentFor(item);
+    if (agent === undefined) return undefined;
+    const result = agent.take(ctx.nowMs, item.cost);
+    if (result === 'store') return undefined;
+    const w = agent.window(ctx.nowMs);
+    const limit = w.allowance ?? 0;
+    const decision: AlgorithmDecision = {
+      status: result === 'allowed' ? 'OK' : 'OVER_LIMIT',
+      allowed: result === 'allowed',
+      limit,
+      remaining: Math.max(0, limit - w.used),
+      // A denied cost fits no sooner than the next window (the lease, or its successor).
+      retryAfterMs: result === 'allowed' ? 0 : w.resetAfterMs,
+      resetAfterMs: w.resetAfterMs,
+    };
+    return { kind: 'answer', decision, path: 'lease' };
+  }
+
+  settle(item: StageItem, verdict: StageVerdict, outcome: StageOutcome, ctx: StageContext): void {
+    if (outcome.admitted || verdict?.kind !== 'answer' || !verdict.decision.allowed) return;
+    this.#agentFor(item)?.refund(ctx.nowMs, item.cost);
+  }
+}

@@ -1,0 +1,190 @@
+import * as grpc from '@grpc/grpc-js';
+import { systemClock, type Clock } from '../../core/clock.js';
+import { QuotaAgent, type TakeResult } from '../agent.js';
+import type { LeaseFallback } from '../lease.js';
+import { bucketKey, duration, durationMs, strategyRate } from './mapping.js';
+import {
+  RLQS_SERVICE,
+  type WireBucketId,
+  type WireQuotaResponse,
+  type WireUsageReports,
+} from './protos.js';
+import { AGENT_METADATA, TOKEN_METADATA } from './quota-service.js';
+
+/** Options of {@link RlqsAgentClient}. */
+export interface RlqsAgentClientOptions {
+  /** Controller addresses (`host:port`), tried in turn until one leads. */
+  readonly controllers: readonly string[];
+  /** This agent's name, sent as `sluice-agent` metadata so a reconnect is the same agent. */
+  readonly agent: string;
+  readonly domain: string;
+  readonly bucket: Record<string, string>;
+  readonly fallback: LeaseFallback;
+  /** @default fallback */
+  readonly initial?: LeaseFallback;
+  /** How often usage is reported. @default 1000 */
+  readonly refreshMs?: number;
+  /** The enforcement window. @default refreshMs */
+  readonly windowMs?: number;
+  /** Wait before trying the next controller. @default 200 */
+  readonly reconnectMs?: number;
+  readonly clock?: Clock;
+  /** Lease applied or refused, stream changes. @default ignore */
+  readonly log?: (event: Record<string, unknown>) => void;
+}
+
+/**
+ * A Sluice agent on the RLQS stream: it keeps a {@link QuotaAgent} for one bucket, reports
+ * its usage every refresh, and applies each assignment as a lease under the fencing token
+ * its stream was opened with (`sluice-fencing-token` initial metadata). An assignment on a
+ * stream whose token is below one already seen is refused. Decisions (`take`) never wait
+ * for the network.
+ */
+export class RlqsAgentClient {
+  readonly agent: QuotaAgent;
+  readonly #o: RlqsAgentClientOptions;
+  readonly #clock: Clock;
+  readonly #id: WireBucketId;
+  readonly #key: string;
+  #call: grpc.ClientDuplexStream<WireUsageReports, WireQuotaResponse> | undefined;
+  #client: grpc.Client | undefined;
+  #target = 0;
+  #version = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  constructor(options: RlqsAgentClientOptions) {
+    this.#o = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#id = { bucket: { ...options.bucket } };
+    this.#key = bucketKey(this.#id);
+    this.agent = this.#newAgent();
+  }
+
+  #newAgent(): QuotaAgent {
+    const o = this.#o;
+    return new QuotaAgent(
+      {
+        agent: o.agent,
+        bucket: this.#key,
+        fallback: o.fallback,
+        ...(o.initial === undefined ? {} : { initial: o.initial }),
+        windowMs: o.windowMs ?? o.refreshMs ?? 1_000,
+      },
+      this.#clock.nowMs(),
+    );
+  }
+
+  /** Connects and starts reporting. */
+  start(): void {
+    this.#connect();
+    this.#timer = setInterval(() => this.#report(), this.#o.refreshMs ?? 1_000);
+  }
+
+  /** Decides one request locally. */
+  take(cost = 1): TakeResult {
+    return this.agent.take(this.#clock.nowMs(), cost);
+  }
+
+  close(): void {
+    this.#closed = true;
+    clearInterval(this.#timer);
+    this.#call?.cancel();
+    this.#client?.close();
+  }
+
+  #connect(): void {
+    if (this.#closed) return;
+    const target = this.#o.controllers[this.#target % this.#o.controllers.length]!;
+    this.#target++;
+    const Client = grpc.makeGenericClientConstructor(RLQS_SERVICE, 'RateLimitQuotaService');
+    this.#client?.close();
+    const client = new Client(target, grpc.credentials.createInsecure());
+    this.#client = client;
+    const md = new grpc.Metadata();
+    md.set(AGENT_METADATA, this.#o.agent);
+    const call = (
+      client as unknown as {
+        StreamRateLimitQuotas(
+          m: grpc.Metadata,
+        ): grpc.ClientDuplexStream<WireUsageReports, WireQuotaResponse>;
+      }
+    ).StreamRateLimitQuotas(md);
+    this.#call = call;
+    let token: number | undefined;
+    call.on('metadata', (m: grpc.Metadata) => {
+      token = Number(m.get(TOKEN_METADATA)[0]);
+      this.#o.log?.({ event: 'stream', target, token });
+    });
+    call.on('data', (r: WireQuotaResponse) => {
+      if (token !== undefined) this.#apply(r, token);
+    });
+    let retried = false;
+    const retry = () => {
+      if (retried || this.#closed) return;
+      retried = true;
+      if (this.#call === call) this.#call = undefined;
+      setTimeout(() => this.#connect(), this.#o.reconnectMs ?? 200).unref();
+    };
+    call.on('error', retry);
+    call.on('end', retry);
+    // Subscribe at once: the first report of a bucket asks for its assignment.
+    call.write(this.#usage(this.agent.report(this.#clock.nowMs())));
+  }
+
+  #usage(u: { allowed: number; denied: number; elapsedMs: number }): WireUsageReports {
+    return {
+      domain: this.#o.domain,
+      bucketQuotaUsages: [
+        {
+          bucketId: this.#id,
+          timeElapsed: duration(Math.max(1, u.elapsedMs)),
+          numRequestsAllowed: Math.round(u.allowed),
+          numRequestsDenied: Math.round(u.denied),
+        },
+      ],
+    };
+  }
+
+  #report(): void {
+    const usage = this.agent.report(this.#clock.nowMs());
+    // Usage that cannot be sent is dropped, as Envoy does; the controller's estimate
+    // starts again from the next report.
+    this.#call?.write(this.#usage(usage));
+  }
+
+  #apply(r: WireQuotaResponse, token: number): void {
+    const nowMs = this.#clock.nowMs();
+    for (const action of r.bucketAction) {
+      if (bucketKey(action.bucketId) !== this.#key) continue;
+      if ('abandonAction' in action && action.abandonAction) {
+        this.#o.log?.({ event: 'abandoned', token });
+        continue;
+      }
+      if (!('quotaAssignmentAction' in action) || !action.quotaAssignmentAction) continue;
+      const a = action.quotaAssignmentAction;
+      const windowMs = this.#o.windowMs ?? this.#o.refreshMs ?? 1_000;
+      const rate = strategyRate(a.rateLimitStrategy, windowMs);
+      if (rate === undefined) {
+        this.#o.log?.({ event: 'refused', reason: 'unbounded strategy', token });
+        continue;
+      }
+      const outcome = this.agent.apply(
+        {
+          agent: this.#o.agent,
+          bucket: this.#key,
+          rate: rate.rate,
+          burst: rate.burst,
+          windowMs,
+          ttlMs: durationMs(a.assignmentTimeToLive),
+          // Assignments on one stream arrive in order; the token orders streams.
+          version: ++this.#version,
+          fencingToken: token,
+          issuedAtMs: nowMs,
+        },
+        nowMs,
+      );
+      this.#o.log?.({ event: 'lease', outcome, token, rate: rate.rate, atMs: nowMs });
+    }
+  }
+}

@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { QuotaAgent } from '../../src/quota/agent.js';
+import type { Lease } from '../../src/quota/lease.js';
+
+const lease = (over: Partial<Lease> = {}): Lease => ({
+  agent: 'a',
+  bucket: 'b',
+  rate: 10,
+  burst: 10,
+  windowMs: 1_000,
+  ttlMs: 3_000,
+  version: 1,
+  fencingToken: 5,
+  issuedAtMs: 0,
+  ...over,
+});
+
+describe('QuotaAgent', () => {
+  it('admits a lease’s burst per window, in process, and counts the rest as denied', () => {
+    const a = new QuotaAgent({ agent: 'a', bucket: 'b', fallback: { kind: 'deny' } }, 0);
+    expect(a.apply(lease(), 0)).toBe('applied');
+    expect(a.admit(0, 25)).toBe(10);
+    expect(a.take(500, 1)).toBe('denied');
+    expect(a.take(1_000, 1)).toBe('allowed'); // a new window
+    expect(a.report(1_000)).toMatchObject({
+      allowed: 11,
+      denied: 16,
+      elapsedMs: 1_000,
+      heldVersion: 1,
+    });
+  });
+
+  it('keeps the lease until it expires, then applies the fallback', () => {
+    const staticShare = new QuotaAgent(
+      { agent: 'a', bucket: 'b', fallback: { kind: 'static', rate: 2 } },
+      0,
+    );
+    staticShare.apply(lease(), 0);
+    expect(staticShare.admit(2_999, 100)).toBe(10);
+    expect(staticShare.mode(3_000)).toBe('fallback');
+    expect(staticShare.admit(3_000, 100)).toBe(2);
+    const deny = new QuotaAgent({ agent: 'a', bucket: 'b', fallback: { kind: 'deny' } }, 0);
+    deny.apply(lease(), 0);
+    expect(deny.admit(3_000, 100)).toBe(0);
+    const store = new QuotaAgent({ agent: 'a', bucket: 'b', fallback: { kind: 'store' } }, 0);
+    store.apply(lease(), 0);
+    expect(store.take(3_000, 1)).toBe('store');
+    expect(store.report(3_000).heldVersion).toBeUndefined();
+  });
+
+  it('refuses a lease from a deposed leader, and an older version from the same one', () => {
+    const a = new QuotaAgent({ agent: 'a', bucket: 'b', fallback: { kind: 'deny' } }, 0);
+    expect(a.apply(lease({ fencingToken: 6, version: 4 }), 0)).toBe('applied');
+    expect(a.apply(lease({ fencingToken: 5, version: 9, rate: 1_000 }), 0)).toBe('stale-leader');
+    expect(a.apply(lease({ fencingToken: 6, version: 4 }), 0)).toBe('stale-version');
+    expect(a.apply(lease({ fencingToken: 7, version: 1 }), 0)).toBe('applied');
+    expect(a.refused).toBe(2);
+    expect(a.apply(lease({ agent: 'z' }), 0)).toBe('not-mine');
+  });
+
+  it('never admits more in a window than the larger of two leases that meet in it', () => {
+    const a = new QuotaAgent({ agent: 'a', bucket: 'b', fallback: { kind: 'deny' } }, 0);
+    a.apply(lease({ burst: 10 }), 0);
+    expect(a.admit(100, 8)).toBe(8);
+    a.apply(lease({ burst: 4, version: 2 }), 200);
+    expect(a.admit(300, 8)).toBe(0);
+    a.apply(lease({ burst: 12, version: 3 }), 400);
+    expect(a.admit(500, 8)).toBe(4);
+  });
+});

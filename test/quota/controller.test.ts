@@ -1,0 +1,173 @@
+import { describe, expect, it } from 'vitest';
+import { QuotaAgent } from '../../src/quota/agent.js';
+import { partitionBound, partitionBoundSection } from '../../src/quota/bounds.js';
+import { QuotaController } from '../../src/quota/controller.js';
+import type { UsageReport } from '../../src/quota/lease.js';
+
+const R = 1_000;
+const budgets = [{ bucket: 'b', ratePerSecond: 1_000 }];
+const usage = (
+  agent: string,
+  perSecond: number,
+  extra: Partial<UsageReport> = {},
+): UsageReport => ({
+  agent,
+  bucket: 'b',
+  allowed: perSecond,
+  denied: 0,
+  elapsedMs: R,
+  ...extra,
+});
+let versions: Record<string, number> = {};
+const rates = (c: QuotaController, nowMs: number) => {
+  const leases = c.round(nowMs).leases;
+  versions = Object.fromEntries(leases.map((l) => [l.agent, l.version]));
+  return Object.fromEntries(leases.map((l) => [l.agent, Math.round(l.rate)]));
+};
+/** Acknowledges the lease the last round sent `agent`. */
+const held = (agent: string) => ({ heldVersion: versions[agent]! });
+
+describe('QuotaController', () => {
+  it('gives a newcomer a conservative lease at once, from what is unassigned', () => {
+    const c = new QuotaController({ budgets }, 1);
+    // Alone: half an equal share (newcomerShare 0.5) of 1,000.
+    expect(c.report(usage('a', 0), 0)?.rate).toBe(500);
+    // Second agent: half of 1,000 / 2 = 250, and 500 is still free.
+    expect(c.report(usage('b', 0), 0)?.rate).toBe(250);
+    // Already known: no lease until the round.
+    expect(c.report(usage('a', 10), 10)).toBeUndefined();
+  });
+
+  it('shares by demand, cuts at once and raises only once the cut is acknowledged', () => {
+    const c = new QuotaController({ budgets, newcomerReserve: 0 }, 1);
+    c.report(usage('a', 0), 0); // 500
+    c.report(usage('b', 0), 0); // 250
+    // No demand yet: the budget is spread by weight, 500 each.
+    expect(rates(c, 0)).toEqual({ a: 500, b: 500 });
+    // a wants 900, b wants 100: targets 900 / 100. b is cut to 100 at once, but its 500
+    // stays counted until b acknowledges the cut, so a cannot rise yet.
+    c.report(usage('a', 900, { ...held('a') }), R);
+    c.report(usage('b', 100, { ...held('b') }), R);
+    expect(rates(c, R)).toEqual({ a: 500, b: 100 });
+    // Both acknowledge version 3: a gets its 900.
+    c.report(usage('a', 500, { ...held('a'), denied: 400 }), 2 * R);
+    c.report(usage('b', 100, { ...held('b') }), 2 * R);
+    expect(rates(c, 2 * R)).toEqual({ a: 900, b: 100 });
+  });
+
+  it('serves a higher priority first', () => {
+    const c = new QuotaController({ budgets, newcomerReserve: 0, newcomerShare: 1e-9 }, 1);
+    c.report(usage('lo', 0), 0);
+    c.report(usage('hi', 0), 0);
+    rates(c, 0);
+    c.report(usage('lo', 800, { ...held('lo') }), R);
+    c.report(usage('hi', 700, { ...held('hi'), priority: 1 }), R);
+    // lo is cut from 500 to 300 at once; hi rises once lo has acknowledged.
+    expect(rates(c, R)).toEqual({ hi: 500, lo: 300 });
+    c.report(usage('lo', 300, { ...held('lo'), denied: 500 }), 2 * R);
+    c.report(usage('hi', 500, { ...held('hi'), denied: 200, priority: 1 }), 2 * R);
+    expect(rates(c, 2 * R)).toEqual({ hi: 700, lo: 300 });
+  });
+
+  it('takes back an idle agent’s share once its lease has run out (TTL + margin)', () => {
+    const c = new QuotaController({ budgets, newcomerReserve: 0 }, 1);
+    c.report(usage('a', 0), 0);
+    c.report(usage('b', 0), 0);
+    rates(c, 0);
+    c.report(usage('a', 1_000, { ...held('a') }), R);
+    c.report(usage('b', 1_000, { ...held('b') }), R);
+    expect(rates(c, R)).toEqual({ a: 500, b: 500 });
+    // b goes silent after its report at R. It is sent one more lease at 2R (idle after
+    // 2R without a report), which counts until 2R + 3R + R/2 = 5.5R.
+    for (let t = 2; t <= 5; t++) {
+      c.report(usage('a', 1_000, { ...held('a') }), t * R);
+      expect(rates(c, t * R).a).toBe(500);
+    }
+    c.report(usage('a', 1_000, { ...held('a') }), 6 * R);
+    expect(rates(c, 6 * R)).toEqual({ a: 1_000 });
+    expect(c.record('b', 'b')).toBeUndefined();
+  });
+
+  it('abandons an agent that reports no usage for abandonAfterMs', () => {
+    const c = new QuotaController({ budgets, abandonAfterMs: 2 * R }, 1);
+    c.report(usage('a', 0), 0);
+    c.report(usage('a', 0), R);
+    expect(c.round(R).abandoned).toEqual([]);
+    c.report(usage('a', 0), 2 * R);
+    const r = c.round(2 * R);
+    expect(r.abandoned).toEqual([{ agent: 'a', bucket: 'b' }]);
+    expect(r.leases).toEqual([]);
+    // Reporting again starts over as a newcomer, with a lease at once.
+    expect(c.report(usage('a', 5), 3 * R)?.rate).toBeGreaterThan(0);
+  });
+
+  it('carries its state to a successor, which keeps every commitment', () => {
+    const a = new QuotaController({ budgets, newcomerReserve: 0 }, 1);
+    a.report(usage('x', 0), 0);
+    a.round(0);
+    const b = new QuotaController({ budgets, newcomerReserve: 0 }, 2, a.state());
+    expect(b.committed('b', R)).toBe(a.committed('b', R));
+    const lease = b.round(R).leases[0]!;
+    expect(lease.fencingToken).toBe(2);
+    expect(lease.version).toBe(3);
+  });
+
+  it('an agent forgotten and met again accepts its new leases (versions never repeat)', () => {
+    const c = new QuotaController({ budgets }, 1);
+    const agent = new QuotaAgent({ agent: 'a', bucket: 'b', fallback: { kind: 'deny' } }, 0);
+    const send = (nowMs: number) => {
+      const first = c.report(agent.report(nowMs), nowMs);
+      if (first !== undefined) expect(agent.apply(first, nowMs)).toBe('applied');
+      for (const l of c.round(nowMs).leases) expect(agent.apply(l, nowMs)).toBe('applied');
+    };
+    for (let t = 0; t < 5; t++) send(t * R);
+    // Silent long enough for the record to go (idle, then its last lease runs out).
+    for (let t = 5; t < 12; t++) c.round(t * R);
+    expect(c.record('b', 'a')).toBeUndefined();
+    send(12 * R);
+    expect(agent.lease(12 * R)).toBeDefined();
+  });
+
+  it('names every invalid option at once', () => {
+    expect(
+      () =>
+        new QuotaController(
+          { budgets: [{ bucket: '', ratePerSecond: -1 }], refreshMs: 1_000, leaseTtlMs: 500 },
+          1,
+        ),
+    ).toThrow(
+      'invalid quota controller options: budgets[0].bucket: must be a non-empty string; budgets[0].ratePerSecond: must be a number > 0, got -1; leaseTtlMs: must be ≥ refreshMs (1000), got 500',
+    );
+  });
+});
+
+describe('partition bound', () => {
+  it('counts only the fallback, for P + R − L', () => {
+    // C = 1,000,000/s, 100 agents on 100/s each, R = 1 s, L = 3 s, P = 5 s: 3 s of
+    // fallback at 10,000/s → 30,000 units, and at most 101% in any window of R.
+    const input = {
+      budgetPerSecond: 1_000_000,
+      refreshMs: 1_000,
+      leaseTtlMs: 3_000,
+      partitionMs: 5_000,
+      fallbackRatePerSecond: 10_000,
+    };
+    expect(partitionBound(input)).toEqual({
+      fallbackMs: 3_000,
+      extraUnits: 30_000,
+      peakRatio: 1.01,
+    });
+    // A partition shorter than L − R never reaches the fallback.
+    expect(partitionBound({ ...input, partitionMs: 2_000 })).toEqual({
+      fallbackMs: 0,
+      extraUnits: 0,
+      peakRatio: 1,
+    });
+    expect(partitionBoundSection(input).lines.map((l) => `${l.label}: ${l.value}`)).toEqual([
+      'stale lease: 0',
+      'fallback runs, at most: 3s',
+      'units over the budget, at most: 30,000',
+      'any window of R, at most: 101% of the budget',
+    ]);
+  });
+});

@@ -1,0 +1,218 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { partitionBound } from '../../src/quota/bounds.js';
+import { FaultProxy } from '../support/fault-proxy.js';
+import { freePort } from '../support/free-port.js';
+import { RedisServer } from '../support/redis-server.js';
+import {
+  agentProcess,
+  controllerProcess,
+  type JsonLine,
+  type JsonProcess,
+} from './fixtures/json-process.js';
+
+// Real processes on loopback: `sluice controller` (dist/, built first) and the quota agent
+// fixture (its own Node process, speaking RLQS), with a real redis-server. Every process is
+// stopped by its PID.
+const R = 1_000;
+const L = 3_000;
+let redis: RedisServer;
+const started: JsonProcess[] = [];
+beforeAll(async () => {
+  redis = await RedisServer.start();
+});
+afterAll(async () => {
+  for (const p of started) p.kill('SIGKILL');
+  await Promise.all(started.map((p) => p.exit()));
+  await redis.stop();
+});
+
+function controller(id: string, port: number, prefix: string, budget: number): JsonProcess {
+  const p = controllerProcess(id, [
+    ...['--redis', redis.url, '--domain', 'test', '--budget', `name=api@${budget}`],
+    ...[
+      '--port',
+      String(port),
+      '--refresh-ms',
+      String(R),
+      '--lease-ttl-ms',
+      String(L),
+      '--prefix',
+      prefix,
+    ],
+  ]);
+  started.push(p);
+  return p;
+}
+function agent(
+  name: string,
+  controllers: readonly string[],
+  demand: number,
+  fallback: number,
+): JsonProcess {
+  const p = agentProcess(name, controllers, demand, fallback);
+  started.push(p);
+  return p;
+}
+const isWindow = (l: JsonLine) => l['event'] === 'window';
+const nthWindowOnLease = (n: number) => (l: JsonLine) =>
+  isWindow(l) && l['mode'] === 'lease' && (n -= 1) <= 0;
+
+/** Σ admitted per window start, over windows every agent reported. */
+function fleetWindows(agents: readonly JsonProcess[], from: number, to: number): number[] {
+  const sums = new Map<number, { sum: number; n: number }>();
+  for (const a of agents) {
+    for (const l of a.lines) {
+      const start = l['startMs'] as number;
+      if (!isWindow(l) || start < from || start >= to) continue;
+      const s = sums.get(start) ?? { sum: 0, n: 0 };
+      s.sum += l['admitted'] as number;
+      s.n += 1;
+      sums.set(start, s);
+    }
+  }
+  return [...sums.values()].filter((s) => s.n === agents.length).map((s) => s.sum);
+}
+
+describe('quota controllers and agents as separate processes', () => {
+  it('the leader is killed; the follower takes over within the lease TTL and nothing is over-assigned (fencing tokens 1 → 2)', async () => {
+    const budget = 400;
+    const [p1, p2] = [await freePort(), await freePort()];
+    const c1 = controller('c1', p1, 'failover', budget);
+    await c1.waitFor((l) => l['event'] === 'leader', 10_000);
+    const c2 = controller('c2', p2, 'failover', budget);
+    await c2.waitFor((l) => l['event'] === 'listening', 10_000);
+    const targets = [`127.0.0.1:${p1}`, `127.0.0.1:${p2}`];
+    const agents = ['a1', 'a2', 'a3', 'a4'].map((n) => agent(n, targets, 200, 20));
+    await Promise.all(agents.map((a) => a.waitFor(nthWindowOnLease(3), 15_000)));
+
+    const firstWindow = Math.min(
+      ...agents.map((a) => a.lines.find(isWindow)!['startMs'] as number),
+    );
+    const killedAt = Date.now();
+    c1.kill('SIGKILL');
+    const leader = await c2.waitFor((l) => l['event'] === 'leader', 5_000);
+    const takeoverMs = (leader['seenAtMs'] as number) - killedAt;
+    await Promise.all(
+      agents.map((a) =>
+        a.waitFor(
+          (l) => l['event'] === 'lease' && l['outcome'] === 'applied' && l['token'] === 2,
+          5_000,
+        ),
+      ),
+    );
+    const marks = agents.map((a) => a.lines.length);
+    await Promise.all(agents.map((a, i) => a.waitFor(nthWindowOnLease(4), 10_000, marks[i])));
+
+    expect(leader['token']).toBe(2);
+    expect(takeoverMs).toBeLessThan(L);
+    // The successor loaded the state the leader saved with its last round.
+    expect(leader['records']).toBe(4);
+    // Neither leader ever counted more than the budget as assigned.
+    const rounds = [...c1.lines, ...c2.lines].filter((l) => l['event'] === 'round');
+    expect(rounds.some((r) => r['token'] === 2)).toBe(true);
+    for (const r of rounds) expect(r['committed'] as number).toBeLessThanOrEqual(budget);
+    // The agents never lost their leases: no window ran on the fallback after the first lease.
+    for (const a of agents) {
+      const windows = a.lines.filter(isWindow);
+      const firstLease = windows.findIndex((w) => w['mode'] === 'lease');
+      expect(windows.slice(firstLease).every((w) => w['mode'] === 'lease')).toBe(true);
+      // Tokens only grow: every lease applied under token 1 came before any under token 2.
+      const tokens = a.lines
+        .filter((l) => l['event'] === 'lease' && l['outcome'] === 'applied')
+        .map((l) => l['token'] as number);
+      expect(tokens).toEqual([...tokens].sort((x, y) => x - y));
+      expect(new Set(tokens)).toEqual(new Set([1, 2]));
+    }
+    // What the fleet admitted, per 1 s window across the failover, stayed within the budget.
+    const sums = fleetWindows(agents, firstWindow, Date.now());
+    // At least the windows around the kill and after it, which all four agents reported.
+    expect(sums.length).toBeGreaterThanOrEqual(5);
+    for (const s of sums) expect(s).toBeLessThanOrEqual(budget);
+    console.log(
+      `takeover ${takeoverMs} ms; tokens 1 → ${leader['token']}; fleet per window: ${sums.join(' ')} (budget ${budget})`,
+    );
+  }, 60_000);
+
+  it('an agent cut off from the controller keeps its lease until it expires, then its fallback, within its bound', async () => {
+    const budget = 300;
+    const fallback = 20;
+    const port = await freePort();
+    const c = controller('c3', port, 'partition', budget);
+    await c.waitFor((l) => l['event'] === 'leader', 10_000);
+    const proxy = await FaultProxy.start({ host: '127.0.0.1', port });
+    const direct = [`127.0.0.1:${port}`];
+    const others = ['b1', 'b2'].map((n) => agent(n, direct, 200, fallback));
+    const cut = agent('cut', [`127.0.0.1:${proxy.port}`], 200, fallback);
+    await Promise.all([...others, cut].map((a) => a.waitFor(nthWindowOnLease(3), 15_000)));
+    // Over RLQS a cut counts until its lease's deadline, so a late agent may start on a
+    // zero lease (DENY_ALL); cut it off once it holds a share.
+    await cut.waitFor(
+      (l) => isWindow(l) && l['mode'] === 'lease' && (l['rate'] as number) > 0,
+      15_000,
+    );
+
+    const lastLease = [...cut.lines]
+      .reverse()
+      .find((l) => l['event'] === 'lease' && l['outcome'] === 'applied')!;
+    proxy.blackhole('both');
+    proxy.refuse(true);
+    const cutAt = Date.now();
+    const mark = cut.lines.length;
+    // Cut for P = 6 s: its lease (L = 3 s) runs out and the fallback runs.
+    await cut.waitFor(
+      (l) => isWindow(l) && l['mode'] === 'fallback' && (l['startMs'] as number) >= cutAt + L,
+      12_000,
+      mark,
+    );
+    await cut.waitFor(
+      (l) => isWindow(l) && (l['startMs'] as number) >= cutAt + 6_000,
+      10_000,
+      mark,
+    );
+    const healAt = Date.now();
+    proxy.heal();
+    proxy.refuse(false);
+    await proxy.close();
+
+    const during = cut.lines
+      .slice(mark)
+      .filter(
+        (l) =>
+          isWindow(l) &&
+          (l['startMs'] as number) >= Math.floor(cutAt / R) * R + R &&
+          (l['startMs'] as number) + R <= healAt,
+      );
+    const leaseRate = Math.max(
+      ...cut.lines
+        .filter((l) => l['event'] === 'lease' && (l['atMs'] as number) <= cutAt)
+        .slice(-3)
+        .map((l) => l['rate'] as number),
+    );
+    // Kept its lease for at least L − R after the cut, then the fallback only. A window's
+    // mode is the one at its end; a window that began on the fallback ran on it throughout
+    // (the window in which the lease ran out admits at most the lease's burst).
+    const onFallback = during.filter((w, i) => i > 0 && during[i - 1]!['mode'] === 'fallback');
+    expect(during.filter((w) => w['mode'] === 'lease').length).toBeGreaterThanOrEqual(1);
+    expect(onFallback.length).toBeGreaterThanOrEqual(1);
+    for (const w of during)
+      expect(w['admitted'] as number).toBeLessThanOrEqual(Math.max(leaseRate, fallback));
+    for (const w of onFallback) expect(w['admitted'] as number).toBeLessThanOrEqual(fallback);
+    // Its excess over the ledger is the fallback part of the bound; the fleet stays within C + Σf.
+    const P = healAt - cutAt;
+    const bound = partitionBound({
+      budgetPerSecond: budget,
+      refreshMs: R,
+      leaseTtlMs: L,
+      partitionMs: P,
+      fallbackRatePerSecond: fallback,
+    });
+    const admittedOnFallback = onFallback.reduce((s, w) => s + (w['admitted'] as number), 0);
+    expect(admittedOnFallback).toBeLessThanOrEqual(bound.extraUnits);
+    for (const s of fleetWindows([...others, cut], cutAt, healAt))
+      expect(s).toBeLessThanOrEqual(budget * bound.peakRatio);
+    expect(lastLease['token']).toBe(1);
+    console.log(
+      `cut ${P} ms: windows ${during.map((w) => `${w['mode']}:${w['admitted']}`).join(' ')}; fallback units ${admittedOnFallback} ≤ bound ${bound.extraUnits}`,
+    );
+  }, 60_000);
+});

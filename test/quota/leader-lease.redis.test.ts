@@ -1,0 +1,61 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LeaderLease } from '../../src/quota/leader-lease.js';
+import { RedisServer } from '../support/redis-server.js';
+import { waitFor } from '../support/wait.js';
+
+// The leader lease on a real redis-server: one leader at a time, tokens that only grow,
+// and a deposed leader that can neither renew nor overwrite its successor's state.
+let redis: RedisServer;
+let conn: Redis;
+beforeAll(async () => {
+  redis = await RedisServer.start();
+  conn = new Redis(redis.url);
+});
+afterAll(async () => {
+  conn.disconnect();
+  await redis.stop();
+});
+
+describe('LeaderLease', () => {
+  it('elects one leader; the next gets a higher token once the term lapses; the old one is fenced off', async () => {
+    const a = new LeaderLease(conn, 'lease-test', 'a', 60_000);
+    const b = new LeaderLease(conn, 'lease-test', 'b', 60_000);
+    expect(await a.acquire()).toBe(1);
+    expect(await b.acquire()).toBe(0);
+    expect(await a.writeState('{"from":"a"}')).toBe(true);
+    expect(await a.renew()).toBe(true);
+
+    // The term lapses (as if a stopped renewing for the whole TTL): the key is gone.
+    await conn.del('{lease-test}:leader');
+    expect(await b.acquire()).toBe(2);
+    expect(b.token).toBe(2);
+
+    // a still believes it leads: every fenced write is refused, and it learns it lost.
+    expect(await a.writeState('{"from":"a, deposed"}')).toBe(false);
+    expect(a.token).toBe(0);
+    expect(await a.renew()).toBe(false);
+    expect(await b.readState()).toBe('{"from":"a"}');
+    expect(await b.writeState('{"from":"b"}')).toBe(true);
+    expect(await conn.get('{lease-test}:leader')).toBe('2:b');
+
+    // Resigning frees the key at once; the next term's token is higher again.
+    await b.resign();
+    expect(await a.acquire()).toBe(3);
+  });
+
+  it('lets the key expire on its own when the leader stops renewing', async () => {
+    const a = new LeaderLease(conn, 'expiry-test', 'a', 150);
+    const b = new LeaderLease(conn, 'expiry-test', 'b', 150);
+    expect(await a.acquire()).toBe(1);
+    const ttl = await conn.pttl('{expiry-test}:leader');
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(150);
+    const token = await waitFor(async () => (await b.acquire()) || undefined, {
+      what: 'b to lead once the key expires',
+      timeoutMs: 5_000,
+      intervalMs: 20,
+    });
+    expect(token).toBe(2);
+  });
+});

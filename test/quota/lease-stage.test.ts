@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import { parsePolicies } from '../../src/config/policies.js';
+import type { Decision } from '../../src/core/decision.js';
+import type { StageItem, StageOutcome } from '../../src/limiter/stage.js';
+import { QuotaAgent } from '../../src/quota/agent.js';
+import type { Lease } from '../../src/quota/lease.js';
+import { LeaseStage } from '../../src/quota/lease-stage.js';
+
+const [leased, other] = parsePolicies([
+  {
+    name: 'global-api',
+    match: [{ key: 'route' }],
+    algorithm: 'token-bucket',
+    rate: 1000,
+    period: '1s',
+    burst: 1000,
+  },
+  {
+    name: 'tenant',
+    match: [{ key: 'tenant' }],
+    algorithm: 'token-bucket',
+    rate: 10,
+    period: '1s',
+    burst: 10,
+  },
+]).policies;
+const lease: Lease = {
+  agent: 'a',
+  bucket: 'global-api',
+  rate: 3,
+  burst: 3,
+  windowMs: 1_000,
+  ttlMs: 3_000,
+  version: 1,
+  fencingToken: 1,
+  issuedAtMs: 0,
+};
+const item = (cost = 1): StageItem => ({ policy: leased!, key: 'route=/', capacity: 1000, cost });
+const outcome = (admitted: boolean): StageOutcome => ({ admitted, decision: {} as Decision });
+
+function stageWith(fallback: QuotaAgent['options']['fallback']) {
+  const agent = new QuotaAgent({ agent: 'a', bucket: 'global-api', fallback }, 0);
+  agent.apply(lease, 0);
+  return { agent, stage: new LeaseStage({ policies: ['global-api'], agentFor: () => agent }) };
+}
+
+describe('LeaseStage (path lease)', () => {
+  it('takes part only in the policies given', () => {
+    const { stage } = stageWith({ kind: 'deny' });
+    expect(stage.name).toBe('lease');
+    expect(stage.appliesTo(leased!)).toBe(true);
+    expect(stage.appliesTo(other!)).toBe(false);
+  });
+
+  it('answers from the lease in process: its burst per window, then denied until the window ends', () => {
+    const { stage } = stageWith({ kind: 'deny' });
+    const answers = [0, 100, 200, 300].map((nowMs) => stage.enter(item(), { nowMs }));
+    expect(answers.map((a) => a?.kind === 'answer' && a.decision.allowed)).toEqual([
+      true,
+      true,
+      true,
+      false,
+    ]);
+    expect(answers[3]).toEqual({
+      kind: 'answer',
+      path: 'lease',
+      decision: {
+        status: 'OVER_LIMIT',
+        allowed: false,
+        limit: 3,
+        remaining: 0,
+        retryAfterMs: 700,
+        resetAfterMs: 700,
+      },
+    });
+    expect(answers[2]).toMatchObject({ decision: { status: 'OK', remaining: 0, retryAfterMs: 0 } });
+  });
+
+  it('gives the units back when another policy denied the check', () => {
+    const { stage, agent } = stageWith({ kind: 'deny' });
+    const v = stage.enter(item(2), { nowMs: 0 });
+    stage.settle(item(2), v, outcome(false), { nowMs: 0 });
+    expect(agent.window(0).used).toBe(0);
+    expect(agent.report(1_000).allowed).toBe(0);
+    const kept = stage.enter(item(2), { nowMs: 1_000 });
+    stage.settle(item(2), kept, outcome(true), { nowMs: 1_000 });
+    expect(agent.window(1_000).used).toBe(2);
+  });
+
+  it('once the lease has expired, applies the fallback; `store` passes the item on', () => {
+    const deny = stageWith({ kind: 'deny' }).stage;
+    expect(deny.enter(item(), { nowMs: 3_000 })).toMatchObject({
+      decision: { allowed: false, limit: 0 },
+    });
+    const store = stageWith({ kind: 'store' }).stage;
+    expect(store.enter(item(), { nowMs: 2_999 })).toMatchObject({ decision: { allowed: true } });
+    expect(store.enter(item(), { nowMs: 3_000 })).toBeUndefined();
+  });
+});
