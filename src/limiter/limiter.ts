@@ -8,6 +8,7 @@ import type { Policy } from '../core/policy.js';
 import { parsePolicies, type PolicyInput, type PolicySet } from '../config/policies.js';
 import type { Registry } from 'prom-client';
 import type { CheckRecorder } from '../metrics/check-recorder.js';
+import type { StageRecorder } from '../metrics/stage-metrics.js';
 import { LimiterMetrics } from '../metrics/limiter-metrics.js';
 import { bucketKey, descriptorValues, type DescriptorValues } from '../stores/key.js';
 import type { Store, StoreApplyOptions, StoreResult } from '../stores/store.js';
@@ -66,6 +67,12 @@ export interface LimiterOptions extends Partial<Omit<DescriptorLimits, 'maxDescr
    * @default none: no metrics
    */
   readonly registry?: Registry;
+  /**
+   * Told the units the default stages' token batch reserves, spends and gives back
+   * (`StageMetrics`; see docs/metrics.md). Unused when `stages` is given: pass it to those
+   * stages' own options. @default none
+   */
+  readonly stageMetrics?: StageRecorder;
 }
 
 /** What ended a failed store call. */
@@ -210,6 +217,7 @@ export class Limiter {
         store: this.#store,
         clock: this.#clock,
         overLimitCacheBytes: options.overLimitCacheBytes ?? 0,
+        ...(options.stageMetrics === undefined ? {} : { metrics: options.stageMetrics }),
       });
     checkStages(stages);
     this.#stages = Object.freeze([...stages]);

@@ -143,7 +143,9 @@ export class RateLimitService {
       overLimitCacheBytes: options.localCacheSizeBytes ?? 0,
       // Every decision, store call and bucket is counted by the limiter, under the rules'
       // public names (see #buildPolicy).
-      ...(options.metrics === undefined ? {} : { metrics: options.metrics.limiter }),
+      ...(options.metrics === undefined
+        ? {}
+        : { metrics: options.metrics.limiter, stageMetrics: options.metrics.stages }),
     });
     this.#perSecondLimiter =
       options.perSecondStore === undefined
@@ -153,7 +155,9 @@ export class RateLimitService {
             policies: [],
             clock: this.#clock,
             ...options.descriptorLimits,
-            ...(options.metrics === undefined ? {} : { metrics: options.metrics.limiter }),
+            ...(options.metrics === undefined
+              ? {}
+              : { metrics: options.metrics.limiter, stageMetrics: options.metrics.stages }),
           });
   }
 

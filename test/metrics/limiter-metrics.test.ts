@@ -18,6 +18,7 @@ import { StageMetrics } from '../../src/metrics/stage-metrics.js';
 import { TopK } from '../../src/metrics/top-k.js';
 import { bucketKey } from '../../src/stores/key.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
+import type { TokenBatchStage } from '../../src/local/token-batch.js';
 import { byApiKey, createHttpRateLimit } from '../../src/http.js';
 import { post } from '../support/api-key-requests.js';
 import { listen } from '../support/listen.js';
@@ -69,6 +70,54 @@ describe('createLimiter({ registry })', () => {
     expect([ratio('0'), ratio('0.25'), ratio('0.5'), ratio('1')]).toEqual([2, 2, 4, 4]);
     // Shadow decisions say nothing about the enforced capacity: not in the ratio.
     expect(sumOf(t, 'sluice_remaining_ratio_count', { policy: 'probe' })).toBe(0);
+  });
+
+  it('counts decisions a stage answered under its path, and the token batch units in stageMetrics', async () => {
+    const registry = new Registry();
+    const stageMetrics = new StageMetrics({ registry });
+    const limiter = createLimiter({
+      store: new MemoryStore(),
+      policies: [
+        {
+          name: 'edge',
+          match: [{ key: 'user' }],
+          rate: 100,
+          burst: 100,
+          local: { rate: 1, burst: 1 },
+        },
+        {
+          name: 'batched',
+          match: [{ key: 'tenant' }],
+          rate: 100,
+          burst: 100,
+          batch: { size: 4, ttl: '1m' },
+        },
+      ],
+      clock: new ManualClock(0),
+      registry,
+      stageMetrics,
+    });
+    // edge: the store admits the first; the local bucket (burst 1) denies the second.
+    limiter.checkSync({ user: 'u1' });
+    limiter.checkSync({ user: 'u1' });
+    for (let i = 0; i < 5; i++) await limiter.check({ tenant: 'acme' });
+    const batch = limiter.stages.find((s) => s.name === 'batch') as TokenBatchStage;
+    await limiter.close();
+
+    const t = await text(registry);
+    const d = (labels: Record<string, string>) => sumOf(t, 'sluice_decisions_total', labels);
+    expect(d({ policy: 'edge', status: 'OK', path: 'store' })).toBe(1);
+    expect(d({ policy: 'edge', status: 'OVER_LIMIT', path: 'local' })).toBe(1);
+    expect(d({ policy: 'batched', status: 'OK', path: 'batch' })).toBe(5);
+    expect(d({ policy: 'batched', path: 'store' })).toBe(0);
+    // Every check is timed, stage-answered ones too.
+    expect(sumOf(t, 'sluice_check_duration_seconds_count', {})).toBe(7);
+    const units = (name: string) => sumOf(t, name, { stage: 'batch', policy: 'batched' });
+    expect(batch.stats.unitsReserved).toBeGreaterThan(5);
+    expect(units('sluice_stage_granted_units_total')).toBe(batch.stats.unitsReserved);
+    expect(units('sluice_stage_spent_units_total')).toBe(5);
+    expect(units('sluice_stage_returned_units_total')).toBe(batch.stats.unitsReturned);
+    expect(batch.stats.unitsReturned).toBe(batch.stats.unitsReserved - 5);
   });
 
   it('counts a failed in-process store call by code and reason, and the fail-open decision', async () => {
