@@ -122,8 +122,9 @@ export interface ServeOptions extends ConfigSources, Partial<DescriptorLimits> {
    */
   readonly decisionLogSampleRate?: number;
   /**
-   * The hot keys the status page shows (hashed identities, busiest first).
-   * @default the Redis store's own top-k; none on the memory store
+   * The hot keys the status page shows (hashed, busiest first).
+   * @default the limiter metrics' top-k of bucket keys (`metrics.limiter.hotKeys()`), on
+   * any store
    */
   readonly hotKeys?: { readonly source: string; readonly top: HotKeySource };
   /**
@@ -314,21 +315,19 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   });
   const storeKind =
     cluster !== undefined ? 'redis-cluster' : store instanceof RedisStore ? 'redis' : 'memory';
-  const hotKeys =
-    options.hotKeys ??
-    (store instanceof RedisStore
-      ? {
-          source: "the Redis store's top-k of identities seen by this process",
-          top: () => store.hotKeys().map((k) => ({ hash: k.identity, count: k.count })),
-        }
-      : undefined);
+  // The limiter counts every bucket it is asked for, whatever answers it (store or stage).
+  const hotKeys = options.hotKeys ?? {
+    source:
+      "this process's limiter: the top-k bucket keys by units asked since start (counts are upper bounds); hash = sluice_hot_key_units' key label",
+    top: () => metrics.limiter.hotKeys().map((k) => ({ hash: k.key, count: k.count })),
+  };
   const status = new ServiceStatus({
     // A store call does not say which shard failed: the store is one row.
     store: () => ({
       kind: storeKind,
       shards: [storeHealth.status(cluster !== undefined ? 'all primaries' : storeKind)],
     }),
-    ...(hotKeys === undefined ? {} : { hotKeys }),
+    hotKeys,
   });
   status.configLoaded(filesOf(config), config.envoy, config.policies);
   const decisionLog = new DecisionLog({
