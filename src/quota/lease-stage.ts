@@ -82,7 +82,15 @@ export class LeaseStage implements Stage {
 
   settle(item: StageItem, verdict: StageVerdict, outcome: StageOutcome, ctx: StageContext): void {
     if (verdict?.kind !== 'answer' || !verdict.decision.allowed) return;
-    if (outcome.admitted) this.#metrics?.spent('lease', item.policy.name, item.cost);
-    else this.#agentFor(item)?.refund(ctx.nowMs, item.cost);
+    if (!outcome.admitted) {
+      this.#agentFor(item)?.refund(ctx.nowMs, item.cost);
+      return;
+    }
+    // Spent from the lease only (a fallback's units were never granted); ctx.nowMs is the
+    // time `enter` answered at, so the mode is the one it answered in.
+    const metrics = this.#metrics;
+    if (metrics !== undefined && this.#agentFor(item)?.mode(ctx.nowMs) === 'lease') {
+      metrics.spent('lease', item.policy.name, item.cost);
+    }
   }
 }
