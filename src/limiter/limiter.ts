@@ -300,9 +300,7 @@ export class Limiter {
       );
     }
     const m = this.#metrics;
-    if (m !== undefined) {
-      return measured(m, () => this.#check(nowMs, descriptor, options, true)) as CheckResult;
-    }
+    if (m !== undefined) return this.#measured(m, nowMs, descriptor, options, true) as CheckResult;
     return this.#check(nowMs, descriptor, options, true) as CheckResult;
   }
 
@@ -329,10 +327,11 @@ export class Limiter {
     // an already-resolved promise is all a check costs beyond the decision itself. (No
     // `settled` here: its closure would be one more object per check.)
     const m = this.#metrics;
-    if (m !== undefined)
-      return settled(() => measured(m, () => this.#check(nowMs, descriptor, options, false)));
     try {
-      const result = this.#check(nowMs, descriptor, options, false);
+      const result =
+        m === undefined
+          ? this.#check(nowMs, descriptor, options, false)
+          : this.#measured(m, nowMs, descriptor, options, false);
       return result instanceof Promise ? result : Promise.resolve(result);
     } catch (error) {
       return Promise.reject(error as Error);
@@ -362,6 +361,28 @@ export class Limiter {
         ? this.#decide(nowMs, items, options)
         : measured(m, () => this.#decide(nowMs, items, options)),
     );
+  }
+
+  /**
+   * {@link Limiter.#check}, told to `m` (a method, not a closure: a closure over the
+   * arguments would cost every check a context object, metrics or not).
+   */
+  #measured(
+    m: CheckRecorder,
+    nowMs: number,
+    descriptor: DescriptorInput,
+    options: CheckOptions,
+    sync: boolean,
+  ): CheckResult | Promise<CheckResult> {
+    const t0 = performance.now();
+    let result: CheckResult | Promise<CheckResult>;
+    try {
+      result = this.#check(nowMs, descriptor, options, sync);
+    } catch (error) {
+      m.refused(error, performance.now() - t0);
+      throw error;
+    }
+    return recorded(m, result, t0);
   }
 
   /** Resolves a check into prepared items and runs them (see {@link Limiter.checkAt}). */
@@ -1079,6 +1100,15 @@ function measured(
     m.refused(error, performance.now() - t0);
     throw error;
   }
+  return recorded(m, result, t0);
+}
+
+/** Tells `m` how a check started at `t0` ended (now, or when its promise settles). */
+function recorded(
+  m: CheckRecorder,
+  result: CheckResult | Promise<CheckResult>,
+  t0: number,
+): CheckResult | Promise<CheckResult> {
   if (!(result instanceof Promise)) {
     m.decided(result.status, result.decisions, performance.now() - t0);
     return result;

@@ -81,7 +81,7 @@ describe('LeaseStage (path lease)', () => {
   it('reports each used window of a lease as granted, and admitted units as spent (StageRecorder)', async () => {
     const metrics = new StageMetrics();
     const agent = new QuotaAgent(
-      { agent: 'a', bucket: 'global-api', fallback: { kind: 'rate', rate: 50 } },
+      { agent: 'a', bucket: 'global-api', fallback: { kind: 'static', rate: 50 } },
       0,
     );
     agent.apply(lease, 0);
