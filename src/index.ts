@@ -24,7 +24,7 @@ export { PolicyError, ProtocolError, SluiceError, StoreError, formatIssue } from
 export { parseDurationMs } from './core/duration.js';
 
 // Algorithms
-export type { Algorithm, Transition } from './algorithms/algorithm.js';
+export type { Algorithm, Quota, Transition } from './algorithms/algorithm.js';
 export { ALGORITHMS, algorithmOf } from './algorithms/index.js';
 export {
   tokenBucket,
@@ -59,7 +59,22 @@ export { parsePolicies, parsePolicyDocument, POLICY_NAME } from './config/polici
 export { loadPolicyFile, parsePolicyText } from './config/load.js';
 
 // Stores
-export type { Store, StoreApplyOptions, StoreRequest, StoreResult } from './stores/store.js';
+export type {
+  KeySpace,
+  Store,
+  StoreApplyOptions,
+  StoreRequest,
+  StoreResult,
+} from './stores/store.js';
+export type {
+  Stage,
+  StageContext,
+  StageDeps,
+  StageItem,
+  StageOutcome,
+  StagePath,
+  StageVerdict,
+} from './limiter/stage.js';
 export { bucketKey } from './stores/key.js';
 export {
   MemoryStore,

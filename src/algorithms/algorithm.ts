@@ -53,6 +53,70 @@ export interface Algorithm<P, S> {
    * two cannot disagree. Absent for the sliding log, whose state is a list.
    */
   readonly inPlace?: InPlaceStep<P, S>;
+  /**
+   * Its code in the Lua scripts: `CODE_<KIND>` in `lua/includes/constants.lua`, and the
+   * `ALG[code]` its include defines. 1..255 (the state's first byte), one per algorithm.
+   */
+  readonly luaCode: number;
+  /**
+   * The four numbers (p1..p4) its Lua include reads, from the validated params, in the
+   * order the include names them (unused ones 0).
+   */
+  scriptParams(params: P): readonly [number, number, number, number];
+  /**
+   * Units an idle bucket regains per ms, for the `stale` failure mode's local budget while
+   * the store is away. 0 when a local copy cannot follow the refill (window algorithms
+   * reset at boundaries): stale decisions then stay on the safe side.
+   */
+  refillPerMs(params: P): number;
+  /** What the `RateLimit-Policy` header advertises for these params (see {@link Quota}). */
+  quota(params: P): Quota;
+  /** What it admits over time, for the bounds of local stages and batches. */
+  sustainedRate(params: P): SustainedRate;
+  /**
+   * Whether its admissions carry a wait (`delayMs`) the caller must serve: such decisions
+   * cannot be handed out later from a reserve. @default false when absent
+   */
+  answersWithDelay?(params: P): boolean;
+  /**
+   * Gives back `cost` units that an admitted transition at `consumedAtMs` took, at `nowMs`
+   * (shortly after): the cross-slot refund (see `refundState`). Pure; `state` is never
+   * mutated. The state to write, or `undefined` when nothing of that consumption is still
+   * counted. Bounded: never above the maximum capacity, never below zero.
+   */
+  refund(state: S, nowMs: number, consumedAtMs: number, cost: number, params: P): S | undefined;
+  /** Whether its capacity is set apart from its rate (a `burst` or `capacity` param). */
+  readonly hasBurst: boolean;
+  /**
+   * The user-facing params (as `paramsSchema` takes them) for `units` per `periodMs`, with
+   * capacity `burst` (default `units`) where {@link Algorithm.hasBurst}: what an Envoy
+   * rule's `requests_per_unit` and `unit` become.
+   */
+  paramsFor(units: number, periodMs: number, burst?: number): Record<string, number>;
+}
+
+/**
+ * A policy's quota as advertised: `units` per `windowMs` (a rate over its period, or a
+ * limit per window) and, for an algorithm whose burst is apart from its rate, `burst`.
+ */
+export interface Quota {
+  readonly units: number;
+  readonly windowMs: number;
+  readonly burst?: number;
+}
+
+/** What an algorithm admits over time: a sustained rate and what may come at once. */
+export interface SustainedRate {
+  /** Units admitted per second, sustained. */
+  readonly perSecond: number;
+  /**
+   * Most units admitted at one instant: the burst (token bucket, GCRA), the queue (leaky
+   * bucket), or twice the limit across a fixed window's boundary (the limit for the
+   * sliding algorithms).
+   */
+  readonly atOnce: number;
+  /** The window, for window algorithms (their counts start again each window). */
+  readonly windowMs?: number;
 }
 
 /** `T` with its fields writable: a state being written in place. */

@@ -119,4 +119,21 @@ export const fixedWindow: Algorithm<FixedWindowParams, FixedWindowState> = {
   chargingDenied: (p) => Object.freeze({ ...p, chargeDenied: true as const }),
   chargesDenied: (p) => p.chargeDenied === true,
   inPlace,
+  luaCode: 4,
+  scriptParams: (p) => [p.limit, p.windowMs, p.chargeDenied === true ? 1 : 0, 0],
+  refillPerMs: () => 0,
+  quota: (p) => ({ units: p.limit, windowMs: p.windowMs }),
+  // Twice the limit can pass across a window boundary.
+  sustainedRate: (p) => ({
+    perSecond: (p.limit * 1_000) / p.windowMs,
+    atOnce: 2 * p.limit,
+    windowMs: p.windowMs,
+  }),
+  // A later window never held those units.
+  refund: (s, _nowMs, consumedAtMs, cost, p) =>
+    s.window === Math.floor(consumedAtMs / p.windowMs)
+      ? { window: s.window, count: Math.max(0, s.count - cost) }
+      : undefined,
+  hasBurst: false,
+  paramsFor: (units, periodMs) => ({ limit: units, window: periodMs }),
 };

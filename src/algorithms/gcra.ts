@@ -131,4 +131,14 @@ export const gcra: Algorithm<GcraParams, GcraState> = {
   ttlMs: (p) => Math.ceil(emissionMs(p.burst, p)),
   capacity: (p) => p.burst,
   inPlace,
+  luaCode: 2,
+  scriptParams: (p) => [p.rate, p.periodMs, p.burst, 0],
+  refillPerMs: (p) => p.rate / p.periodMs,
+  quota: (p) => ({ units: p.rate, windowMs: p.periodMs, burst: p.burst }),
+  sustainedRate: (p) => ({ perSecond: (p.rate * 1_000) / p.periodMs, atOnce: p.burst }),
+  refund: (s, nowMs, _consumedAtMs, cost, p) => ({
+    tatMs: Math.max(nowMs, s.tatMs - (cost * p.periodMs) / p.rate),
+  }),
+  hasBurst: true,
+  paramsFor: (units, periodMs, burst) => ({ rate: units, period: periodMs, burst: burst ?? units }),
 };

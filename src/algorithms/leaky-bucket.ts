@@ -140,4 +140,22 @@ export const leakyBucket: Algorithm<LeakyBucketParams, LeakyBucketState> = {
   ttlMs: (p) => Math.ceil(leakMs(p.capacity, p)),
   capacity: (p) => p.capacity,
   inPlace,
+  luaCode: 3,
+  scriptParams: (p) => [p.rate, p.periodMs, p.capacity, p.mode === 'delay' ? 1 : 0],
+  refillPerMs: (p) => p.rate / p.periodMs,
+  quota: (p) => ({ units: p.rate, windowMs: p.periodMs, burst: p.capacity }),
+  sustainedRate: (p) => ({ perSecond: (p.rate * 1_000) / p.periodMs, atOnce: p.capacity }),
+  answersWithDelay: (p) => p.mode === 'delay',
+  refund: (s, nowMs, _consumedAtMs, cost, p) => {
+    // Leak to nowMs first, so the level never goes below zero.
+    const elapsedMs = Math.max(0, nowMs - s.tsMs);
+    const level = Math.max(0, s.level - (elapsedMs * p.rate) / p.periodMs);
+    return { level: Math.max(0, level - cost), tsMs: Math.max(s.tsMs, nowMs) };
+  },
+  hasBurst: true,
+  paramsFor: (units, periodMs, burst) => ({
+    rate: units,
+    period: periodMs,
+    capacity: burst ?? units,
+  }),
 };

@@ -98,4 +98,28 @@ export const slidingLog: Algorithm<SlidingLogParams, SlidingLogState> = {
   transition,
   ttlMs: (p) => p.windowMs,
   capacity: (p) => p.limit,
+  luaCode: 6,
+  scriptParams: (p) => [p.limit, p.windowMs, 0, 0],
+  refillPerMs: () => 0,
+  quota: (p) => ({ units: p.limit, windowMs: p.windowMs }),
+  sustainedRate: (p) => ({
+    perSecond: (p.limit * 1_000) / p.windowMs,
+    atOnce: p.limit,
+    windowMs: p.windowMs,
+  }),
+  refund: (s, _nowMs, consumedAtMs, cost) => {
+    // One entry of exactly `cost` stamped at the earliest instant >= consumedAtMs (entries
+    // at one instant with one cost are interchangeable).
+    const entries = s.entries;
+    let at = -1;
+    for (let i = 0; i < entries.length; i++) {
+      const [tMs, c] = entries[i]!;
+      if (tMs >= consumedAtMs && c === cost && (at < 0 || tMs < entries[at]![0])) at = i;
+    }
+    if (at < 0) return undefined;
+    const next: SlidingLogEntry[] = entries.filter((_, i) => i !== at);
+    return { entries: next };
+  },
+  hasBurst: false,
+  paramsFor: (units, periodMs) => ({ limit: units, window: periodMs }),
 };

@@ -200,4 +200,22 @@ export const slidingWindowCounter: Algorithm<
   ttlMs: (p) => 2 * p.windowMs,
   capacity: (p) => p.limit,
   inPlace,
+  luaCode: 5,
+  scriptParams: (p) => [p.limit, p.windowMs, 0, 0],
+  refillPerMs: () => 0,
+  quota: (p) => ({ units: p.limit, windowMs: p.windowMs }),
+  sustainedRate: (p) => ({
+    perSecond: (p.limit * 1_000) / p.windowMs,
+    atOnce: p.limit,
+    windowMs: p.windowMs,
+  }),
+  // The window of consumedAtMs, or the one after it (where it is `previous`); not later.
+  refund: (s, _nowMs, consumedAtMs, cost, p) => {
+    const w = Math.floor(consumedAtMs / p.windowMs);
+    if (s.window === w) return { ...s, current: Math.max(0, s.current - cost) };
+    if (s.window === w + 1) return { ...s, previous: Math.max(0, s.previous - cost) };
+    return undefined;
+  },
+  hasBurst: false,
+  paramsFor: (units, periodMs) => ({ limit: units, window: periodMs }),
 };

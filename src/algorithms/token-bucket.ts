@@ -123,4 +123,17 @@ export const tokenBucket: Algorithm<TokenBucketParams, TokenBucketState> = {
   ttlMs: (p) => Math.ceil(refillMs(p.burst, p)),
   capacity: (p) => p.burst,
   inPlace,
+  luaCode: 1,
+  scriptParams: (p) => [p.rate, p.periodMs, p.burst, 0],
+  refillPerMs: (p) => p.rate / p.periodMs,
+  quota: (p) => ({ units: p.rate, windowMs: p.periodMs, burst: p.burst }),
+  sustainedRate: (p) => ({ perSecond: (p.rate * 1_000) / p.periodMs, atOnce: p.burst }),
+  refund: (s, nowMs, _consumedAtMs, cost, p) => {
+    // Refill to nowMs first, so the refund cannot push the bucket past its burst.
+    const elapsedMs = Math.max(0, nowMs - s.tsMs);
+    const tokens = Math.min(p.burst, s.tokens + (elapsedMs * p.rate) / p.periodMs);
+    return { tokens: Math.min(p.burst, tokens + cost), tsMs: Math.max(s.tsMs, nowMs) };
+  },
+  hasBurst: true,
+  paramsFor: (units, periodMs, burst) => ({ rate: units, period: periodMs, burst: burst ?? units }),
 };

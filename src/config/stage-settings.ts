@@ -1,3 +1,4 @@
+import { algorithmOf } from '../algorithms/index.js';
 import { z } from 'zod';
 import { capacityUnits, durationMs } from '../algorithms/params.js';
 import { tokenBucket } from '../algorithms/token-bucket.js';
@@ -84,7 +85,7 @@ export function stageSettingsProblems(
         code: 'SLUICE_ERR_BATCH_INVALID',
       });
     }
-    if (basis.algorithm === 'leaky-bucket' && basis.params['mode'] === 'delay') {
+    if (algorithmOf(basis.algorithm).answersWithDelay?.(basis.params) === true) {
       out.push({
         path: ['batch'],
         message:

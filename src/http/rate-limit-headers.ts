@@ -37,10 +37,10 @@ function sfString(s: string): string {
 }
 
 /**
- * `q` and `w` of a policy: the quota and the window in whole seconds. For rate-based
- * algorithms (token bucket, GCRA, leaky bucket) the quota is the sustained rate over the
- * period, plus `sluice-burst` (the capacity, vendor-prefixed as the draft asks); for
- * window algorithms it is the limit per window. A window that is not a whole number of
+ * `q` and `w` of a policy: the quota and the window in whole seconds, from its algorithm's
+ * `quota`. For rate-based algorithms (token bucket, GCRA, leaky bucket) the quota is the
+ * sustained rate over the period, plus `sluice-burst` (the capacity, vendor-prefixed as
+ * the draft asks); for window algorithms it is the limit per window. A window that is not a whole number of
  * seconds is rounded up and the quota scaled down to it (floored), so the advertised
  * rate never exceeds the policy's: 10 per 1.5 s becomes `q=13;w=2`.
  */
@@ -57,15 +57,11 @@ export function policyItem(policy: Policy): string {
 const policyItems = new WeakMap<Policy, string>();
 
 function formatPolicyItem(policy: Policy): string {
-  const p = policy.params as Readonly<Record<string, number>>;
-  const windowMs = p['windowMs'] ?? p['periodMs'] ?? 1000;
-  const units = p['limit'] ?? p['rate'] ?? 0;
+  const { units, windowMs, burst } = algorithmOf(policy.algorithm).quota(policy.params);
   const w = Math.max(1, ceilSeconds(windowMs));
   const q = Math.floor((units * w * 1000) / windowMs + 1e-9);
   let item = `${sfString(policy.name)};q=${q};w=${w}`;
-  if (p['limit'] === undefined) {
-    item += `;sluice-burst=${algorithmOf(policy.algorithm).capacity(policy.params)}`;
-  }
+  if (burst !== undefined) item += `;sluice-burst=${burst}`;
   return item;
 }
 

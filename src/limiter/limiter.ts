@@ -608,27 +608,15 @@ export class Limiter {
     sync: boolean,
   ): CheckResult | Promise<CheckResult> {
     if (items.length === 0) return combineDecisions([]);
-    let requestId: string | undefined;
-    let staged = false;
-    try {
-      requestId =
-        options.requestId === undefined ? undefined : validateRequestId(options.requestId);
-      validateTimeout(options.timeoutMs);
-      for (let i = 0; i < items.length; i++) if (items[i]!.plan.stages.length > 0) staged = true;
-    } catch (error) {
-      release(items);
-      throw error;
-    }
+    const requestId = options === NO_OPTIONS ? undefined : validOptions(options, items);
     const m = this.#metrics;
-    if (m !== undefined) {
-      // Every bucket asked, before any stage or the store answers it.
-      for (let i = 0; i < items.length; i++) {
-        const item = items[i]!;
-        m.bucket(item.plan.policy.name, item.key, item.cost, nowMs);
+    if (m !== undefined) askedBuckets(m, items, nowMs);
+    for (let i = 0; i < items.length; i++) {
+      if (items[i]!.plan.stages.length > 0) {
+        return this.#staged(nowMs, items, requestId, options, sync);
       }
     }
-    if (!staged) return this.#toStore(nowMs, items, items, requestId, options, undefined);
-    return this.#staged(nowMs, items, requestId, options, sync);
+    return this.#toStore(nowMs, items, items, requestId, options, undefined);
   }
 
   /**
@@ -713,33 +701,40 @@ export class Limiter {
   ): CheckResult | Promise<CheckResult> {
     const independent = options.independent === true;
     const store = this.#store;
-    if (store.applySync !== undefined) {
-      let results: readonly StoreResult[];
-      try {
-        let call: StoreApplyOptions;
-        if (requestId === undefined && !independent) {
-          call = this.#syncCall;
-          this.#syncCall.nowMs = nowMs;
-        } else {
-          call = {
-            nowMs,
-            ...(requestId === undefined ? {} : { requestId }),
-            ...(independent ? { independent } : {}),
-          };
-        }
-        results = store.applySync(batch, call);
-      } catch (cause) {
-        const error = asStoreError(cause);
-        results = batch.map(() => ({ ok: false as const, error }));
-      }
-      // In-process calls are not timed (they are the check); their failures are counted.
-      const m = this.#metrics;
-      if (m !== undefined) {
-        const failed = results.find((r) => !r.ok);
-        if (failed !== undefined) m.storeCall(0, failed.error);
-      }
-      return this.#finish(nowMs, items, batch, results, independent, ctx);
+    if (store.applySync === undefined) {
+      return this.#toAsyncStore(nowMs, items, batch, requestId, options, ctx);
     }
+    let call: StoreApplyOptions;
+    if (requestId === undefined && !independent) {
+      this.#syncCall.nowMs = nowMs;
+      call = this.#syncCall;
+    } else {
+      call = syncCallOf(nowMs, requestId, independent);
+    }
+    let results: readonly StoreResult[];
+    try {
+      results = store.applySync(batch, call);
+    } catch (cause) {
+      results = failedResults(batch, cause);
+    }
+    const m = this.#metrics;
+    if (m !== undefined) inProcessCall(m, results);
+    return this.#finish(nowMs, items, batch, results, independent, ctx);
+  }
+
+  /**
+   * {@link Limiter.#toStore} on a store that is waited on: with a deadline. (Apart, so the
+   * in-process path stays small enough to be inlined.)
+   */
+  #toAsyncStore(
+    nowMs: number,
+    items: readonly PreparedItem[],
+    batch: readonly PreparedItem[],
+    requestId: string | undefined,
+    options: DecideOptions,
+    ctx: StageContext | undefined,
+  ): Promise<CheckResult> {
+    const independent = options.independent === true;
     for (let i = 0; i < items.length; i++) items[i]!.fix();
     let policyMs = MAX_TIMER_MS;
     for (let i = 0; i < batch.length; i++)
@@ -1066,6 +1061,41 @@ class SyncCall {
   nowMs = null as unknown as number;
 }
 
+/**
+ * Validates a check's request id and timeout (the one place), giving the items back when
+ * either is invalid. The valid request id, if any.
+ */
+function validOptions(options: DecideOptions, items: readonly PreparedItem[]): string | undefined {
+  try {
+    const requestId =
+      options.requestId === undefined ? undefined : validateRequestId(options.requestId);
+    validateTimeout(options.timeoutMs);
+    return requestId;
+  } catch (error) {
+    release(items);
+    throw error;
+  }
+}
+
+/** The options of a synchronous store call with a request id or `independent`. */
+function syncCallOf(
+  nowMs: number,
+  requestId: string | undefined,
+  independent: boolean,
+): StoreApplyOptions {
+  return {
+    nowMs,
+    ...(requestId === undefined ? {} : { requestId }),
+    ...(independent ? { independent } : {}),
+  };
+}
+
+/** Every request of `batch` failed with `cause` (as a `StoreError`). */
+function failedResults(batch: readonly PreparedItem[], cause: unknown): StoreResult[] {
+  const error = asStoreError(cause);
+  return batch.map(() => ({ ok: false as const, error }));
+}
+
 /** The default of `options`: one shared object, not a new one per check. */
 const NO_OPTIONS: CheckOptions = Object.freeze({});
 
@@ -1101,6 +1131,25 @@ function measured(
     throw error;
   }
   return recorded(m, result, t0);
+}
+
+/** Tells `m` every bucket a check asks for, before any stage or the store answers it. */
+function askedBuckets(m: CheckRecorder, items: readonly PreparedItem[], nowMs: number): void {
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!;
+    m.bucket(item.plan.policy.name, item.key, item.cost, nowMs);
+  }
+}
+
+/** An in-process store call is not timed (it is the check); a failure of it is counted. */
+function inProcessCall(m: CheckRecorder, results: readonly StoreResult[]): void {
+  for (let i = 0; i < results.length; i++) {
+    const r = results[i]!;
+    if (!r.ok) {
+      m.storeCall(0, r.error);
+      return;
+    }
+  }
 }
 
 /** Tells `m` how a check started at `t0` ended (now, or when its promise settles). */

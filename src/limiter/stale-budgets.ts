@@ -1,3 +1,4 @@
+import { algorithmOf } from '../algorithms/index.js';
 import type { AlgorithmDecision } from '../core/decision.js';
 import type { Policy } from '../core/policy.js';
 
@@ -10,19 +11,12 @@ interface Budget {
   readonly limit: number;
 }
 
-/** Units a policy's bucket regains per ms while the store is away (0 for window algorithms). */
+/**
+ * Units a policy's bucket regains per ms while the store is away: its algorithm's
+ * `refillPerMs` (0 for window algorithms, which keeps stale decisions on the safe side).
+ */
 function refillPerMs(policy: Policy): number {
-  const p = policy.params;
-  switch (policy.algorithm) {
-    case 'token-bucket':
-    case 'gcra':
-    case 'leaky-bucket':
-      return (p['rate'] as number) / (p['periodMs'] as number);
-    default:
-      // Windows reset at boundaries the local copy cannot see reliably; refilling
-      // nothing keeps the stale decision on the safe side.
-      return 0;
-  }
+  return algorithmOf(policy.algorithm).refillPerMs(policy.params);
 }
 
 /**

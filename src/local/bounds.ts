@@ -1,4 +1,4 @@
-import { sustainedRate } from '../algorithms/sustained-rate.js';
+import { algorithmOf } from '../algorithms/index.js';
 import type { FailureMode, Policy } from '../core/policy.js';
 
 /**
@@ -81,7 +81,7 @@ function ms(n: number): string {
 /** The bounds of `policy` on `instances` instances, at `rps` requests per second to one key. */
 export function policyBounds(policy: Policy, instances: number, rps?: number): PolicyBounds {
   const n = instances;
-  const g = sustainedRate(policy.algorithm, policy.params);
+  const g = algorithmOf(policy.algorithm).sustainedRate(policy.params);
   const B = g.atOnce;
   const G = g.perSecond;
   const local =

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { algorithmOf } from '../algorithms/index.js';
-import { sustainedRate } from '../algorithms/sustained-rate.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { FIT_EPSILON } from '../algorithms/algorithm.js';
 import type { AlgorithmDecision } from '../core/decision.js';
@@ -392,7 +391,8 @@ export class TokenBatchStage implements Stage {
           // the key makes about one call per reservation even while over its limit. The
           // units are not lost: they stay in the global bucket for whoever asks next.
           const target = Math.max(need, batch.size);
-          const perMs = sustainedRate(item.policy.algorithm, item.policy.params).perSecond / 1_000;
+          const perMs =
+            algorithmOf(item.policy.algorithm).sustainedRate(item.policy.params).perSecond / 1_000;
           r.deniedNeed = need;
           r.deniedUntilMs = nowMs + d.retryAfterMs + (target - need) / perMs;
           r.denied = answer;

@@ -3,7 +3,11 @@ import type { AlgorithmDecision } from '../core/decision.js';
 import type { StoreError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
 
-/** One bucket transition a store is asked to run. */
+/**
+ * One bucket transition a store is asked to run. It may be an object of a class whose
+ * fields are getters (the limiter's prepared items): copy a request field by field, not
+ * with a spread.
+ */
 export interface StoreRequest {
   /** The bucket's key from `bucketKey` (stores add their own prefix). */
   readonly key: string;

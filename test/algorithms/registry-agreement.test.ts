@@ -1,8 +1,11 @@
 /**
  * The algorithm registry, the TypeScript algorithm files and the Lua includes agree: every
  * registered kind has its file under src/algorithms/, its include under lua/includes/
- * (in both entry scripts), and one code, the same in both languages. The files a new
- * algorithm needs are listed in docs/algorithms.md ("Adding an algorithm").
+ * (in both entry scripts), and one code, the same in both languages; the script
+ * parameters its file sends are the ones its include's header names, in order. And the
+ * knowledge stays there: no file outside src/algorithms/ reads a policy's params by field
+ * name. The files a new algorithm needs are listed in docs/algorithms.md ("Adding an
+ * algorithm").
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -68,5 +71,60 @@ describe('algorithm registry, TypeScript and Lua agree', () => {
       /^ALG\[/m.test(readFileSync(join(LUA_DIR, 'includes', f), 'utf8')),
     );
     expect(defining.sort()).toEqual(ALGORITHM_KINDS.map((k) => `${camel(k)}.lua`).sort());
+  });
+
+  it.each(ALGORITHM_KINDS)(
+    '%s: sends its include the params its header names (p1..p4), from its own file',
+    (kind) => {
+      const algorithm = ALGORITHMS[kind];
+      const text = readFileSync(join(LUA_DIR, `includes/${camel(kind)}.lua`), 'utf8');
+      const header = /^-- Params: (.*)$/m.exec(text);
+      expect(header, `includes/${camel(kind)}.lua has a "-- Params:" line`).not.toBeNull();
+      // Distinct numbers, so a swapped pair shows; the charging-denied form where there is one.
+      const base = algorithm.paramsSchema.parse(algorithm.paramsFor(7, 3_000, 11));
+      const variants = [
+        base,
+        ...(algorithm.chargingDenied ? [algorithm.chargingDenied(base)] : []),
+      ];
+      for (const params of variants) {
+        const fields = params as Record<string, unknown>;
+        const sent = algorithm.scriptParams(params);
+        expect(sent).toHaveLength(4);
+        const expected = [0, 0, 0, 0];
+        for (const [, slot, text] of header![1]!.matchAll(/p(\d) ([^,.]+)/g)) {
+          // The field is the first word, or the one in parentheses when that is not a field
+          // (an absent flag field is 0: `chargeDenied` exists only in the charging form).
+          const first = text!.split(' ')[0]!;
+          const named = first in fields ? first : /\((\w+)\)/.exec(text!)?.[1];
+          expect(named, `p${slot} of ${kind}: "${text}"`).toBeDefined();
+          const v = fields[named!];
+          expected[Number(slot) - 1] =
+            typeof v === 'number' ? v : v === true || v === 'delay' ? 1 : 0;
+        }
+        expect(sent).toEqual(expected);
+      }
+      expect(Number.isFinite(algorithm.refillPerMs(base)) && algorithm.refillPerMs(base) >= 0).toBe(
+        true,
+      );
+      const quota = algorithm.quota(base);
+      expect(quota.units).toBeGreaterThan(0);
+      expect(quota.windowMs).toBeGreaterThan(0);
+      expect(quota.burst !== undefined).toBe(algorithm.hasBurst);
+    },
+  );
+
+  it('keeps knowledge of each algorithm in src/algorithms/: no params read by field name elsewhere', () => {
+    const src = join(ALGORITHMS_DIR, '..');
+    const readers: string[] = [];
+    for (const file of readdirSync(src, { recursive: true }) as string[]) {
+      if (!file.endsWith('.ts') || file.startsWith('algorithms')) continue;
+      const text = readFileSync(join(src, file), 'utf8');
+      for (const m of text.matchAll(
+        /params(\[['"]\w+['"]\]|\??\.(rate|burst|limit|periodMs|windowMs|capacity|mode)\b)/g,
+      )) {
+        readers.push(`src/${file}: ${m[0]}`);
+      }
+    }
+    expect(readers).toEqual([]);
   });
 });

@@ -38,7 +38,10 @@ export interface SluiceDomainExtension {
 }
 
 const FAILURE_MODES: readonly FailureMode[] = ['open', 'closed', 'stale'];
-const CAPACITY_ALGORITHMS: readonly AlgorithmKind[] = ['token-bucket', 'gcra', 'leaky-bucket'];
+/** The algorithms with a capacity apart from their rate, which a `burst` sets. */
+const CAPACITY_ALGORITHMS: readonly AlgorithmKind[] = ALGORITHM_KINDS.filter(
+  (k) => ALGORITHMS[k].hasBurst,
+);
 
 /** The `sluice:` block as written, before defaults. */
 export interface SluiceExtension {
@@ -204,29 +207,6 @@ function show(node: GoNode): string {
 }
 
 /**
- * The algorithm's user-facing parameters for a rule: window algorithms get
- * `{limit, window}`, token-bucket and gcra `{rate, period, burst}`, leaky-bucket
- * `{rate, period, capacity}`; capacity defaults to `requestsPerUnit`.
- */
-function userParams(
-  kind: AlgorithmKind,
-  requestsPerUnit: number,
-  unit: EnvoyUnit,
-  burst: number | undefined,
-): Record<string, number> {
-  const periodMs = unitToMs(unit);
-  switch (kind) {
-    case 'token-bucket':
-    case 'gcra':
-      return { rate: requestsPerUnit, period: periodMs, burst: burst ?? requestsPerUnit };
-    case 'leaky-bucket':
-      return { rate: requestsPerUnit, period: periodMs, capacity: burst ?? requestsPerUnit };
-    default:
-      return { limit: requestsPerUnit, window: periodMs };
-  }
-}
-
-/**
  * Validated algorithm parameters (times in ms) for `requestsPerUnit` per `unit`, or the
  * algorithm's own messages when they do not fit. `requestsPerUnit` must be at least 1.
  */
@@ -236,8 +216,9 @@ export function ruleParams(
   unit: EnvoyUnit,
   burst?: number,
 ): { params: Readonly<Record<string, number | string>> } | { errors: string[] } {
-  const parsed = ALGORITHMS[kind].paramsSchema.safeParse(
-    userParams(kind, requestsPerUnit, unit, burst),
+  const algorithm = ALGORITHMS[kind];
+  const parsed = algorithm.paramsSchema.safeParse(
+    algorithm.paramsFor(requestsPerUnit, unitToMs(unit), burst),
   );
   if (!parsed.success) return { errors: parsed.error.issues.map((i) => i.message) };
   return { params: Object.freeze(parsed.data as Record<string, number | string>) };

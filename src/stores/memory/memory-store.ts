@@ -119,7 +119,7 @@ export class MemoryStore implements Store {
     options: StoreApplyOptions,
   ): Promise<readonly StoreResult[]> {
     // Fresh results: an asynchronous caller may hold them past the next call.
-    return Promise.resolve(this.#apply(batch, options, false));
+    return Promise.resolve(this.#apply(batch, options));
   }
 
   /**
@@ -128,14 +128,20 @@ export class MemoryStore implements Store {
    * reuses on its next call (see `Store.applySync`).
    */
   applySync(batch: readonly StoreRequest[], options: StoreApplyOptions): readonly StoreResult[] {
-    return this.#apply(batch, options, true);
+    if (batch.length === 1 && options.requestId === undefined && !this.#closed) {
+      // The limiter's usual call, kept short (see #apply for the general case).
+      const nowMs = options.nowMs;
+      if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
+      this.#sweep(nowMs);
+      const decision = this.#decideOne(batch[0]!, nowMs, this.#out);
+      // An algorithm without an in-place step (the sliding log) made a decision of its own.
+      return decision === this.#out ? this.#outResults : [{ ok: true, decision }];
+    }
+    return this.#apply(batch, options);
   }
 
-  #apply(
-    batch: readonly StoreRequest[],
-    options: StoreApplyOptions,
-    reuse: boolean,
-  ): readonly StoreResult[] {
+  /** Any batch, with fresh results (only applySync's one-request path reuses them). */
+  #apply(batch: readonly StoreRequest[], options: StoreApplyOptions): readonly StoreResult[] {
     if (this.#closed) {
       const error = new StoreError('SLUICE_ERR_STORE_CLOSED', 'MemoryStore is closed');
       return batch.map(() => ({ ok: false as const, error }));
@@ -152,11 +158,6 @@ export class MemoryStore implements Store {
     }
     if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
     this.#sweep(nowMs);
-    if (batch.length === 1 && reuse && rid === undefined) {
-      const decision = this.#decideOne(batch[0]!, nowMs, this.#out);
-      // An algorithm without an in-place step (the sliding log) made a decision of its own.
-      return decision === this.#out ? this.#outResults : [{ ok: true, decision }];
-    }
     let results: StoreResult[];
     if (batch.length === 1 || options.independent === true) {
       // Batches of one: decideBatch's all-or-nothing reduces to "write it when admitted".

@@ -1,4 +1,5 @@
 import type { ConnectionOptions } from 'node:tls';
+import { algorithmOf } from '../../algorithms/index.js';
 import { Cluster, Redis } from 'ioredis';
 import type { AlgorithmDecision } from '../../core/decision.js';
 import { PolicyError, StoreError } from '../../core/errors.js';
@@ -196,10 +197,12 @@ export class RedisStore implements Store {
 
   checkPolicy(policy: Policy): void {
     const max = this.#settings.maxSlidingLogLimit;
-    if (policy.algorithm === 'sliding-log' && (policy.params['limit'] as number) > max) {
+    // A sliding log's capacity is its limit.
+    const limit = algorithmOf(policy.algorithm).capacity(policy.params);
+    if (policy.algorithm === 'sliding-log' && limit > max) {
       throw new PolicyError(
         'SLUICE_ERR_POLICY_UNSUPPORTED',
-        `policy "${policy.name}": sliding-log limit ${String(policy.params['limit'])} is above the Redis store's maxSlidingLogLimit ${max}; its memory and per-decision work grow with the limit, so use sliding-window-counter or token-bucket for high limits`,
+        `policy "${policy.name}": sliding-log limit ${limit} is above the Redis store's maxSlidingLogLimit ${max}; its memory and per-decision work grow with the limit, so use sliding-window-counter or token-bucket for high limits`,
       );
     }
   }
@@ -380,7 +383,13 @@ export class RedisStore implements Store {
       const first = items[0]!;
       items = [
         ...items,
-        { ...first, cost: first.algorithm.capacity(first.params) + 1, enforce: true },
+        {
+          key: first.key,
+          algorithm: first.algorithm,
+          params: first.params,
+          cost: first.algorithm.capacity(first.params) + 1,
+          enforce: true,
+        },
       ];
       keys = [...keys, keys[0]!];
     }
