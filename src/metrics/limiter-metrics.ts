@@ -7,6 +7,8 @@ import { BucketHistogram, type HistogramCell } from './bucket-histogram.js';
 import type { CheckRecorder, StoreCallEndedBy } from './check-recorder.js';
 import { DistinctCount } from './distinct-count.js';
 import { hashedKey } from './hashed-key.js';
+import { identityHash } from '../stores/identity-hash.js';
+import { hashTagOf } from '../stores/key.js';
 import { boundedLabelValue, DEFAULT_MAX_SERIES_PER_METRIC, SeriesCap } from './series-cap.js';
 import { TopK } from './top-k.js';
 
@@ -440,6 +442,23 @@ export class LimiterMetrics implements CheckRecorder {
       count: e.count,
       error: e.error,
     }));
+  }
+
+  /**
+   * The busiest identities among the hot buckets, busiest first: each bucket key's
+   * identity (its hash tag) hashed as the decision log hashes it (`identityHash`), one
+   * entry per identity with the largest count among its buckets (a check of one identity
+   * under several policies counts once). For the service's status page.
+   */
+  hotIdentities(): { hash: string; count: number }[] {
+    const byHash = new Map<string, number>();
+    for (const e of this.#hot?.top() ?? []) {
+      const hash = identityHash(hashTagOf(e.item));
+      byHash.set(hash, Math.max(byHash.get(hash) ?? 0, e.count));
+    }
+    return [...byHash]
+      .map(([hash, count]) => ({ hash, count }))
+      .sort((a, b) => b.count - a.count || (a.hash < b.hash ? -1 : 1));
   }
 
   /** Policies by decisions since start, busiest first, at most `n`. */

@@ -318,8 +318,8 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   // The limiter counts every bucket it is asked for, whatever answers it (store or stage).
   const hotKeys = options.hotKeys ?? {
     source:
-      "this process's limiter: the top-k bucket keys by units asked since start (counts are upper bounds); hash = sluice_hot_key_units' key label",
-    top: () => metrics.limiter.hotKeys().map((k) => ({ hash: k.key, count: k.count })),
+      "this process's limiter: the top-k buckets by units asked since start, by identity (counts are upper bounds)",
+    top: () => metrics.limiter.hotIdentities(),
   };
   const status = new ServiceStatus({
     // A store call does not say which shard failed: the store is one row.
