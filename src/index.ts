@@ -92,3 +92,19 @@ export {
   type DecideOptions,
   type LimiterOptions,
 } from './limiter/limiter.js';
+
+// Metrics (docs/metrics.md)
+export type { CheckRecorder, StoreCallEndedBy } from './metrics/check-recorder.js';
+export {
+  LimiterMetrics,
+  type HotKeyEntry,
+  type HotPolicyEntry,
+  type LimiterMetricsOptions,
+} from './metrics/limiter-metrics.js';
+export { RedisMetrics, type RedisMetricsOptions } from './metrics/redis-metrics.js';
+export {
+  StageMetrics,
+  type StageMetricsOptions,
+  type StageRecorder,
+  type UnitStage,
+} from './metrics/stage-metrics.js';

@@ -6,6 +6,10 @@ import { descriptorLimits, type DescriptorLimits } from '../core/descriptor-limi
 import { PolicyError, StoreError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
 import { parsePolicies, type PolicyInput, type PolicySet } from '../config/policies.js';
+import type { Registry } from 'prom-client';
+import type { CheckRecorder } from '../metrics/check-recorder.js';
+import type { StageRecorder } from '../metrics/stage-metrics.js';
+import { LimiterMetrics } from '../metrics/limiter-metrics.js';
 import { bucketKey, descriptorValues, type DescriptorValues } from '../stores/key.js';
 import type { Store, StoreApplyOptions, StoreResult } from '../stores/store.js';
 import { combineDecisions, type CheckResult } from './check-result.js';
@@ -50,6 +54,25 @@ export interface LimiterOptions extends Partial<Omit<DescriptorLimits, 'maxDescr
    * `LOCAL_CACHE_SIZE_IN_BYTES`). Unused when `stages` is given. @default 0 (no cache)
    */
   readonly overLimitCacheBytes?: number;
+  /**
+   * Where the limiter's metrics go: a `LimiterMetrics` (keep it to read `hotKeys()`), or
+   * any `CheckRecorder`. Decisions answered by a stage are counted with the stage's path
+   * (`local`, `cache`, `batch`, `lease`). See docs/metrics.md. @default none, or one made
+   * in `registry`
+   */
+  readonly metrics?: CheckRecorder;
+  /**
+   * A prom-client registry to register the limiter's metrics in (a `LimiterMetrics` with
+   * default options, read back from {@link Limiter.metrics}). Ignored with `metrics`.
+   * @default none: no metrics
+   */
+  readonly registry?: Registry;
+  /**
+   * Told the units the default stages' token batch reserves, spends and gives back
+   * (`StageMetrics`; see docs/metrics.md). Unused when `stages` is given: pass it to those
+   * stages' own options. @default none
+   */
+  readonly stageMetrics?: StageRecorder;
 }
 
 /** What ended a failed store call. */
@@ -174,6 +197,7 @@ export class Limiter {
   readonly #stale = new StaleBudgets();
   readonly #deadlines = new Deadlines();
   readonly #observer: StoreCallObserver | undefined;
+  readonly #metrics: CheckRecorder | undefined;
   /** The options of a synchronous store call with no request id, reused. */
   readonly #syncCall: { nowMs: number } = new SyncCall();
 
@@ -182,12 +206,18 @@ export class Limiter {
     this.#clock = options.clock ?? systemClock;
     this.#limits = descriptorLimits(options);
     this.#observer = options.storeObserver;
+    this.#metrics =
+      options.metrics ??
+      (options.registry === undefined
+        ? undefined
+        : new LimiterMetrics({ registry: options.registry }));
     const stages =
       options.stages ??
       localStages({
         store: this.#store,
         clock: this.#clock,
         overLimitCacheBytes: options.overLimitCacheBytes ?? 0,
+        ...(options.stageMetrics === undefined ? {} : { metrics: options.stageMetrics }),
       });
     checkStages(stages);
     this.#stages = Object.freeze([...stages]);
@@ -199,6 +229,11 @@ export class Limiter {
     for (const p of set.policies) this.#store.checkPolicy?.(p);
     this.#store.checkPolicies?.(set.policies);
     return new PolicyPlans(set.policies, this.#store, this.#stages);
+  }
+
+  /** The recorder the limiter reports to (`metrics`, or the one made in `registry`). */
+  get metrics(): CheckRecorder | undefined {
+    return this.#metrics;
   }
 
   /** The policies in force. */
@@ -264,6 +299,8 @@ export class Limiter {
         'Limiter.checkSync needs a store that decides synchronously (such as MemoryStore); use check()',
       );
     }
+    const m = this.#metrics;
+    if (m !== undefined) return this.#measured(m, nowMs, descriptor, options, true) as CheckResult;
     return this.#check(nowMs, descriptor, options, true) as CheckResult;
   }
 
@@ -289,8 +326,12 @@ export class Limiter {
     // Not async: on a synchronous store (MemoryStore) the result is ready at once, and
     // an already-resolved promise is all a check costs beyond the decision itself. (No
     // `settled` here: its closure would be one more object per check.)
+    const m = this.#metrics;
     try {
-      const result = this.#check(nowMs, descriptor, options, false);
+      const result =
+        m === undefined
+          ? this.#check(nowMs, descriptor, options, false)
+          : this.#measured(m, nowMs, descriptor, options, false);
       return result instanceof Promise ? result : Promise.resolve(result);
     } catch (error) {
       return Promise.reject(error as Error);
@@ -314,7 +355,34 @@ export class Limiter {
     items: readonly CheckItem[],
     options: DecideOptions = {},
   ): Promise<CheckResult> {
-    return settled(() => this.#decide(nowMs, items, options));
+    const m = this.#metrics;
+    return settled(() =>
+      m === undefined
+        ? this.#decide(nowMs, items, options)
+        : measured(m, () => this.#decide(nowMs, items, options)),
+    );
+  }
+
+  /**
+   * {@link Limiter.#check}, told to `m` (a method, not a closure: a closure over the
+   * arguments would cost every check a context object, metrics or not).
+   */
+  #measured(
+    m: CheckRecorder,
+    nowMs: number,
+    descriptor: DescriptorInput,
+    options: CheckOptions,
+    sync: boolean,
+  ): CheckResult | Promise<CheckResult> {
+    const t0 = performance.now();
+    let result: CheckResult | Promise<CheckResult>;
+    try {
+      result = this.#check(nowMs, descriptor, options, sync);
+    } catch (error) {
+      m.refused(error, performance.now() - t0);
+      throw error;
+    }
+    return recorded(m, result, t0);
   }
 
   /** Resolves a check into prepared items and runs them (see {@link Limiter.checkAt}). */
@@ -541,6 +609,8 @@ export class Limiter {
   ): CheckResult | Promise<CheckResult> {
     if (items.length === 0) return combineDecisions([]);
     const requestId = options === NO_OPTIONS ? undefined : validOptions(options, items);
+    const m = this.#metrics;
+    if (m !== undefined) askedBuckets(m, items, nowMs);
     for (let i = 0; i < items.length; i++) {
       if (items[i]!.plan.stages.length > 0) {
         return this.#staged(nowMs, items, requestId, options, sync);
@@ -647,6 +717,8 @@ export class Limiter {
     } catch (cause) {
       results = failedResults(batch, cause);
     }
+    const m = this.#metrics;
+    if (m !== undefined) inProcessCall(m, results);
     return this.#finish(nowMs, items, batch, results, independent, ctx);
   }
 
@@ -790,6 +862,8 @@ export class Limiter {
     signal: AbortSignal | undefined,
     ctx: StageContext | undefined,
   ): Promise<CheckResult> {
+    const metrics = this.#metrics;
+    const startedAt = metrics === undefined ? 0 : performance.now();
     return new Promise<CheckResult>((resolve, reject) => {
       const call = new StoreCall(nowMs, requestId, independent);
       let deadline: Deadline | undefined;
@@ -800,10 +874,11 @@ export class Limiter {
         deadline?.clear();
         signal?.removeEventListener('abort', onAbort);
         const observer = this.#observer;
-        if (observer !== undefined) {
+        if (observer !== undefined || metrics !== undefined) {
           const failed = results.find((r) => !r.ok);
-          if (failed === undefined) observer.answered();
-          else observer.failed(failed.error, endedBy);
+          if (failed === undefined) observer?.answered();
+          else observer?.failed(failed.error, endedBy);
+          metrics?.storeCall(performance.now() - startedAt, failed?.error, endedBy);
         }
         try {
           resolve(this.#finish(nowMs, items, batch, results, independent, ctx));
@@ -1040,6 +1115,63 @@ function settled<T>(run: () => T | Promise<T>): Promise<T> {
   } catch (error) {
     return Promise.reject(error as Error);
   }
+}
+
+/** Runs one check and tells `m` how it ended and how long it took. */
+function measured(
+  m: CheckRecorder,
+  run: () => CheckResult | Promise<CheckResult>,
+): CheckResult | Promise<CheckResult> {
+  const t0 = performance.now();
+  let result: CheckResult | Promise<CheckResult>;
+  try {
+    result = run();
+  } catch (error) {
+    m.refused(error, performance.now() - t0);
+    throw error;
+  }
+  return recorded(m, result, t0);
+}
+
+/** Tells `m` every bucket a check asks for, before any stage or the store answers it. */
+function askedBuckets(m: CheckRecorder, items: readonly PreparedItem[], nowMs: number): void {
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!;
+    m.bucket(item.plan.policy.name, item.key, item.cost, nowMs);
+  }
+}
+
+/** An in-process store call is not timed (it is the check); a failure of it is counted. */
+function inProcessCall(m: CheckRecorder, results: readonly StoreResult[]): void {
+  for (let i = 0; i < results.length; i++) {
+    const r = results[i]!;
+    if (!r.ok) {
+      m.storeCall(0, r.error);
+      return;
+    }
+  }
+}
+
+/** Tells `m` how a check started at `t0` ended (now, or when its promise settles). */
+function recorded(
+  m: CheckRecorder,
+  result: CheckResult | Promise<CheckResult>,
+  t0: number,
+): CheckResult | Promise<CheckResult> {
+  if (!(result instanceof Promise)) {
+    m.decided(result.status, result.decisions, performance.now() - t0);
+    return result;
+  }
+  return result.then(
+    (r) => {
+      m.decided(r.status, r.decisions, performance.now() - t0);
+      return r;
+    },
+    (error: unknown) => {
+      m.refused(error, performance.now() - t0);
+      throw error;
+    },
+  );
 }
 
 /** The longest delay a Node timer takes (2^31-1 ms, ~24.8 days); past it, it fires at 1ms. */

@@ -1,5 +1,6 @@
 import type { Clock } from '../core/clock.js';
 import type { Stage } from '../limiter/stage.js';
+import type { StageRecorder } from '../metrics/stage-metrics.js';
 import type { Store } from '../stores/store.js';
 import { LocalStage } from './local-stage.js';
 import { OverLimitCache } from './over-limit-cache.js';
@@ -19,6 +20,8 @@ export interface LocalStagesOptions {
   readonly maxLocalKeys?: number;
   /** Most keys with a batch reserve (TokenBatchStage `maxKeys`). @default 10_000 */
   readonly maxBatchKeys?: number;
+  /** Told the token batch's units (TokenBatchStage `metrics`). @default none */
+  readonly metrics?: StageRecorder;
 }
 
 /**
@@ -36,6 +39,7 @@ export function localStages(options: LocalStagesOptions): Stage[] {
       store: options.store,
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.maxBatchKeys === undefined ? {} : { maxKeys: options.maxBatchKeys }),
+      ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
     }),
   ];
 }

@@ -12,6 +12,7 @@ import type {
   StageOutcome,
   StageVerdict,
 } from '../limiter/stage.js';
+import type { StageRecorder } from '../metrics/stage-metrics.js';
 import type { Store, StoreRequest, StoreResult } from '../stores/store.js';
 
 /** Options of {@link TokenBatchStage}. */
@@ -32,6 +33,12 @@ export interface TokenBatchOptions {
   readonly instanceId?: string;
   /** The clock `close` reads (checks bring their own `nowMs`). @default the system clock */
   readonly clock?: Clock;
+  /**
+   * Told the units reserved (`granted`), spent on admitted checks (`spent`) and given back
+   * by `close` (`returned`), as stage `batch` (the service's `ServiceMetrics.stages`).
+   * @default none
+   */
+  readonly metrics?: StageRecorder;
 }
 
 /** Counters of a {@link TokenBatchStage} (live object). */
@@ -122,6 +129,7 @@ export class TokenBatchStage implements Stage {
   readonly #retryAfterFailureMs: number;
   readonly #instanceId: string;
   readonly #clock: Clock;
+  readonly #metrics: StageRecorder | undefined;
   readonly #reserves = new Map<string, Reserve>();
   /** Reservations in flight (close waits for them). */
   readonly #inflight = new Set<Promise<unknown>>();
@@ -157,6 +165,7 @@ export class TokenBatchStage implements Stage {
     this.#retryAfterFailureMs = retry;
     this.#instanceId = options.instanceId ?? randomUUID();
     this.#clock = options.clock ?? systemClock;
+    this.#metrics = options.metrics;
   }
 
   appliesTo(policy: Policy): boolean {
@@ -180,7 +189,11 @@ export class TokenBatchStage implements Stage {
     if (verdict?.kind !== 'answer' || verdict.path !== 'batch' || !verdict.decision.allowed) {
       return;
     }
-    if (outcome.admitted) return;
+    if (outcome.admitted) {
+      // Counted spent once the check is admitted: units a denied check gives back are not.
+      this.#metrics?.spent('batch', item.policy.name, item.cost);
+      return;
+    }
     const r = this.#reserves.get(item.key);
     if (r === undefined || ctx.nowMs >= r.expiresAtMs) return;
     const cap = Math.max(item.policy.batch?.size ?? 0, item.cost);
@@ -411,6 +424,7 @@ export class TokenBatchStage implements Stage {
     r.remaining = d.remaining;
     r.resetAfterMs = d.resetAfterMs;
     this.stats.unitsReserved += n;
+    this.#metrics?.granted('batch', r.policy.name, n);
   }
 
   /**
@@ -463,7 +477,9 @@ export class TokenBatchStage implements Stage {
       calls.push(
         refund([req], { nowMs, consumedAtMs: r.reservedAtMs, requestId: r.requestId }).then(
           ([res]) => {
-            if (res?.ok === true) this.stats.unitsReturned += units;
+            if (res?.ok !== true) return;
+            this.stats.unitsReturned += units;
+            this.#metrics?.returned('batch', r.policy.name, units);
           },
         ),
       );

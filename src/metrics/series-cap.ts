@@ -12,6 +12,7 @@ export const DEFAULT_MAX_SERIES_PER_METRIC = 2_000;
 export const MAX_LABEL_VALUE_LENGTH = 512;
 
 const HASH_CHARS = 16;
+const DROPPED = 'sluice_metric_series_dropped_total';
 const KEEP = MAX_LABEL_VALUE_LENGTH - HASH_CHARS - 1;
 
 /** `value`, or for one longer than {@link MAX_LABEL_VALUE_LENGTH}: its start, `…`, a hash. */
@@ -42,17 +43,25 @@ export class SeriesCap {
       throw new RangeError(`maxSeriesPerMetric must be a positive whole number, got ${max}`);
     }
     this.#max = max;
-    this.#dropped = new Counter({
-      name: 'sluice_metric_series_dropped_total',
-      help: 'Metric updates not recorded because they would have created more series than the per-metric cap allows, by metric.',
-      labelNames: ['metric'] as const,
-      registers: [registry],
-    });
+    // One counter per registry: the service's components each have a cap of their own.
+    this.#dropped =
+      (registry.getSingleMetric(DROPPED) as Counter<'metric'> | undefined) ??
+      new Counter({
+        name: DROPPED,
+        help: 'Metric updates not recorded because they would have created more series than the per-metric cap allows, by metric.',
+        labelNames: ['metric'] as const,
+        registers: [registry],
+      });
   }
 
   /** The bound on series per metric family. */
   get max(): number {
     return this.#max;
+  }
+
+  /** Counts one update of `metric` dropped for a reason of the caller's (a full table). */
+  drop(metric: string): void {
+    this.#dropped.inc({ metric });
   }
 
   /**

@@ -1,5 +1,8 @@
-import { Counter, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Decision } from '../core/decision.js';
+import { LimiterMetrics } from './limiter-metrics.js';
+import { RedisMetrics } from './redis-metrics.js';
+import { StageMetrics } from './stage-metrics.js';
 import {
   DEFAULT_NEAR_LIMIT_RATIO,
   ruleHits,
@@ -33,6 +36,13 @@ export interface ServiceMetricsOptions {
    * `sluice_rule_hits_total` admits a rule's five outcomes together. @default 2000
    */
   readonly maxSeriesPerMetric?: number;
+  /**
+   * Whether the store's connection is up now, for `sluice_store_errors_total`'s reason
+   * (see `LimiterMetricsOptions.storeConnected`). @default always up
+   */
+  readonly storeConnected?: () => boolean;
+  /** Buckets the hot-key table keeps (`LimiterMetricsOptions.hotKeys`). @default 10 */
+  readonly hotKeys?: number;
 }
 
 /** The exposition text and the `Content-Type` to serve it with. */
@@ -54,9 +64,7 @@ function checkHits(hits: number): void {
 }
 
 const RULE_HITS = 'sluice_rule_hits_total';
-const DECISIONS = 'sluice_decisions_total';
 const DURATION = 'sluice_decision_duration_seconds';
-const STORE_ERRORS = 'sluice_store_errors_total';
 
 /**
  * Sluice's Prometheus metrics, in a registry of its own (never prom-client's global one,
@@ -65,12 +73,12 @@ const STORE_ERRORS = 'sluice_store_errors_total';
  * - `sluice_rule_hits_total{domain, rule, outcome}`: envoyproxy/ratelimit's per-rule
  *   stats (`total_hits`, `over_limit`, `near_limit`, `within_limit`, `shadow_mode`),
  *   counted in hits (`hits_addend` units) as upstream counts them.
- * - `sluice_config_load_total{result}`: `success` or `error` per configuration load.
- * - `sluice_decisions_total{policy, status, path}`: one per policy decision.
+ * - `sluice_config_load_total{result}`: `success` or `error` per configuration load, and
+ *   `sluice_config_last_success_timestamp_seconds`.
  * - `sluice_decision_duration_seconds{transport, method}`: time to answer a call.
- * - `sluice_store_errors_total{code, reason}`: failed store calls by `SLUICE_ERR_STORE_*`
- *   code and reason (`timeout`, `connection`, `oom`, `wrongtype`, …; `deadline` and
- *   `cancelled` when the caller's deadline or cancellation ended the wait).
+ * - the limiter's families ({@link limiter}: decisions, check time, errors, store calls,
+ *   remaining capacity, active keys, hot keys), the Redis store's ({@link redis}: per
+ *   shard call time and errors) and the stages' ({@link stages}: lease and batch units).
  * - `sluice_metric_series_dropped_total{metric}`: updates dropped by the series cap.
  *
  * Labels never carry raw request values unless the configuration names them (a rule
@@ -86,10 +94,15 @@ export class ServiceMetrics {
   readonly #nearLimitRatio: number;
   readonly #ruleHits: Counter<'domain' | 'rule' | 'outcome'>;
   readonly #configLoads: Counter<'result'>;
-  readonly #decisions: Counter<'policy' | 'status' | 'path'>;
+  readonly #configLoaded: Gauge;
   readonly #duration: Histogram<'transport' | 'method'>;
-  readonly #storeErrors: Counter<'code' | 'reason'>;
   readonly #cap: SeriesCap;
+  /** The limiter's metrics, in {@link registry}: give it to the limiter (`metrics`). */
+  readonly limiter: LimiterMetrics;
+  /** The Redis store's per-shard metrics, in {@link registry} (`RedisStoreOptions.observer`). */
+  readonly redis: RedisMetrics;
+  /** The stages' lease and batch metrics, in {@link registry}. */
+  readonly stages: StageMetrics;
 
   /**
    * Throws `RangeError` for a `nearLimitRatio` outside (0, 1] or a `maxSeriesPerMetric`
@@ -106,6 +119,18 @@ export class ServiceMetrics {
       this.registry,
     );
     const registers = [this.registry];
+    const shared = {
+      registry: this.registry,
+      maxSeriesPerMetric: this.#cap.max,
+    };
+    this.limiter = new LimiterMetrics({
+      ...shared,
+      ...(options.storeConnected === undefined ? {} : { storeConnected: options.storeConnected }),
+      ...(options.hotKeys === undefined ? {} : { hotKeys: options.hotKeys }),
+    });
+    this.redis = new RedisMetrics(shared);
+    const limiter = this.limiter;
+    this.stages = new StageMetrics({ ...shared, policyLabel: (p) => limiter.labelOf(p) });
     this.#ruleHits = new Counter({
       name: RULE_HITS,
       help: 'Hits per rate limit rule and outcome, in hits_addend units (envoyproxy/ratelimit rule stats).',
@@ -118,10 +143,9 @@ export class ServiceMetrics {
       labelNames: ['result'] as const,
       registers,
     });
-    this.#decisions = new Counter({
-      name: DECISIONS,
-      help: 'Policy decisions by policy, status and the path that produced them.',
-      labelNames: ['policy', 'status', 'path'] as const,
+    this.#configLoaded = new Gauge({
+      name: 'sluice_config_last_success_timestamp_seconds',
+      help: 'When the policy configuration was last loaded successfully (Unix time, seconds).',
       registers,
     });
     this.#duration = new Histogram({
@@ -129,12 +153,6 @@ export class ServiceMetrics {
       help: 'Time from a decision request arriving to its answer, by transport and method.',
       labelNames: ['transport', 'method'] as const,
       buckets: [...(options.durationBuckets ?? DEFAULT_BUCKETS)],
-      registers,
-    });
-    this.#storeErrors = new Counter({
-      name: STORE_ERRORS,
-      help: 'Failed store calls by error code and reason.',
-      labelNames: ['code', 'reason'] as const,
       registers,
     });
   }
@@ -176,14 +194,12 @@ export class ServiceMetrics {
   /** Counts one configuration load. */
   recordConfigLoad(result: ConfigLoadResult): void {
     this.#configLoads.inc({ result });
+    if (result === 'success') this.#configLoaded.set(Date.now() / 1000);
   }
 
-  /** Counts one policy decision by its policy name, status and path. */
+  /** Counts one policy decision by its policy name, status and path (see {@link limiter}). */
   recordDecision(decision: Pick<Decision, 'policy' | 'status' | 'path'>): void {
-    const policy = boundedLabelValue(decision.policy);
-    const { status, path } = decision;
-    if (!this.#cap.admit(DECISIONS, `${policy}\u0000${status}\u0000${path}`)) return;
-    this.#decisions.inc({ policy, status, path });
+    this.limiter.recordDecision(decision);
   }
 
   /**
@@ -201,8 +217,7 @@ export class ServiceMetrics {
    * reason (a `StoreFailureReason`, `deadline` or `cancelled`).
    */
   recordStoreError(code: string, reason: string): void {
-    if (!this.#cap.admit(STORE_ERRORS, `${code}\u0000${reason}`)) return;
-    this.#storeErrors.inc({ code, reason });
+    this.limiter.recordStoreError(code, reason);
   }
 
   /** The Prometheus text exposition of every metric in {@link registry}. */

@@ -7,6 +7,7 @@ import type {
   StageOutcome,
   StageVerdict,
 } from '../limiter/stage.js';
+import type { StageRecorder } from '../metrics/stage-metrics.js';
 import type { QuotaAgent } from './agent.js';
 
 /** Options of {@link LeaseStage}. */
@@ -18,6 +19,12 @@ export interface LeaseStageOptions {
    * `undefined` to pass the item on to the store.
    */
   readonly agentFor: (item: StageItem) => QuotaAgent | undefined;
+  /**
+   * Told, as stage `lease`, each window's allowance of a lease a check used (`granted`,
+   * once per agent and window) and the units of admitted checks (`spent`); utilization is
+   * spent / granted. @default none
+   */
+  readonly metrics?: StageRecorder;
 }
 
 /**
@@ -31,10 +38,14 @@ export class LeaseStage implements Stage {
   readonly name = 'lease';
   readonly #policies: ReadonlySet<string>;
   readonly #agentFor: (item: StageItem) => QuotaAgent | undefined;
+  readonly #metrics: StageRecorder | undefined;
+  /** The end of the last window whose allowance was counted granted, by agent. */
+  readonly #grantedUntil = new WeakMap<QuotaAgent, number>();
 
   constructor(options: LeaseStageOptions) {
     this.#policies = new Set(options.policies);
     this.#agentFor = options.agentFor;
+    this.#metrics = options.metrics;
   }
 
   appliesTo(policy: Policy): boolean {
@@ -48,6 +59,15 @@ export class LeaseStage implements Stage {
     if (result === 'store') return undefined;
     const w = agent.window(ctx.nowMs);
     const limit = w.allowance ?? 0;
+    const metrics = this.#metrics;
+    if (metrics !== undefined && agent.mode(ctx.nowMs) === 'lease') {
+      // A fallback's allowance is local, not granted: only a lease's windows count.
+      const end = ctx.nowMs + w.resetAfterMs;
+      if (this.#grantedUntil.get(agent) !== end) {
+        this.#grantedUntil.set(agent, end);
+        metrics.granted('lease', item.policy.name, limit);
+      }
+    }
     const decision: AlgorithmDecision = {
       status: result === 'allowed' ? 'OK' : 'OVER_LIMIT',
       allowed: result === 'allowed',
@@ -61,7 +81,16 @@ export class LeaseStage implements Stage {
   }
 
   settle(item: StageItem, verdict: StageVerdict, outcome: StageOutcome, ctx: StageContext): void {
-    if (outcome.admitted || verdict?.kind !== 'answer' || !verdict.decision.allowed) return;
-    this.#agentFor(item)?.refund(ctx.nowMs, item.cost);
+    if (verdict?.kind !== 'answer' || !verdict.decision.allowed) return;
+    if (!outcome.admitted) {
+      this.#agentFor(item)?.refund(ctx.nowMs, item.cost);
+      return;
+    }
+    // Spent from the lease only (a fallback's units were never granted); ctx.nowMs is the
+    // time `enter` answered at, so the mode is the one it answered in.
+    const metrics = this.#metrics;
+    if (metrics !== undefined && this.#agentFor(item)?.mode(ctx.nowMs) === 'lease') {
+      metrics.spent('lease', item.policy.name, item.cost);
+    }
   }
 }

@@ -122,8 +122,9 @@ export interface ServeOptions extends ConfigSources, Partial<DescriptorLimits> {
    */
   readonly decisionLogSampleRate?: number;
   /**
-   * The hot keys the status page shows (hashed identities, busiest first).
-   * @default the Redis store's own top-k; none on the memory store
+   * The hot keys the status page shows (hashed, busiest first).
+   * @default the limiter metrics' top-k of bucket keys (`metrics.limiter.hotKeys()`), on
+   * any store
    */
   readonly hotKeys?: { readonly source: string; readonly top: HotKeySource };
   /**
@@ -195,7 +196,9 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   checkServeOptionValues(options);
   const log = options.logger ?? pino({ name: 'sluice' });
   const limits = descriptorLimits(options);
+  let redis: RedisStore | undefined;
   const metrics = new ServiceMetrics({
+    storeConnected: () => redis?.connected ?? true,
     ...(options.nearLimitRatio === undefined ? {} : { nearLimitRatio: options.nearLimitRatio }),
     ...(options.maxSeriesPerMetric === undefined
       ? {}
@@ -250,10 +253,14 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   const tls = redisTls === undefined ? {} : { tls: redisTls.tls };
   const store: Store =
     options.redisSentinel !== undefined
-      ? RedisStore.connectSentinel({ ...options.redisSentinel, ...tls }, { prefix, ...stuck })
+      ? RedisStore.connectSentinel(
+          { ...options.redisSentinel, ...tls },
+          { prefix, observer: metrics.redis, ...stuck },
+        )
       : cluster !== undefined
         ? RedisStore.connectCluster(cluster.nodes, {
             prefix,
+            observer: metrics.redis,
             ...stuck,
             ...(cluster.username === undefined ? {} : { username: cluster.username }),
             ...(cluster.password === undefined ? {} : { password: cluster.password }),
@@ -261,17 +268,27 @@ export async function startService(options: ServeOptions): Promise<RunningServic
           })
         : options.redisUrl === undefined
           ? new MemoryStore()
-          : RedisStore.connect(options.redisUrl, { prefix, ...stuck, ...tls });
+          : RedisStore.connect(options.redisUrl, {
+              prefix,
+              observer: metrics.redis,
+              ...stuck,
+              ...tls,
+            });
   const perSecondTarget = options.perSecondRedis;
   const perSecondStore: Store | undefined =
     perSecondTarget === undefined
       ? undefined
       : perSecondTarget.type === 'single'
-        ? RedisStore.connect(perSecondTarget.url, { prefix, ...stuck })
+        ? RedisStore.connect(perSecondTarget.url, { prefix, observer: metrics.redis, ...stuck })
         : perSecondTarget.type === 'sentinel'
-          ? RedisStore.connectSentinel(perSecondTarget, { prefix, ...stuck })
+          ? RedisStore.connectSentinel(perSecondTarget, {
+              prefix,
+              observer: metrics.redis,
+              ...stuck,
+            })
           : RedisStore.connectCluster(perSecondTarget.nodes, {
               prefix,
+              observer: metrics.redis,
               ...stuck,
               ...(perSecondTarget.username === undefined
                 ? {}
@@ -280,6 +297,10 @@ export async function startService(options: ServeOptions): Promise<RunningServic
                 ? {}
                 : { password: perSecondTarget.password }),
             });
+  if (store instanceof RedisStore) {
+    redis = store;
+    metrics.redis.watchScripts(store);
+  }
   const traced = (s: Store): Store =>
     tracing === undefined
       ? s
@@ -290,26 +311,23 @@ export async function startService(options: ServeOptions): Promise<RunningServic
         );
   const storeHealth = new StoreHealth({
     log,
-    metrics,
     ...(store instanceof RedisStore ? { connected: () => store.connected } : {}),
   });
   const storeKind =
     cluster !== undefined ? 'redis-cluster' : store instanceof RedisStore ? 'redis' : 'memory';
-  const hotKeys =
-    options.hotKeys ??
-    (store instanceof RedisStore
-      ? {
-          source: "the Redis store's top-k of identities seen by this process",
-          top: () => store.hotKeys().map((k) => ({ hash: k.identity, count: k.count })),
-        }
-      : undefined);
+  // The limiter counts every bucket it is asked for, whatever answers it (store or stage).
+  const hotKeys = options.hotKeys ?? {
+    source:
+      "this process's limiter: the top-k buckets by units asked since start, by identity (counts are upper bounds)",
+    top: () => metrics.limiter.hotIdentities(),
+  };
   const status = new ServiceStatus({
     // A store call does not say which shard failed: the store is one row.
     store: () => ({
       kind: storeKind,
       shards: [storeHealth.status(cluster !== undefined ? 'all primaries' : storeKind)],
     }),
-    ...(hotKeys === undefined ? {} : { hotKeys }),
+    hotKeys,
   });
   status.configLoaded(filesOf(config), config.envoy, config.policies);
   const decisionLog = new DecisionLog({

@@ -141,6 +141,11 @@ export class RateLimitService {
       ...options.descriptorLimits,
       ...(options.storeObserver === undefined ? {} : { storeObserver: options.storeObserver }),
       overLimitCacheBytes: options.localCacheSizeBytes ?? 0,
+      // Every decision, store call and bucket is counted by the limiter, under the rules'
+      // public names (see #buildPolicy).
+      ...(options.metrics === undefined
+        ? {}
+        : { metrics: options.metrics.limiter, stageMetrics: options.metrics.stages }),
     });
     this.#perSecondLimiter =
       options.perSecondStore === undefined
@@ -150,6 +155,9 @@ export class RateLimitService {
             policies: [],
             clock: this.#clock,
             ...options.descriptorLimits,
+            ...(options.metrics === undefined
+              ? {}
+              : { metrics: options.metrics.limiter, stageMetrics: options.metrics.stages }),
           });
   }
 
@@ -300,8 +308,8 @@ export class RateLimitService {
       if (result.decisions.some((d) => d.status === 'UNAVAILABLE')) {
         itemOf.forEach((idx, i) => {
           if (idx !== undefined) {
+            // The limiter counted the decision; the decision log wants the rule's name too.
             const named = { ...result.decisions[idx]!, policy: ruleName(resolved[i]!) };
-            this.#metrics?.recordDecision(named);
             this.#observeRule(named, items[idx]!, context);
           }
         });
@@ -347,10 +355,9 @@ export class RateLimitService {
     if (overall.globalShadowApplied) this.#options.stats?.globalShadowMode();
     decisionOf.forEach((d, i) => {
       if (d === undefined) return;
-      // Under the rule's public name, never its policy's internal (storage) name.
-      const named = { ...d, policy: ruleName(resolved[i]!) };
-      this.#metrics?.recordDecision(named);
       if (this.#observer !== undefined) {
+        // Under the rule's public name, never its policy's internal (storage) name.
+        const named = { ...d, policy: ruleName(resolved[i]!) };
         const r = resolved[i]!;
         this.#observeRule(
           named,
@@ -390,7 +397,6 @@ export class RateLimitService {
     });
     const requestId = req.requestId ?? context?.requestId;
     for (const d of result.decisions) {
-      this.#metrics?.recordDecision(d);
       const policy = this.#observer === undefined ? undefined : this.#nativePolicies.get(d.policy);
       if (policy !== undefined) {
         this.#observer!({
@@ -561,10 +567,12 @@ export class RateLimitService {
         ? (algorithmOf(rule.sluice.algorithm).chargingDenied?.(configured) as typeof configured)
         : undefined) ?? configured;
     // Internal name: safe in storage keys whatever the rule's path holds, and never shown
-    // (decisions are reported under `ruleName`). The limit, algorithm and params are part
+    // (metrics label it with the rule's public name, `publicRuleName`). The limit, algorithm and params are part
     // of it, so a reload that changes them (or how the window counts) starts fresh buckets.
     const fingerprint = `${rule.fullKey}|${rule.requestsPerUnit}|${rule.unit ?? ''}|${rule.sluice.algorithm}|${JSON.stringify(params)}`;
     const name = `envoy.${createHash('sha256').update(fingerprint).digest('hex').slice(0, 24)}`;
+    // Metrics label the policy with the rule's public name, never the internal one.
+    this.#metrics?.limiter.labelPolicy(name, publicRuleName(rule));
     const keys = Array.from({ length: depth }, (_, i) => `e${i}`);
     return Object.freeze({
       name,

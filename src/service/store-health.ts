@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import type { StoreError, StoreFailureReason } from '../core/errors.js';
 import type { StoreCallEnd, StoreCallObserver } from '../limiter/limiter.js';
-import type { ServiceMetrics } from '../metrics/service-metrics.js';
 import type { ShardStatus } from './status/status-snapshot.js';
 
 /** A failed store call's reason as counted: the store's, or what the caller did. */
@@ -10,7 +9,6 @@ export type CountedFailureReason = StoreFailureReason | 'deadline' | 'cancelled'
 /** Options of {@link StoreHealth}. */
 export interface StoreHealthOptions {
   readonly log: Logger;
-  readonly metrics?: ServiceMetrics;
   /**
    * Whether the store's connection is up now. A timeout while it is down counts as
    * `connection`: calls wait for a reconnect within their deadline, so a dead Redis
@@ -31,8 +29,8 @@ interface Failing {
 }
 
 /**
- * Watches the limiter's store calls: counts every failed call by reason in
- * `sluice_store_errors_total`, and logs the store's state changes, not each call. The
+ * Watches the limiter's store calls and logs the store's state changes, not each call
+ * (the limiter's metrics count every failed call in `sluice_store_errors_total`). The
  * first failure logs `store failing: <reason>` (error level, `state: "unhealthy"`); the
  * next answered call logs `store healthy again` (info, `state: "healthy"`) with the
  * failures counted meanwhile, by reason. The store is one unit here: its calls do not say
@@ -42,7 +40,6 @@ interface Failing {
  */
 export class StoreHealth implements StoreCallObserver {
   readonly #log: Logger;
-  readonly #metrics: ServiceMetrics | undefined;
   readonly #connected: () => boolean;
   readonly #nowMs: () => number;
   readonly #wallMs: () => number;
@@ -50,7 +47,6 @@ export class StoreHealth implements StoreCallObserver {
 
   constructor(options: StoreHealthOptions) {
     this.#log = options.log;
-    this.#metrics = options.metrics;
     this.#connected = options.connected ?? (() => true);
     this.#nowMs = options.nowMs ?? (() => performance.now());
     this.#wallMs = options.wallMs ?? Date.now;
@@ -100,7 +96,6 @@ export class StoreHealth implements StoreCallObserver {
           : error.reason === 'timeout' && !this.#connected()
             ? 'connection'
             : error.reason;
-    this.#metrics?.recordStoreError(error.code, reason);
     if (endedBy !== 'store') return;
     let failing = this.#failing;
     if (failing === undefined) {

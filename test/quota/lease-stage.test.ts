@@ -5,6 +5,8 @@ import type { StageItem, StageOutcome } from '../../src/limiter/stage.js';
 import { QuotaAgent } from '../../src/quota/agent.js';
 import type { Lease } from '../../src/quota/lease.js';
 import { LeaseStage } from '../../src/quota/lease-stage.js';
+import { StageMetrics } from '../../src/metrics/stage-metrics.js';
+import { sumOf } from '../support/prometheus-text.js';
 
 const [leased, other] = parsePolicies([
   {
@@ -74,6 +76,31 @@ describe('LeaseStage (path lease)', () => {
       },
     });
     expect(answers[2]).toMatchObject({ decision: { status: 'OK', remaining: 0, retryAfterMs: 0 } });
+  });
+
+  it('reports each used window of a lease as granted, and admitted units as spent (StageRecorder)', async () => {
+    const metrics = new StageMetrics();
+    const agent = new QuotaAgent(
+      { agent: 'a', bucket: 'global-api', fallback: { kind: 'static', rate: 50 } },
+      0,
+    );
+    agent.apply(lease, 0);
+    const stage = new LeaseStage({ policies: ['global-api'], agentFor: () => agent, metrics });
+    // Window 0: two admitted, one whose check another policy denied; window 1: one admitted.
+    // After the lease expires (3 s), the fallback's allowance is not granted.
+    const run = (nowMs: number, admitted: boolean): void => {
+      const verdict = stage.enter(item(), { nowMs });
+      stage.settle(item(), verdict, outcome(admitted), { nowMs });
+    };
+    run(0, true);
+    run(100, true);
+    run(200, false);
+    run(1_000, true);
+    run(3_500, true);
+    const t = await metrics.registry.metrics();
+    const units = (name: string) => sumOf(t, name, { stage: 'lease', policy: 'global-api' });
+    expect(units('sluice_stage_granted_units_total')).toBe(6);
+    expect(units('sluice_stage_spent_units_total')).toBe(3);
   });
 
   it('gives the units back when another policy denied the check', () => {

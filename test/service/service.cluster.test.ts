@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keySlot } from '../../src/stores/redis/slot-groups.js';
 import { inOneWindow } from '../support/one-window.js';
+import { samplesOf } from '../support/prometheus-text.js';
 import { RedisCluster } from '../support/redis-cluster.js';
 import { type Serve, spawnServe, svcRequest as request } from '../support/sluice-serve.js';
 import { call, connect } from './grpc/client.js';
@@ -97,6 +98,20 @@ describe('sluice serve on one Redis Cluster', () => {
       expect(sizes.every((n) => n > 0)).toBe(true);
       expect(okPer).toEqual(tenants.map(() => 100));
       expect(overPer).toEqual(tenants.map(() => CALLS - 100));
+      // Redis metrics by shard: every process called every primary, labelled host:port,
+      // and read each primary's own script totals (INFO commandstats).
+      const shards = (await cluster.primaries()).map((n) => `127.0.0.1:${n.port}`).sort();
+      for (const p of procs) {
+        const text = await (await fetch(`http://127.0.0.1:${p.httpPort}/metrics`)).text();
+        const called = samplesOf(text)
+          .filter((x) => x.name === 'sluice_redis_call_duration_seconds_count' && x.value > 0)
+          .map((x) => x.labels['shard']);
+        expect(new Set(called)).toEqual(new Set(shards));
+        const served = samplesOf(text)
+          .filter((x) => x.name === 'sluice_redis_script_calls_total' && x.value > 0)
+          .map((x) => x.labels['shard']);
+        expect(new Set(served)).toEqual(new Set(shards));
+      }
     } finally {
       clients.forEach((c) => c.close());
     }

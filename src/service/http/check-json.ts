@@ -92,6 +92,11 @@ const PATHS: ReadonlySet<string> = new Set<Decision['path']>([
   'fail-closed',
   'stale',
   'shadow',
+  // Answered by a pipeline stage.
+  'local',
+  'cache',
+  'batch',
+  'lease',
 ]);
 
 // A handler that answers with these is broken; the error surfaces as 500.

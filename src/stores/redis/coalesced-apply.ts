@@ -36,6 +36,8 @@ function applyCall(
     () => script(keys, [packed]),
     (reply) => decodeReplies(reply, batches),
     (error) => batches.map(() => ({ ok: false as const, error })),
+    'applyBatches',
+    keys[0],
   );
 }
 

@@ -1,8 +1,10 @@
 import { Cluster, Redis, ReplyError } from 'ioredis';
 import { StoreError } from '../../core/errors.js';
 import type { StoreApplyOptions } from '../store.js';
+import type { RedisCallObserver, RedisScriptName } from './call-observer.js';
 import { PrimaryGuard } from './primary-guard.js';
 import { asRedisError } from './redis-errors.js';
+import { keySlot } from './slot-groups.js';
 
 /**
  * The store's own connection (a duplicate of the given client under settings that never
@@ -24,17 +26,26 @@ export class SafeConnection {
   /** When the connection was made but not yet ready (its ready check may be lost). */
   #connectSince: number | undefined;
   #ready: Promise<void> | undefined;
+  readonly #observer: RedisCallObserver | undefined;
+  /** A standalone Redis's `host:port`; undefined on a Cluster (per slot). */
+  readonly #standalone: string | undefined;
 
   constructor(
     client: Redis | Cluster,
     maxInFlight: number,
     stuckAfterMs: number,
     roleCheckMs: number,
+    observer?: RedisCallObserver,
   ) {
     refuseReplicaReads(client);
     this.client = safeConnection(client);
     this.#maxInFlight = maxInFlight;
     this.#stuckAfterMs = stuckAfterMs;
+    this.#observer = observer;
+    this.#standalone =
+      this.client instanceof Cluster
+        ? undefined
+        : `${this.client.options.host ?? 'localhost'}:${this.client.options.port ?? 6379}`;
     const own = this.client;
     this.#guard = own instanceof Cluster ? undefined : new PrimaryGuard(own, roleCheckMs);
     const guard = this.#guard;
@@ -134,21 +145,38 @@ export class SafeConnection {
     send: () => Promise<unknown>,
     onReply: (reply: unknown) => T,
     onError: (error: StoreError) => T,
+    name: RedisScriptName = 'applyBatches',
+    /** A key of the call, naming its shard for the observer. */
+    key?: string,
   ): Promise<T> {
-    this.#unansweredSince ??= performance.now();
+    const sentAt = performance.now();
+    this.#unansweredSince ??= sentAt;
+    const observer = this.#observer;
     return send().then(
       (reply) => {
         this.#unansweredSince = undefined;
+        observer?.scriptCall(name, this.shardOf(key), performance.now() - sentAt);
         return onReply(reply);
       },
       (cause: unknown) => {
         // An error reply still proves the connection works; a connection error does not.
         if (cause instanceof ReplyError) this.#unansweredSince = undefined;
         const error = asRedisError(cause);
+        observer?.scriptCall(name, this.shardOf(key), performance.now() - sentAt, error);
         if (error.reason === 'readonly') this.#guard?.suspect();
         return onError(error);
       },
     );
+  }
+
+  /**
+   * The node serving `key`, `host:port`: the standalone server, or on a Cluster the
+   * primary of the key's slot as ioredis knows it (`unknown` without a key or slot map).
+   */
+  shardOf(key: string | undefined): string {
+    if (this.#standalone !== undefined) return this.#standalone;
+    if (key === undefined) return 'unknown';
+    return (this.client as Cluster).slots[keySlot(key)]?.[0] ?? 'unknown';
   }
 
   /**
@@ -162,18 +190,18 @@ export class SafeConnection {
     fail: (error: StoreError) => U,
     /** Read only when the connection is not ready: its `signal` may be made on demand. */
     options: StoreApplyOptions | undefined,
+    /** A key of the call, naming its shard for the observer. */
+    key?: string,
   ): Promise<U> {
     this.#checkStuck();
     if (this.#inFlight >= this.#maxInFlight) {
-      return Promise.resolve(
-        fail(
-          new StoreError(
-            'SLUICE_ERR_STORE_UNAVAILABLE',
-            `Redis: ${this.#inFlight} calls already waiting (maxInFlight)`,
-            { reason: 'overloaded' },
-          ),
-        ),
+      const error = new StoreError(
+        'SLUICE_ERR_STORE_UNAVAILABLE',
+        `Redis: ${this.#inFlight} calls already waiting (maxInFlight)`,
+        { reason: 'overloaded' },
       );
+      this.#observer?.notSent(this.shardOf(key), error);
+      return Promise.resolve(fail(error));
     }
     const refusal = this.#guard?.refusal;
     if (refusal !== undefined) return Promise.resolve(fail(refusal));
@@ -188,7 +216,10 @@ export class SafeConnection {
       },
       (cause: unknown) => {
         this.#inFlight--;
-        return fail(asRedisError(cause));
+        // `call` sends through `script`, which never rejects: this is a call never sent.
+        const error = asRedisError(cause);
+        this.#observer?.notSent(this.shardOf(key), error);
+        return fail(error);
       },
     );
   }

@@ -28,6 +28,7 @@ import { HotKeys, type HotKey } from './hot-keys.js';
 import { failed } from './redis-errors.js';
 import { RefundCall } from './refund-call.js';
 import { ReplicatedAck, type ReplicatedAckStats } from './replicated-ack.js';
+import { scriptStats, type ScriptStats } from './script-stats.js';
 import { groupBySlot, type SlotGroup } from './slot-groups.js';
 import { storeSettings, type RedisStoreOptions, type StoreSettings } from './store-options.js';
 import { MAX_BATCH_ITEMS, type WireBatch } from './wire.js';
@@ -87,6 +88,7 @@ export class RedisStore implements Store {
       this.#settings.maxInFlight,
       this.#settings.stuckAfterMs,
       this.#settings.roleCheckMs,
+      options.observer,
     );
     this.#cluster = this.#connection.client instanceof Cluster;
     this.#apply = coalescedApply(this.#connection, options.maxBatchesPerCall);
@@ -218,6 +220,16 @@ export class RedisStore implements Store {
     return this.#hotKeys?.top() ?? [];
   }
 
+  /**
+   * `INFO commandstats` of the script commands on each node the store sends scripts to
+   * (the standalone server, or the Cluster's primaries): the nodes' own script time, for
+   * `RedisMetrics.watchScripts`. Counts every client of a node. Rejects when a node
+   * does not answer (not connected: at once).
+   */
+  scriptStats(): Promise<ScriptStats[]> {
+    return scriptStats(this.#connection.client);
+  }
+
   /** Counters of cross-slot batches (live object; see {@link CrossSlotStats}). */
   get crossSlotStats(): Readonly<CrossSlotStats> {
     return this.#crossSlotStats;
@@ -309,6 +321,7 @@ export class RedisStore implements Store {
             (all) => all,
             (error) => wires.map(() => failed(error)),
             options,
+            wires[0]!.keys[0],
           ),
         );
         outcomes.forEach((o, j) => {
@@ -394,10 +407,10 @@ export class RedisStore implements Store {
     // one script's keys must share a slot on a Cluster.
     const call = (): Promise<GroupOutcome> => this.#apply.call(slot, wire);
     if (dryRun || !this.#ack.on) {
-      return this.#connection.call(call, then, (error) => then(failed(error)), options);
+      return this.#connection.call(call, then, (error) => then(failed(error)), options, keys[0]);
     }
     return this.#connection
-      .call(call, (out) => out, failed, options)
+      .call(call, (out) => out, failed, options, keys[0])
       .then((out) => this.#ack.after([items], slot, [out]).then((acked) => then(acked[0]!)));
   }
 

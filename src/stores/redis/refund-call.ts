@@ -45,10 +45,13 @@ export class RefundCall {
             }
           },
           failed,
+          'refundBatch',
+          keys[0],
         ),
       (outcome) => outcome,
       failed,
       undefined,
+      keys[0],
     );
   }
 }

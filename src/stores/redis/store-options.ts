@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import type { RedisCallObserver } from './call-observer.js';
 import type { CrossSlotStrategy } from './cross-slot.js';
 import { validateReplicatedAck, type ReplicatedAckOptions } from './replicated-ack.js';
 
@@ -77,6 +78,11 @@ export interface RedisStoreOptions {
    * @default 64
    */
   readonly maxBatchesPerCall?: number;
+  /**
+   * Told about every call to Redis: its script, shard (`host:port`), time on the wire and
+   * error (`RedisMetrics` in `sluice/metrics` exports them). @default none
+   */
+  readonly observer?: RedisCallObserver;
 }
 
 /** The options with their defaults, checked. */
