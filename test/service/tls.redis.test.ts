@@ -35,10 +35,12 @@ afterEach(async () => {
 let dir: string;
 let ca: TestCa;
 let wrongCa: TestCa;
+// The long timeout: a fresh machine installs the Debian package first
+// (test/support/debian-package.ts).
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-tls-'));
   [ca, wrongCa] = await Promise.all([makeCa(dir, 'ca'), makeCa(dir, 'wrong-ca')]);
-});
+}, 600_000);
 afterAll(async () => {
   await stopAllRedisServers();
   fs.rmSync(dir, { recursive: true, force: true });

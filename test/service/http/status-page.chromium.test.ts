@@ -65,6 +65,8 @@ async function row(id: string, first: string): Promise<string[]> {
   return found[0]!;
 }
 
+// The long timeout: a fresh machine installs the Debian package first
+// (test/support/debian-package.ts).
 beforeAll(async () => {
   const executablePath = await ensureDebianCommand('chromium', 'chromium');
   ({ redis, proxy, svc } = await startServiceBehindProxy({ policiesFile: POLICIES }));
@@ -72,7 +74,7 @@ beforeAll(async () => {
   browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
   page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
   shots = await mkdtemp(join(tmpdir(), 'sluice-status-'));
-});
+}, 600_000);
 
 afterAll(async () => {
   await browser?.close();

@@ -74,6 +74,8 @@ function issue(ca: string, name: string, cn: string, san: string): void {
   );
 }
 
+// The long timeout: a fresh machine installs the Debian package first
+// (test/support/debian-package.ts).
 beforeAll(async () => {
   openssl = await ensureDebianCommand('openssl', 'openssl');
   dir = mkdtempSync(join(tmpdir(), 'sluice-xds-tls-'));
@@ -81,7 +83,7 @@ beforeAll(async () => {
   issue('client-ca', 'client', 'rate-limit', 'DNS:rate-limit');
   issue('other-ca', 'other', 'other', 'DNS:other');
   return () => rmSync(dir, { recursive: true, force: true });
-});
+}, 600_000);
 
 const rules = {
   name: 'tls',

@@ -8,10 +8,11 @@
  * ahead by `skew` may add up to `min(burst, rate × skew)`; a clock behind adds nothing.
  */
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLimiter } from '../../../src/limiter/limiter.js';
 import { RedisStore } from '../../../src/stores/redis/redis-store.js';
 import { decidedByStore } from '../../support/check-results.js';
+import { ensureDebianCommand } from '../../support/debian-package.js';
 import { fakeClockEnv } from '../../support/faketime.js';
 import { closeAllFaultProxies, FaultProxy } from '../../support/fault-proxy.js';
 import { RedisServer, stopAllRedisServers } from '../../support/redis-server.js';
@@ -28,6 +29,9 @@ afterAll(async () => {
   await closeAllFaultProxies();
   await stopAllRedisServers();
 });
+
+// A fresh machine installs libfaketime here, not inside a test's own timeout.
+beforeAll(() => ensureDebianCommand('faketime', 'faketime').then(() => undefined), 600_000);
 
 const RATE = 4; // units per second
 const BURST = 20;
