@@ -2,15 +2,7 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { startQuotaController } from '../quota/controller-process.js';
 import type { QuotaBudget } from '../quota/lease.js';
 import type { RlqsStrategyKind } from '../quota/rlqs/mapping.js';
-
-function wholeNumber(name: string, min: number) {
-  return (v: string): number => {
-    const n = Number(v);
-    if (!Number.isSafeInteger(n) || n < min)
-      throw new InvalidArgumentError(`${name} must be a whole number >= ${min}`);
-    return n;
-  };
-}
+import { wholeNumber } from './option-values.js';
 
 /** `k=v[,k=v…]@rate`: a BucketId's pairs (in any order) and its budget per second. */
 function budget(v: string, previous: QuotaBudget[] = []): QuotaBudget[] {

@@ -28,15 +28,7 @@ import { planText } from './plan-text.js';
 import { errorText, exitCodeOf } from './error-text.js';
 import { addControllerCommand } from './controller-command.js';
 import { addSimulateCommand } from './simulate-command.js';
-
-function wholeNumber(name: string, min: number) {
-  return (v: string): number => {
-    const n = Number(v);
-    if (!Number.isSafeInteger(n) || n < min)
-      throw new InvalidArgumentError(`${name} must be a whole number >= ${min}`);
-    return n;
-  };
-}
+import { positiveNumber, wholeNumber } from './option-values.js';
 
 function fail(error: unknown): never {
   process.stderr.write(errorText(error));
@@ -287,17 +279,6 @@ program
       }
     },
   );
-
-function positiveNumber(name: string, max = Infinity) {
-  return (v: string): number => {
-    const n = /^\s*[0-9.eE+]+\s*$/.test(v) ? Number(v) : NaN;
-    if (!(n > 0 && n <= max))
-      throw new InvalidArgumentError(
-        `${name} must be a number > 0${max === Infinity ? '' : ` and <= ${max}`}`,
-      );
-    return n;
-  };
-}
 
 program
   .command('plan')

@@ -1,16 +1,8 @@
 import { writeFile } from 'node:fs/promises';
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import { simulateLeases } from '../quota/simulation/simulate.js';
 import { simulationSvg } from '../quota/simulation/svg.js';
-
-function wholeNumber(name: string, min: number) {
-  return (v: string): number => {
-    const n = Number(v);
-    if (!Number.isSafeInteger(n) || n < min)
-      throw new InvalidArgumentError(`${name} must be a whole number >= ${min}`);
-    return n;
-  };
-}
+import { wholeNumber } from './option-values.js';
 
 const pct = (v: number) => `${(v * 100).toFixed(2)}%`;
 

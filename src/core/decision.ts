@@ -1,17 +1,23 @@
 import type { Status } from './status.js';
 
+/**
+ * Every path a decision can come by: the store, a failure mode, a shadow policy, or a
+ * pipeline stage (`local`, `cache`, `batch`, `lease`; see `StagePath`).
+ */
+export const DECISION_PATHS = Object.freeze([
+  'store',
+  'fail-open',
+  'fail-closed',
+  'stale',
+  'shadow',
+  'local',
+  'cache',
+  'batch',
+  'lease',
+] as const);
+
 /** Which path produced a decision. */
-export type DecisionPath =
-  | 'store'
-  | 'fail-open'
-  | 'fail-closed'
-  | 'stale'
-  | 'shadow'
-  /** Answered by a pipeline stage (see `StagePath`). */
-  | 'local'
-  | 'cache'
-  | 'batch'
-  | 'lease';
+export type DecisionPath = (typeof DECISION_PATHS)[number];
 
 /**
  * What an algorithm's transition decides for one bucket: everything a {@link Decision}

@@ -1,8 +1,8 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Decision, DecisionPath } from '../core/decision.js';
+import { DECISION_PATHS, type Decision, type DecisionPath } from '../core/decision.js';
 import { ERROR_CODES } from '../core/error-codes.js';
 import { SluiceError, type StoreError } from '../core/errors.js';
-import type { Status } from '../core/status.js';
+import { STATUSES, type Status } from '../core/status.js';
 import { BucketHistogram, type HistogramCell } from './bucket-histogram.js';
 import type { CheckRecorder, StoreCallEndedBy } from './check-recorder.js';
 import { DistinctCount } from './distinct-count.js';
@@ -89,18 +89,7 @@ interface ActiveKeys {
   windowStart: number;
 }
 
-const STATUSES: readonly Status[] = ['OK', 'OVER_LIMIT', 'UNAVAILABLE', 'INVALID_POLICY'];
-const PATHS: readonly DecisionPath[] = [
-  'store',
-  'fail-open',
-  'fail-closed',
-  'stale',
-  'shadow',
-  'local',
-  'cache',
-  'batch',
-  'lease',
-];
+const PATHS: readonly DecisionPath[] = DECISION_PATHS;
 const STATUS_INDEX = new Map(STATUSES.map((s, i) => [s, i]));
 const PATH_INDEX = new Map(PATHS.map((p, i) => [p, i]));
 

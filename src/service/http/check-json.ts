@@ -1,4 +1,4 @@
-import type { Decision } from '../../core/decision.js';
+import { DECISION_PATHS, type Decision } from '../../core/decision.js';
 import { DEFAULT_DESCRIPTOR_LIMITS, type DescriptorLimits } from '../../core/descriptor-limits.js';
 import { ProtocolError } from '../../core/errors.js';
 import { STATUSES as ALL_STATUSES, type Status } from '../../core/status.js';
@@ -86,18 +86,7 @@ export function decodeCheckJson(
 }
 
 const STATUSES: ReadonlySet<string> = new Set(ALL_STATUSES);
-const PATHS: ReadonlySet<string> = new Set<Decision['path']>([
-  'store',
-  'fail-open',
-  'fail-closed',
-  'stale',
-  'shadow',
-  // Answered by a pipeline stage.
-  'local',
-  'cache',
-  'batch',
-  'lease',
-]);
+const PATHS: ReadonlySet<string> = new Set(DECISION_PATHS);
 
 // A handler that answers with these is broken; the error surfaces as 500.
 function nonNegative(v: number, at: string): number {
