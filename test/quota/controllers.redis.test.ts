@@ -22,7 +22,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const p of started) p.kill('SIGKILL');
-  await Promise.all(started.map((p) => p.exit()));
+  await Promise.all(started.map((p) => p.ended()));
   await redis.stop();
 });
 

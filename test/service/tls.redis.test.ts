@@ -49,6 +49,28 @@ afterAll(async () => {
 const Rls = grpc.makeGenericClientConstructor(RLS_SERVICE, 'RateLimitService');
 
 /** ShouldRateLimit over TLS with `rootCa` (and a client certificate); the code or the error. */
+/** A redis-server serving TLS on a port of its own with `server`'s certificate, asking
+ * clients for one from `ca`; stopped after the test. */
+async function startTlsRedis(server: TestCert): Promise<{ tlsPort: number; redis: RedisServer }> {
+  const tlsPort = await freePort();
+  const redis = await RedisServer.start({
+    extraArgs: [
+      '--tls-port',
+      String(tlsPort),
+      '--tls-cert-file',
+      server.certFile,
+      '--tls-key-file',
+      server.keyFile,
+      '--tls-ca-cert-file',
+      ca.certFile,
+      '--tls-auth-clients',
+      'yes',
+    ],
+  });
+  cleanups.push(() => redis.stop());
+  return { tlsPort, redis };
+}
+
 async function ask(port: number, rootCa: Buffer, client?: TestCert): Promise<string> {
   const creds = grpc.credentials.createSsl(rootCa, client?.key ?? null, client?.cert ?? null);
   const rls = new Rls(`127.0.0.1:${port}`, creds);
@@ -105,22 +127,7 @@ describe('TLS to Redis', () => {
       dns: ['sluice'],
       usages: ['clientAuth'],
     });
-    const tlsPort = await freePort();
-    const redis = await RedisServer.start({
-      extraArgs: [
-        '--tls-port',
-        String(tlsPort),
-        '--tls-cert-file',
-        server.certFile,
-        '--tls-key-file',
-        server.keyFile,
-        '--tls-ca-cert-file',
-        ca.certFile,
-        '--tls-auth-clients',
-        'yes',
-      ],
-    });
-    cleanups.push(() => redis.stop());
+    const { tlsPort, redis } = await startTlsRedis(server);
     const settings = readServiceSettings({
       REDIS_URL: `127.0.0.1:${tlsPort}`,
       REDIS_TLS: 'true',
@@ -175,22 +182,7 @@ describe('TLS to Redis: rotation', () => {
       dns: ['localhost'],
       ips: ['127.0.0.1'],
     });
-    const tlsPort = await freePort();
-    const redis = await RedisServer.start({
-      extraArgs: [
-        '--tls-port',
-        String(tlsPort),
-        '--tls-cert-file',
-        server.certFile,
-        '--tls-key-file',
-        server.keyFile,
-        '--tls-ca-cert-file',
-        ca.certFile,
-        '--tls-auth-clients',
-        'yes',
-      ],
-    });
-    cleanups.push(() => redis.stop());
+    const { tlsPort } = await startTlsRedis(server);
     // The service starts with a client certificate Redis does not trust, so it waits.
     const client = await issueCert(dir, wrongCa, 'sluice-client', {
       dns: ['sluice'],
