@@ -69,7 +69,6 @@ export type {
 export type {
   Stage,
   StageContext,
-  StageDeps,
   StageItem,
   StageOutcome,
   StagePath,

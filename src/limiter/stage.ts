@@ -1,8 +1,6 @@
-import type { Clock } from '../core/clock.js';
 import type { AlgorithmDecision, Decision } from '../core/decision.js';
 import type { StoreError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
-import type { Store } from '../stores/store.js';
 
 /**
  * The stage seam of the check pipeline (DESIGN.md §5, stages 5 and 6).
@@ -96,10 +94,4 @@ export interface Stage {
   settle?(item: StageItem, verdict: StageVerdict, outcome: StageOutcome, ctx: StageContext): void;
   /** Releases what the stage holds (e.g. returns unspent reserved units); idempotent. */
   close?(): Promise<void>;
-}
-
-/** What a stage may be built from: the limiter's store and clock. */
-export interface StageDeps {
-  readonly store: Store;
-  readonly clock: Clock;
 }
