@@ -25,7 +25,7 @@ import type { StoreRequest, StoreResult } from '../../../src/stores/store.js';
 import { decidedByStore } from '../../support/check-results.js';
 import { FaultProxy } from '../../support/fault-proxy.js';
 import { RedisServer } from '../../support/redis-server.js';
-import { packState, readState, recordedExpiry, STATE_CODE } from '../../support/redis-state.js';
+import { packState, readState, STATE_CODE } from '../../support/redis-state.js';
 import { sleep, waitFor } from '../../support/wait.js';
 import { describeStore } from '../conformance.js';
 
@@ -244,103 +244,6 @@ describe('RedisStore: stored state', () => {
   });
 });
 
-/** Calls of each command since the server started (INFO commandstats), by name. */
-async function commandCalls(client: Redis): Promise<Record<string, number>> {
-  const info = await client.info('commandstats');
-  const out: Record<string, number> = {};
-  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) out[m[1]!] = Number(m[2]);
-  return out;
-}
-
-function callsSince(before: Record<string, number>, after: Record<string, number>) {
-  const d = (name: string): number => (after[name] ?? 0) - (before[name] ?? 0);
-  return {
-    scripts: d('fcall') + d('evalsha') + d('eval'),
-    get: d('get'),
-    mget: d('mget'),
-    set: d('set'),
-  };
-}
-
-describe('RedisStore: one read and one write per key per call, and kept expiries', () => {
-  const tb = STATE_CODE['token-bucket'];
-
-  it("records the key's expiry after its state, at most 1 ms before Redis's own", async () => {
-    const p: TokenBucketParams = { rate: 3, periodMs: 1_000, burst: 20 };
-    const key = store.redisKey('{expiry}:record');
-    await store.apply([tbReq(p, '{expiry}:record', 1)], { nowMs: 0 });
-    const raw = (await client.getBuffer(key))!;
-    expect(raw).toHaveLength(1 + 8 * 3);
-    const recorded = recordedExpiry(raw, tb)!;
-    const real = Number(await client.call('PEXPIRETIME', key));
-    expect(recorded).toBeLessThanOrEqual(real);
-    expect(recorded).toBeGreaterThan(real - 2);
-  });
-
-  it('keeps the TTL while the recorded expiry covers it (KEEPTTL), and sets twice the TTL when it falls short', async () => {
-    const p: TokenBucketParams = { rate: 3, periodMs: 1_000, burst: 20 }; // TTL 6,667 ms
-    const ttl = tokenBucket.ttlMs(p);
-    const bucket = '{expiry}:keep';
-    const key = store.redisKey(bucket);
-    const expireTime = async (): Promise<number> => Number(await client.call('PEXPIRETIME', key));
-
-    await store.apply([tbReq(p, bucket, 1)], { nowMs: 0 });
-    const first = await expireTime();
-    // The second write needs the key past the first expiry: it gets twice the TTL.
-    const t0 = await serverNowMs(client);
-    await store.apply([tbReq(p, bucket, 1)], { nowMs: 0 });
-    const second = await expireTime();
-    expect(second).toBeGreaterThan(first);
-    expect(second).toBeGreaterThanOrEqual(Math.floor(t0) + 2 * ttl);
-    expect(second).toBeLessThanOrEqual((await serverNowMs(client)) + 2 * ttl);
-    // The third is covered by that: the state changes, the expiry stays.
-    await store.apply([tbReq(p, bucket, 1)], { nowMs: 0 });
-    expect(await expireTime()).toBe(second);
-    const [tokens] = (await readState(client, key, tb))!;
-    expect(tokens).toBeGreaterThan(16.9);
-    expect(tokens).toBeLessThan(17.5);
-    expect(recordedExpiry((await client.getBuffer(key))!, tb)).toBeLessThanOrEqual(second);
-  });
-
-  it('reads and writes a key once per call, however many checks of it the call carries', async () => {
-    const p: TokenBucketParams = { rate: 1, periodMs: 3_600_000, burst: 100 };
-    const before = await commandCalls(client);
-    const results = await Promise.all(
-      Array.from({ length: 32 }, () => store.apply([tbReq(p, '{hot}:one', 1)], { nowMs: 0 })),
-    );
-    const calls = callsSince(before, await commandCalls(client));
-    // Exact as ever: 32 distinct remainders, 99 down to 68.
-    const remaining = results.map((r) => decisionOf(r).remaining).sort((a, b) => b - a);
-    expect(remaining.map(Math.floor)).toEqual(Array.from({ length: 32 }, (_, i) => 99 - i));
-    expect(calls.scripts).toBeGreaterThan(1);
-    expect(calls.scripts).toBeLessThan(32);
-    expect(calls.set).toBe(calls.scripts);
-    expect(calls.get + calls.mget).toBeLessThanOrEqual(calls.scripts);
-  });
-
-  it("reads a call's keys in one MGET, and still reports a foreign key among them", async () => {
-    const p: TokenBucketParams = { rate: 1, periodMs: 3_600_000, burst: 100 };
-    const buckets = Array.from({ length: 8 }, (_, i) => `{many}:k${i}`);
-    for (const b of buckets.slice(1)) await store.apply([tbReq(p, b, 1)], { nowMs: 0 });
-    await client.hset(store.redisKey(buckets[0]!), 'not', 'a bucket');
-    const before = await commandCalls(client);
-    const results = await Promise.all(
-      buckets.map((b) => store.apply([tbReq(p, b, 1)], { nowMs: 0 })),
-    );
-    const calls = callsSince(before, await commandCalls(client));
-    expect(results[0]![0]).toMatchObject({
-      ok: false,
-      error: { code: 'SLUICE_ERR_STORE_STATE_CORRUPT' },
-    });
-    for (const r of results.slice(1)) expect(Math.floor(decisionOf(r).remaining)).toBe(98);
-    expect(await client.type(store.redisKey(buckets[0]!))).toBe('hash');
-    expect(calls.mget).toBeGreaterThan(0);
-    // One MGET a call of several keys; a GET only for a lone key, or one MGET cannot
-    // tell from absent (the hash).
-    expect(calls.get).toBeLessThanOrEqual(2);
-  });
-});
-
 describe('RedisStore: a key that holds something else', () => {
   const p: TokenBucketParams = { rate: 100, periodMs: 1_000, burst: 20 };
 
@@ -376,10 +279,8 @@ describe('RedisStore: a key that holds something else', () => {
       '7 abc',
       '',
       packState(tb, 5), // one number where the token bucket has two
-      packState(tb, 5, 1, 2, 3), // three, and a recorded expiry
-      packState(tb, 5, 1, NaN), // a recorded expiry that is not a number
+      packState(tb, 5, 1, 2), // three
       Buffer.concat([packState(tb, 5, 1), Buffer.from([0])]), // a byte too many
-      Buffer.concat([packState(tb, 5, 1, 2), Buffer.from([0])]), // one past the expiry
       packState(9, 5, 1), // no algorithm has code 9
       packState(6, 5, 1), // sliding-log state is a sorted set, never a string
     ];
