@@ -244,6 +244,35 @@ describe('RedisStore: stored state', () => {
   });
 });
 
+/** Calls of each command since the server started (INFO commandstats), by name. */
+async function commandCalls(client: Redis): Promise<Record<string, number>> {
+  const info = await client.info('commandstats');
+  const out: Record<string, number> = {};
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) out[m[1]!] = Number(m[2]);
+  return out;
+}
+
+describe('RedisStore: one call, one read and one write per key', () => {
+  it('reads and writes a key once per script call, however many checks of it the call carries', async () => {
+    const p: TokenBucketParams = { rate: 1, periodMs: 3_600_000, burst: 100 };
+    const before = await commandCalls(client);
+    const results = await Promise.all(
+      Array.from({ length: 32 }, () => store.apply([tbReq(p, '{hot}:one', 1)], { nowMs: 0 })),
+    );
+    const after = await commandCalls(client);
+    const d = (name: string): number => (after[name] ?? 0) - (before[name] ?? 0);
+    const scripts = d('fcall') + d('evalsha') + d('eval');
+    // Exact as ever: 32 distinct remainders, 99 down to 68.
+    const remaining = results.map((r) => Math.floor(decisionOf(r).remaining));
+    expect(remaining.sort((a, b) => b - a)).toEqual(Array.from({ length: 32 }, (_, i) => 99 - i));
+    // Coalesced into a few calls, each reading and writing the key once.
+    expect(scripts).toBeGreaterThan(1);
+    expect(scripts).toBeLessThan(32);
+    expect(d('get')).toBe(scripts);
+    expect(d('set')).toBe(scripts);
+  });
+});
+
 describe('RedisStore: a key that holds something else', () => {
   const p: TokenBucketParams = { rate: 100, periodMs: 1_000, burst: 20 };
 

@@ -38,6 +38,7 @@ local ALG = {}
 local function applyBatches(KEYS, ARGV)
   -- (a function library keeps its upvalues between calls: each call reads TIME afresh)
   cachedServerNow = nil
+  resetStates()
   local blob = ARGV[1]
   local pos, k = 1, 0
   local replies = {}
@@ -53,5 +54,6 @@ local function applyBatches(KEYS, ARGV)
     k = k + n
     if dedup then k = k + 1 end
   end
+  flushStates()
   return table.concat(replies)
 end

@@ -72,5 +72,6 @@ for i = 1, n do
   reply[j + 4] = fmt(reset)
   reply[j + 5] = delay == nil and '' or fmt(delay)
 end
+flushStates()
 if marker ~= nil and not done then redis.call('SET', marker, '1', 'PX', ARGV[2]) end
 return reply

@@ -20,9 +20,42 @@ local function fmt(x)
   return string.format('%.17g', x)
 end
 
+-- States written during this call, by key, sent to Redis once at its end (flushStates):
+-- a key decided several times in one call (a hot key's coalesced checks) costs one GET and
+-- one SET, not a pair per decision. Reads see the call's own writes first. Reset at the
+-- start of every call (resetStates): a function library keeps upvalues between calls.
+local written = {}      -- key -> packed state
+local writtenTtl = {}   -- key -> its TTL in ms
+local writtenOrder = {} -- keys, in the order first written
+local writtenCount = 0
+
+local function resetStates()
+  if writtenCount > 0 then
+    written, writtenTtl, writtenOrder, writtenCount = {}, {}, {}, 0
+  end
+end
+
+-- Sends `key`'s pending state now (before a command that reads the key in Redis itself).
+local function flushState(key)
+  local w = written[key]
+  if w == nil then return end
+  redis.call('SET', key, w, 'PX', math.max(1, math.ceil(writtenTtl[key])))
+  written[key] = nil
+end
+
+-- Sends every pending state, in the order first written.
+local function flushStates()
+  for i = 1, writtenCount do
+    flushState(writtenOrder[i])
+  end
+  resetStates()
+end
+
 -- Reads a string-valued key. Returns (value or nil, ok); ok is false when the key holds
 -- another type, so a foreign key is reported instead of overwritten.
 local function getString(key)
+  local pending = written[key]
+  if pending ~= nil then return pending, true end
   local v = redis.pcall('GET', key)
   if type(v) == 'table' and v.err then return nil, false end
   if v == false then return nil, true end
@@ -71,9 +104,15 @@ local function loadNumbers(key, fields, code)
   return state, true
 end
 
--- Writes a packed state that expires when the bucket is as good as fresh.
+-- Writes a packed state that expires when the bucket is as good as fresh (at the end of
+-- the call: see `written`).
 local function setState(key, packed, ttlMs)
-  redis.call('SET', key, packed, 'PX', math.max(1, math.ceil(ttlMs)))
+  if written[key] == nil then
+    writtenCount = writtenCount + 1
+    writtenOrder[writtenCount] = key
+  end
+  written[key] = packed
+  writtenTtl[key] = ttlMs
 end
 
 -- waitUntil() of src/algorithms/algorithm.ts: a wait w with now + w >= target in doubles.

@@ -20,6 +20,8 @@ end
 
 ALG[CODE_SLIDING_LOG] = {
   load = function(key)
+    -- a string state written earlier in this call (another algorithm's) is in Redis first
+    flushState(key)
     local r = redis.pcall('ZRANGE', key, 0, -1, 'WITHSCORES')
     if r.err then return nil, false end
     if #r == 0 then return nil, true end
