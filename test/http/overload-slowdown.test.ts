@@ -25,8 +25,10 @@
  *
  * Every bound is derived from the same run's healthy phase, so a loaded machine (which
  * slows every phase alike) moves the baseline and the bound together. The healthy
- * window (4 s after a 0.5 s warm-up) is as long as the slowed one, so both are as
- * likely to catch an event-loop stall.
+ * window (4 s after a 0.5 s warm-up) is as long as the slowed one. An event-loop stall
+ * holds up every request in flight in this process, and lands in one window or the
+ * other, so the latency bound with the boundary is measured on the requests no stall held
+ * up, in both phases.
  */
 import { createServer, request, Agent, type Server } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -52,6 +54,13 @@ const FAST_CALL_MS = 1;
 const SLOW_CALL_MS = 10;
 /** After the load stops, how long unfinished requests are still awaited. */
 const GRACE_MS = 1_000;
+/** The event loop's tick while a run lasts; a longer gap than {@link STALL_MS} is a stall. */
+const TICK_MS = 5;
+/**
+ * A gap between ticks this long means the process was held up (not scheduled, or a long
+ * GC) for at least 15 ms: every request in flight then waited too, whatever Sluice did.
+ */
+const STALL_MS = 20;
 
 const running: Listening[] = [];
 afterEach(async () => {
@@ -121,6 +130,8 @@ interface Sample {
   readonly slowPhase: boolean;
   status: number | 'unfinished';
   latencyMs: number;
+  /** In flight while the event loop stalled (see {@link STALL_MS}). */
+  stalled: boolean;
   reason?: string;
   retryAfter?: string;
 }
@@ -158,6 +169,15 @@ async function runScenario(boundary: AdmissionBoundary | undefined): Promise<Sam
     const st = boundary?.stats();
     if (st !== undefined) trace.push(`${st.limit}/${st.inflight}/${st.queued}`);
   }, 500);
+  // Client, service and downstream share this process: when it stalls, every request in
+  // flight waits, whatever Sluice does. The stalls, as [from, to] ms after start.
+  const stalls: [number, number][] = [];
+  let lastTick = start;
+  const ticker = setInterval(() => {
+    const now = performance.now();
+    if (now - lastTick >= STALL_MS) stalls.push([lastTick - start, now - start]);
+    lastTick = now;
+  }, TICK_MS);
   const total = ((HEALTHY_MS + SLOW_MS) * RATE_PER_S) / 1000;
   for (let i = 0; i < total; i++) {
     const dueMs = (i * 1000) / RATE_PER_S;
@@ -171,6 +191,7 @@ async function runScenario(boundary: AdmissionBoundary | undefined): Promise<Sam
       slowPhase: slowed,
       status: 'unfinished',
       latencyMs: 0,
+      stalled: false,
     };
     samples.push(sample);
     const sent = performance.now();
@@ -195,6 +216,14 @@ async function runScenario(boundary: AdmissionBoundary | undefined): Promise<Sam
   client.destroy();
   toDownstream.destroy();
   clearInterval(tracer);
+  clearInterval(ticker);
+  for (const s of samples) {
+    const end = s.sentMs + s.latencyMs;
+    s.stalled = stalls.some(([from, to]) => s.sentMs < to && end > from);
+  }
+  console.log(
+    `  event-loop stalls of ${STALL_MS} ms or more: ${stalls.length} (${stalls.map(([from, to]) => `${from.toFixed(0)}+${(to - from).toFixed(0)}`).join(' ')} ms)`,
+  );
   if (trace.length > 0) console.log(`  limit/in flight/queued every 500 ms: ${trace.join(' ')}`);
   return samples;
 }
@@ -209,6 +238,14 @@ interface Summary {
   readonly healthyP50: number;
   readonly healthyP99: number;
   readonly slowAdmittedP99: number;
+  /** Healthy p99 of the requests no stall held up, and how many of them there were. */
+  readonly healthyClearP99: number;
+  readonly healthyClear: number;
+  readonly healthyServed: number;
+  /** Slowed-phase admitted p99 of the requests no stall held up, and how many. */
+  readonly slowClearP99: number;
+  readonly slowClear: number;
+  readonly slowAdmitted: number;
   readonly perSecondP50: readonly number[];
   readonly criticalSuccess: number;
   readonly sheddableSuccess: number;
@@ -257,6 +294,18 @@ function summarize(name: string, samples: readonly Sample[]): Summary {
       slow.filter(admitted).map((s) => s.latencyMs),
       99,
     ),
+    healthyClearP99: percentile(
+      healthy.filter((s) => !s.stalled).map((s) => s.latencyMs),
+      99,
+    ),
+    healthyClear: healthy.filter((s) => !s.stalled).length,
+    healthyServed: healthy.length,
+    slowClearP99: percentile(
+      slow.filter((s) => admitted(s) && !s.stalled).map((s) => s.latencyMs),
+      99,
+    ),
+    slowClear: slow.filter((s) => admitted(s) && !s.stalled).length,
+    slowAdmitted: slow.filter(admitted).length,
     perSecondP50,
     criticalSuccess: rate('CRITICAL'),
     sheddableSuccess: rate('SHEDDABLE'),
@@ -266,6 +315,7 @@ function summarize(name: string, samples: readonly Sample[]): Summary {
     [
       `${name}: ${samples.length} requests at ${RATE_PER_S}/s; downstream ${FAST_CALL_MS} ms -> ${SLOW_CALL_MS} ms per call at ${HEALTHY_MS} ms`,
       `  healthy p50 ${summary.healthyP50.toFixed(1)} ms, p99 ${summary.healthyP99.toFixed(1)} ms (served, after 500 ms warm-up); slowed-phase admitted p99 ${summary.slowAdmittedP99.toFixed(1)} ms (${(summary.slowAdmittedP99 / summary.healthyP99).toFixed(2)}x)`,
+      `  clear of stalls: healthy p99 ${summary.healthyClearP99.toFixed(1)} ms (${summary.healthyClear} of ${summary.healthyServed}); slowed-phase admitted p99 ${summary.slowClearP99.toFixed(1)} ms (${summary.slowClear} of ${summary.slowAdmitted}; ${(summary.slowClearP99 / summary.healthyClearP99).toFixed(2)}x)`,
       `  median latency of admitted requests by second sent: ${summary.perSecondP50.join(', ')} ms`,
       `  slowed phase success: CRITICAL ${(summary.criticalSuccess * 100).toFixed(1)} %, SHEDDABLE ${(summary.sheddableSuccess * 100).toFixed(1)} %; unfinished at the end ${summary.unfinished}`,
       `  refusals: healthy phase ${healthyRefused}; slowed phase ${JSON.stringify(reasons)}`,
@@ -303,8 +353,14 @@ describe('a downstream that slows 10x under a steady load', () => {
     expect(slowSeconds.at(-1)).toBeGreaterThan(10 * without.healthyP50);
     expect(without.slowAdmittedP99).toBeGreaterThan(2 * without.healthyP99);
 
-    // With: admitted latency bounded, critical traffic served, sheddable shed first.
-    expect(withBoundary.slowAdmittedP99).toBeLessThanOrEqual(2 * withBoundary.healthyP99);
+    // With: admitted latency bounded, critical traffic served, sheddable shed first. The
+    // latency bound is measured on the requests no event-loop stall held up, in both
+    // phases: a stall of 50 ms in the slowed phase alone added 50 ms to a dozen requests
+    // and so to the p99, which measured the machine (a 2x bound leaves ~40 ms). Most
+    // requests of each phase must be clear of stalls for the figure to mean anything.
+    expect(withBoundary.healthyClear).toBeGreaterThanOrEqual(0.5 * withBoundary.healthyServed);
+    expect(withBoundary.slowClear).toBeGreaterThanOrEqual(0.5 * withBoundary.slowAdmitted);
+    expect(withBoundary.slowClearP99).toBeLessThanOrEqual(2 * withBoundary.healthyClearP99);
     expect(withBoundary.criticalSuccess).toBeGreaterThanOrEqual(0.95);
     expect(withBoundary.sheddableSuccess).toBeLessThan(withBoundary.criticalSuccess);
     expect(withBoundary.unfinished).toBe(0);

@@ -101,33 +101,67 @@ describe('a frozen store', () => {
     await call(clients.rls, 'ShouldRateLimit', svcRequest('d-warm'), 30).catch(() => undefined);
     await servedCalls('grpc', (await served('grpc')).count, 2_000);
     const endedByCaller = (await storeErrors('deadline')) + (await storeErrors('cancelled'));
-    const rows: { code: string; clientMs: number; serviceMs: number }[] = [];
+    const rows: {
+      code: string;
+      clientMs: number;
+      serviceMs: number;
+      lagMs: number;
+      endedBy: 'deadline' | 'cancelled' | 'other';
+    }[] = [];
     for (let i = 0; i < 20; i++) {
       const before = await served('grpc');
+      const deadlines = await storeErrors('deadline');
+      const cancels = await storeErrors('cancelled');
       const t0 = performance.now();
+      // A timer due when the service's deadline timer is (25 ms on): client, service and
+      // both timers share this process, and a busy machine runs them late alike.
+      const lag = new Promise<number>((resolve) => {
+        setTimeout(() => resolve(Math.max(0, performance.now() - t0 - 25)), 25);
+      });
       const code = await call(clients.rls, 'ShouldRateLimit', svcRequest(`d${i}`), 30).then(
         () => grpc.status.OK,
         (e: grpc.ServiceError) => e.code,
       );
       const clientMs = performance.now() - t0;
+      const lagMs = await lag;
       // Without the deadline the service would finish this call at the 5 s store timeout.
       const after = await servedCalls('grpc', before.count + 1, 2_000);
-      rows.push({ code: grpc.status[code], clientMs, serviceMs: after.sumMs - before.sumMs });
+      const endedBy =
+        (await storeErrors('deadline')) > deadlines
+          ? 'deadline'
+          : (await storeErrors('cancelled')) > cancels
+            ? 'cancelled'
+            : 'other';
+      rows.push({
+        code: grpc.status[code],
+        clientMs,
+        serviceMs: after.sumMs - before.sumMs,
+        lagMs,
+        endedBy,
+      });
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const answered = rows.filter((r) => r.code === 'UNAVAILABLE');
+    const byDeadline = rows.filter((r) => r.endedBy === 'deadline');
     const serviceMedian = median(rows.map((r) => r.serviceMs));
+    // The service's time less the lag of the timer due with its own: what it took itself.
+    const ownMedian = median(rows.map((r) => r.serviceMs - r.lagMs));
     console.log(
-      `[deadline] gRPC deadline 30 ms, store frozen, store timeout ${STORE_TIMEOUT_MS} ms, 20 calls: ${answered.length} answered UNAVAILABLE by the service, ${rows.length - answered.length} ended by the client's deadline first; client-side median ${median(rows.map((r) => r.clientMs)).toFixed(1)} ms; the service's time per call median ${serviceMedian.toFixed(1)} ms, max ${Math.max(...rows.map((r) => r.serviceMs)).toFixed(1)} ms`,
+      `[deadline] gRPC deadline 30 ms, store frozen, store timeout ${STORE_TIMEOUT_MS} ms, 20 calls: ${byDeadline.length} store waits ended by the service's deadline, ${rows.filter((r) => r.endedBy === 'cancelled').length} by the client's cancel; ${answered.length} answered UNAVAILABLE by the service, ${rows.length - answered.length} ended by the client's deadline first; client-side median ${median(rows.map((r) => r.clientMs)).toFixed(1)} ms; the service's time per call median ${serviceMedian.toFixed(1)} ms (less the lag of a timer due with its deadline timer: ${ownMedian.toFixed(1)} ms), max ${Math.max(...rows.map((r) => r.serviceMs)).toFixed(1)} ms; lag median ${median(rows.map((r) => r.lagMs)).toFixed(1)} ms, max ${Math.max(...rows.map((r) => r.lagMs)).toFixed(1)} ms`,
     );
     // Client and service share this process, on a machine shared with other work: a
     // stalled event loop delays a call now and then, but none waits for the store timeout.
     for (const r of rows) expect(r.serviceMs).toBeLessThan(1_000);
-    // The service gives the store up 5 ms before the caller's deadline, to answer in time.
-    expect(serviceMedian).toBeLessThan(27.5);
-    // UNAVAILABLE is the service's answer (the rule fails closed); DEADLINE_EXCEEDED means
-    // the client's own timer came first, which a loaded machine causes now and then.
-    expect(answered.length).toBeGreaterThanOrEqual(10);
+    // The service gives the store up 5 ms before the caller's deadline, to answer in time:
+    // 25 ms, plus however late the loop ran its timer. On a busy machine that lag alone can
+    // pass the 2.5 ms left, so it is measured beside each call and taken off.
+    expect(ownMedian).toBeLessThan(27.5);
+    // The service's deadline, not the caller's cancel, ended the store wait: the service's
+    // timer, due 5 ms before the caller's, fired first (timers fire in the order they are
+    // due, however late the loop runs them), and the rule fails closed: UNAVAILABLE. Whether
+    // the client reads that answer before its own timer fires depends on how the loop is
+    // scheduled at that instant; that count is printed above.
+    expect(byDeadline.length).toBeGreaterThanOrEqual(10);
     // Every store wait was ended by the caller: its deadline, or its cancel when the
     // client's timer came first. None by the store timeout.
     expect((await storeErrors('deadline')) + (await storeErrors('cancelled')) - endedByCaller).toBe(
