@@ -37,6 +37,7 @@ local ALG = {}
 
 local function applyBatches(KEYS, ARGV)
   -- (a function library keeps its upvalues between calls: each call reads TIME afresh)
+  bindApi()
   cachedServerNow = nil
   resetStates()
   local blob = ARGV[1]
@@ -45,15 +46,15 @@ local function applyBatches(KEYS, ARGV)
   local b = 0
   while pos <= #blob do
     local flags, now, n, dedupTtl
-    flags, now, n, dedupTtl, pos = struct.unpack(BATCH_HEADER, blob, pos)
-    if bit.band(flags, FLAG_CLIENT_CLOCK) == 0 then now = serverNowMs() end
+    flags, now, n, dedupTtl, pos = sunpack(BATCH_HEADER, blob, pos)
+    if band(flags, FLAG_CLIENT_CLOCK) == 0 then now = serverNowMs() end
     local dedup = nil
-    if bit.band(flags, FLAG_DEDUP) ~= 0 then dedup = KEYS[k + n + 1] end
+    if band(flags, FLAG_DEDUP) ~= 0 then dedup = KEYS[k + n + 1] end
     b = b + 1
     replies[b], pos = applyOne(KEYS, k, blob, pos, n, now, dedup, dedupTtl)
     k = k + n
     if dedup then k = k + 1 end
   end
   flushStates()
-  return table.concat(replies)
+  return concat(replies)
 end

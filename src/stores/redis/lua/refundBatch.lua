@@ -27,9 +27,11 @@ local ALG = {}
 --- @include "includes/slidingWindowCounter"
 --- @include "includes/slidingLog"
 
+bindApi()
+
 local now
 if ARGV[1] == '' then
-  local t = redis.call('TIME')
+  local t = rcall('TIME')
   now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 else
   now = tonumber(ARGV[1])
@@ -37,7 +39,7 @@ end
 
 local n = (#ARGV - REFUND_FIRST_ARG + 1) / REFUND_ITEM_ARGS
 local marker = KEYS[n + 1]
-local done = marker ~= nil and redis.call('EXISTS', marker) == 1
+local done = marker ~= nil and rcall('EXISTS', marker) == 1
 
 local items = {}
 for i = 1, n do
@@ -73,5 +75,5 @@ for i = 1, n do
   reply[j + 5] = delay == nil and '' or fmt(delay)
 end
 flushStates()
-if marker ~= nil and not done then redis.call('SET', marker, '1', 'PX', ARGV[2]) end
+if marker ~= nil and not done then rcall('SET', marker, '1', 'PX', ARGV[2]) end
 return reply

@@ -17,16 +17,16 @@ local ONE_REPLY = '<BI4Bddddd'
 
 local function packItem(status, remaining, retry, reset, delay)
   if delay == nil then delay = NAN end
-  return struct.pack(ITEM, status, remaining, retry, reset, delay)
+  return spack(ITEM, status, remaining, retry, reset, delay)
 end
 
 local function framed(body)
-  return struct.pack('<BI4', TAG_DECISIONS, #body) .. body
+  return spack('<BI4', TAG_DECISIONS, #body) .. body
 end
 
 -- Tag 1 for item i, and the position after the batch's items, where the next batch starts.
 local function corrupt(i, first, n)
-  return struct.pack('<BI4I4', TAG_NOT_SLUICE_STATE, 4, i), first + n * ITEM_IN_BYTES
+  return spack('<BI4I4', TAG_NOT_SLUICE_STATE, 4, i), first + n * ITEM_IN_BYTES
 end
 
 local function applyOne(KEYS, ko, blob, pos, n, now, dedup, dedupTtl)
@@ -34,13 +34,13 @@ local function applyOne(KEYS, ko, blob, pos, n, now, dedup, dedupTtl)
   if n == 1 and not dedup then
     -- One policy, no request id: the common check, without the batch bookkeeping.
     local code, ttl, p1, p2, p3, p4, cost, _
-    code, ttl, p1, p2, p3, p4, cost, _, pos = struct.unpack(ITEM_IN, blob, pos)
+    code, ttl, p1, p2, p3, p4, cost, _, pos = sunpack(ITEM_IN, blob, pos)
     local alg = ALG[code]
     local key = KEYS[ko + 1]
     if alg.decide then
       local ok, status, remaining, retry, reset = alg.decide(key, now, cost, ttl, p1, p2, p3)
       if not ok then return corrupt(1, first, n) end
-      return struct.pack(ONE_REPLY, TAG_DECISIONS, ONE_BODY_BYTES, status, remaining, retry, reset, NAN, now), pos
+      return spack(ONE_REPLY, TAG_DECISIONS, ONE_BODY_BYTES, status, remaining, retry, reset, NAN, now), pos
     end
     local s, ok = alg.load(key, now, p1, p2, p3, p4)
     if not ok then return corrupt(1, first, n) end
@@ -50,7 +50,7 @@ local function applyOne(KEYS, ko, blob, pos, n, now, dedup, dedupTtl)
       alg.save(key, state, now, ttl, p1, p2, p3, p4)
     end
     if delay == nil then delay = NAN end
-    return struct.pack(ONE_REPLY, TAG_DECISIONS, ONE_BODY_BYTES, status, remaining, retry, reset, delay, now), pos
+    return spack(ONE_REPLY, TAG_DECISIONS, ONE_BODY_BYTES, status, remaining, retry, reset, delay, now), pos
   end
 
   if dedup then
@@ -67,7 +67,7 @@ local function applyOne(KEYS, ko, blob, pos, n, now, dedup, dedupTtl)
   for i = 1, n do
     local it = { key = KEYS[ko + i] }
     local code, enforce
-    code, it.ttl, it.p1, it.p2, it.p3, it.p4, it.cost, enforce, pos = struct.unpack(ITEM_IN, blob, pos)
+    code, it.ttl, it.p1, it.p2, it.p3, it.p4, it.cost, enforce, pos = sunpack(ITEM_IN, blob, pos)
     it.alg = ALG[code]
     it.enforce = enforce == 1
     -- charged whether admitted or denied, whatever the rest of the batch decides
@@ -105,8 +105,8 @@ local function applyOne(KEYS, ko, blob, pos, n, now, dedup, dedupTtl)
     end
     reply[i] = packItem(it.status, it.remaining, it.retry, it.reset, it.delay)
   end
-  reply[n + 1] = struct.pack('<d', now)
-  local packed = table.concat(reply)
-  if dedup then redis.call('SET', dedup, packed, 'PX', math.max(1, math.ceil(dedupTtl))) end
+  reply[n + 1] = spack('<d', now)
+  local packed = concat(reply)
+  if dedup then rcall('SET', dedup, packed, 'PX', max(1, ceil(dedupTtl))) end
   return framed(packed), pos
 end

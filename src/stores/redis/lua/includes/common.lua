@@ -1,5 +1,16 @@
 -- Shared helpers for every algorithm include.
 local ABSENT = {}
+
+-- Library functions as upvalues: each use of a global is a table lookup, of an upvalue
+-- an index. Bound at the start of each call (bindApi), since `struct` and `redis.call`
+-- do not exist yet while a function library loads.
+local max, min, abs, floor, ceil, huge
+local band, concat, sbyte, spack, sunpack, rcall, rpcall
+local function bindApi()
+  max, min, abs, floor, ceil, huge = math.max, math.min, math.abs, math.floor, math.ceil, math.huge
+  band, concat, sbyte = bit.band, table.concat, string.byte
+  spack, sunpack, rcall, rpcall = struct.pack, struct.unpack, redis.call, redis.pcall
+end
 -- The same constants as src/algorithms/algorithm.ts and Number.EPSILON.
 local FIT_EPSILON = 1e-9
 local DBL_EPSILON = 2 ^ -52
@@ -9,7 +20,7 @@ local DBL_EPSILON = 2 ^ -52
 local cachedServerNow
 local function serverNowMs()
   if cachedServerNow == nil then
-    local t = redis.call('TIME')
+    local t = rcall('TIME')
     cachedServerNow = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
   end
   return cachedServerNow
@@ -39,7 +50,7 @@ end
 local function flushState(key)
   local w = written[key]
   if w == nil then return end
-  redis.call('SET', key, w, 'PX', math.max(1, math.ceil(writtenTtl[key])))
+  rcall('SET', key, w, 'PX', max(1, ceil(writtenTtl[key])))
   written[key] = nil
 end
 
@@ -56,7 +67,7 @@ end
 local function getString(key)
   local pending = written[key]
   if pending ~= nil then return pending, true end
-  local v = redis.pcall('GET', key)
+  local v = rpcall('GET', key)
   if type(v) == 'table' and v.err then return nil, false end
   if v == false then return nil, true end
   return v, true
@@ -70,7 +81,7 @@ local STATE_FORMAT = { '<Bd', '<Bdd', '<Bddd' }
 
 -- x ~= x is NaN; inf and nan are not states Sluice writes
 local function finite(x)
-  return x == x and x ~= math.huge and x ~= -math.huge
+  return x == x and x ~= huge and x ~= -huge
 end
 
 -- Reads the packed state of algorithm `code`, `count` doubles, as scalars (no table).
@@ -82,11 +93,11 @@ local function loadPacked(key, code, count)
   local v, ok = getString(key)
   if not ok then return false end
   if v == nil then return true, false end
-  local tag = string.byte(v, 1)
+  local tag = sbyte(v, 1)
   -- (the sliding log, keeps a sorted set: a string with it is foreign)
   if tag ~= code then return tag ~= nil and ALG[tag] ~= nil and tag ~= CODE_SLIDING_LOG, false end
   if #v ~= 1 + 8 * count then return false end
-  local _, a, b, c = struct.unpack(STATE_FORMAT[count], v)
+  local _, a, b, c = sunpack(STATE_FORMAT[count], v)
   if count == 1 then return finite(a), true, a end
   if not (finite(a) and finite(b) and (count == 2 or finite(c))) then return false end
   return true, true, a, b, c
@@ -118,7 +129,7 @@ end
 -- waitUntil() of src/algorithms/algorithm.ts: a wait w with now + w >= target in doubles.
 local function waitUntil(now, target)
   local w = target - now
-  local step = 4 * math.max(1, math.abs(target), math.abs(now)) * DBL_EPSILON
+  local step = 4 * max(1, abs(target), abs(now)) * DBL_EPSILON
   while now + w < target do w = w + step end
   return w
 end

@@ -10,11 +10,11 @@ ALG[CODE_FIXED_WINDOW] = {
   end,
 
   step = function(s, now, cost, limit, windowMs, charge)
-    local nowWindow = math.floor(now / windowMs)
+    local nowWindow = floor(now / windowMs)
     -- A later window starts empty; an earlier one (time went backwards) is read as the
     -- state's window, count kept.
     local window
-    if s == nil then window = nowWindow else window = math.max(s.window, nowWindow) end
+    if s == nil then window = nowWindow else window = max(s.window, nowWindow) end
     local count = 0
     if s ~= nil and s.window == window then count = s.count end
     -- From the effective window, so after backwards time this can exceed windowMs.
@@ -34,11 +34,11 @@ ALG[CODE_FIXED_WINDOW] = {
       return { window = window, count = used }, STATUS_OK, limit - used, 0, resetAfter(used)
     end
     -- A denial reports the capacity it found (none, once a charged count passed the limit).
-    local found = math.max(0, limit - count)
+    local found = max(0, limit - count)
     if charged then
       -- A cost above the limit never fits; any other fits the next window, which starts empty.
       local retry = untilEnd
-      if cost > limit then retry = math.huge end
+      if cost > limit then retry = huge end
       return { window = window, count = count + cost }, STATUS_OVER_LIMIT, found, retry, untilEnd
     end
     return { window = window, count = count }, STATUS_OVER_LIMIT, found, untilEnd, resetAfter(count)
@@ -53,17 +53,17 @@ ALG[CODE_FIXED_WINDOW] = {
     -- Once the state's window has ended, the next step reads count 0 in the window of
     -- now, exactly as from no state: expire then (later than now + windowMs after
     -- backwards time), never before.
-    setState(key, struct.pack('<Bdd', CODE_FIXED_WINDOW, s.window, s.count), (s.window + 1) * windowMs - now)
+    setState(key, spack('<Bdd', CODE_FIXED_WINDOW, s.window, s.count), (s.window + 1) * windowMs - now)
   end,
 }
 
 -- refundState() of src/algorithms/refund.ts: only the window the units were taken in
 -- holds them; a later window never did.
 ALG[CODE_FIXED_WINDOW].refund = function(key, s, now, at, cost, ttl, limit, windowMs)
-  if s.window ~= math.floor(at / windowMs) then return end
+  if s.window ~= floor(at / windowMs) then return end
   -- A refund may come after the window ended (a slow cross-slot check, or a clock that
   -- went back): keep the state at least the algorithm's TTL instead of a life that may
   -- already be over, so a later check on a clock behind still sees what the window held.
-  setState(key, struct.pack('<Bdd', CODE_FIXED_WINDOW, s.window, math.max(0, s.count - cost)),
-    math.max(ttl, (s.window + 1) * windowMs - now))
+  setState(key, spack('<Bdd', CODE_FIXED_WINDOW, s.window, max(0, s.count - cost)),
+    max(ttl, (s.window + 1) * windowMs - now))
 end

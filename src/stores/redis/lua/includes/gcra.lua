@@ -6,18 +6,18 @@ local function gcraEmissionMs(units, rate, periodMs)
 end
 
 local function gcraFreeUnits(aheadMs, rate, periodMs, burst)
-  return math.min(burst, math.max(0, burst - (aheadMs * rate) / periodMs))
+  return min(burst, max(0, burst - (aheadMs * rate) / periodMs))
 end
 
 local function gcraSlackMs(tat, rate, periodMs, burst)
-  return FIT_EPSILON * gcraEmissionMs(1, rate, periodMs) + (burst * math.abs(tat) * DBL_EPSILON) / 2
+  return FIT_EPSILON * gcraEmissionMs(1, rate, periodMs) + (burst * abs(tat) * DBL_EPSILON) / 2
 end
 
 -- The step on scalars: tat0 is the state's TAT, nil when there is none. Returns the next
 -- TAT (a refusal leaves the state's, or now for none), then status, remaining,
 -- retryAfterMs, resetAfterMs.
 local function gcraStep(tat0, now, cost, rate, periodMs, burst)
-  local tat = math.max(tat0 or now, now)
+  local tat = max(tat0 or now, now)
   local ahead = tat - now
   if cost > burst then
     return tat0 or now, STATUS_INVALID_POLICY, gcraFreeUnits(ahead, rate, periodMs, burst), 0, ahead
@@ -37,7 +37,7 @@ local function gcraSave(key, tat, now, ttl)
   -- fit slack (1e-4 ms at epoch ms): ttl, the algorithm's ttlMs, is kept as the floor
   -- (what MemoryStore keeps, and what the differential tests rely on), and tat - now
   -- wins only when the slack pushes it past ttl.
-  setState(key, struct.pack('<Bd', CODE_GCRA, tat), math.max(ttl, tat - now))
+  setState(key, spack('<Bd', CODE_GCRA, tat), max(ttl, tat - now))
 end
 
 ALG[CODE_GCRA] = {
@@ -69,5 +69,5 @@ ALG[CODE_GCRA] = {
 
 -- refundState() of src/algorithms/refund.ts: move the TAT back by cost, never before now.
 ALG[CODE_GCRA].refund = function(key, s, now, at, cost, ttl, rate, periodMs)
-  ALG[CODE_GCRA].save(key, { tat = math.max(now, s.tat - gcraEmissionMs(cost, rate, periodMs)) }, now, ttl)
+  ALG[CODE_GCRA].save(key, { tat = max(now, s.tat - gcraEmissionMs(cost, rate, periodMs)) }, now, ttl)
 end

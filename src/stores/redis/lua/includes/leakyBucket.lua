@@ -7,7 +7,7 @@ local function leakyBucketLeakMs(units, rate, periodMs)
 end
 
 local function leakyBucketFitSlack(ts, rate, periodMs)
-  return FIT_EPSILON + (2 * math.abs(ts) * DBL_EPSILON * rate) / periodMs
+  return FIT_EPSILON + (2 * abs(ts) * DBL_EPSILON * rate) / periodMs
 end
 
 ALG[CODE_LEAKY_BUCKET] = {
@@ -21,9 +21,9 @@ ALG[CODE_LEAKY_BUCKET] = {
       level = 0
       ts = now
     else
-      local elapsed = math.max(0, now - s.ts)
-      level = math.max(0, s.level - (elapsed * rate) / periodMs)
-      ts = math.max(s.ts, now)
+      local elapsed = max(0, now - s.ts)
+      level = max(0, s.level - (elapsed * rate) / periodMs)
+      ts = max(s.ts, now)
     end
     if cost > capacity then
       return { level = level, ts = ts }, STATUS_INVALID_POLICY, capacity - level, 0,
@@ -31,7 +31,7 @@ ALG[CODE_LEAKY_BUCKET] = {
     end
     local lag = ts - now
     if level + cost <= capacity + leakyBucketFitSlack(ts, rate, periodMs) then
-      local after = math.min(capacity, level + cost)
+      local after = min(capacity, level + cost)
       local delay = nil
       if mode == 1 then delay = lag + leakyBucketLeakMs(level, rate, periodMs) end
       return { level = after, ts = ts }, STATUS_OK, capacity - after, 0,
@@ -45,13 +45,13 @@ ALG[CODE_LEAKY_BUCKET] = {
   save = function(key, s, now, ttl)
     -- the state is as of s.ts (later than now after backwards time) and empties within
     -- ttl of it: expire from there
-    setState(key, struct.pack('<Bdd', CODE_LEAKY_BUCKET, s.level, s.ts), ttl + math.max(0, s.ts - now))
+    setState(key, spack('<Bdd', CODE_LEAKY_BUCKET, s.level, s.ts), ttl + max(0, s.ts - now))
   end,
 }
 
 -- refundState() of src/algorithms/refund.ts: leak to now, then take cost out (floored at 0).
 ALG[CODE_LEAKY_BUCKET].refund = function(key, s, now, at, cost, ttl, rate, periodMs)
-  local elapsed = math.max(0, now - s.ts)
-  local level = math.max(0, s.level - (elapsed * rate) / periodMs)
-  ALG[CODE_LEAKY_BUCKET].save(key, { level = math.max(0, level - cost), ts = math.max(s.ts, now) }, now, ttl)
+  local elapsed = max(0, now - s.ts)
+  local level = max(0, s.level - (elapsed * rate) / periodMs)
+  ALG[CODE_LEAKY_BUCKET].save(key, { level = max(0, level - cost), ts = max(s.ts, now) }, now, ttl)
 end

@@ -22,7 +22,7 @@ ALG[CODE_SLIDING_LOG] = {
   load = function(key)
     -- a string state written earlier in this call (another algorithm's) is in Redis first
     flushState(key)
-    local r = redis.pcall('ZRANGE', key, 0, -1, 'WITHSCORES')
+    local r = rpcall('ZRANGE', key, 0, -1, 'WITHSCORES')
     if r.err then return nil, false end
     if #r == 0 then return nil, true end
     local entries = {}
@@ -30,8 +30,8 @@ ALG[CODE_SLIDING_LOG] = {
       local t = tonumber(r[i + 1])
       local cost = tonumber(string.match(r[i], '^[^:]+:([^:]+):%d+$') or '')
       -- Scores may be +-inf and tonumber reads 'nan' and 'inf': none is an entry.
-      if t == nil or t == math.huge or t == -math.huge or cost == nil or cost < 1
-        or cost ~= math.floor(cost) or cost == math.huge then
+      if t == nil or t == huge or t == -huge or cost == nil or cost < 1
+        or cost ~= floor(cost) or cost == huge then
         return nil, false
       end
       entries[#entries + 1] = { t, cost }
@@ -70,7 +70,7 @@ ALG[CODE_SLIDING_LOG] = {
       if cost ~= 0 then
         nextEntries = {}
         for i = 1, #entries do nextEntries[i] = entries[i] end
-        nextEntries[#nextEntries + 1] = { math.max(now, newest ~= nil and newest[1] or now), cost }
+        nextEntries[#nextEntries + 1] = { max(now, newest ~= nil and newest[1] or now), cost }
       end
       return { entries = nextEntries }, STATUS_OK, limit - used - cost, 0,
         resetAfter(nextEntries[#nextEntries])
@@ -94,7 +94,7 @@ ALG[CODE_SLIDING_LOG] = {
     -- Everything before the oldest live entry expired (a group with one stamp is all
     -- live or all expired). Bounded by that stamp, not by now - windowMs, which rounds
     -- differently from tMs + windowMs <= now.
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. fmt(entries[1][1]))
+    rcall('ZREMRANGEBYSCORE', key, '-inf', '(' .. fmt(entries[1][1]))
     local n = 0
     for j = #entries - 1, 1, -1 do
       if entries[j][1] ~= last[1] then break end
@@ -102,9 +102,9 @@ ALG[CODE_SLIDING_LOG] = {
     end
     local t = fmt(last[1])
     -- Re-adding the same member with the same score is a no-op, so this is idempotent.
-    redis.call('ZADD', key, t, t .. ':' .. fmt(last[2]) .. ':' .. n)
+    rcall('ZADD', key, t, t .. ':' .. fmt(last[2]) .. ':' .. n)
     -- The key lives until its newest entry stops counting, and no longer.
-    redis.call('PEXPIRE', key, math.max(1, math.ceil(slidingLogExpiresAt(last, windowMs) - now)))
+    rcall('PEXPIRE', key, max(1, ceil(slidingLogExpiresAt(last, windowMs) - now)))
   end,
 }
 
@@ -121,11 +121,11 @@ ALG[CODE_SLIDING_LOG].refund = function(key, s, now, at, cost)
   if pick == nil then return end
   local t = entries[pick][1]
   local ft = fmt(t)
-  redis.call('ZREMRANGEBYSCORE', key, ft, ft)
+  rcall('ZREMRANGEBYSCORE', key, ft, ft)
   local n = 0
   for i = 1, #entries do
     if i ~= pick and entries[i][1] == t then
-      redis.call('ZADD', key, ft, ft .. ':' .. fmt(entries[i][2]) .. ':' .. n)
+      rcall('ZADD', key, ft, ft .. ':' .. fmt(entries[i][2]) .. ':' .. n)
       n = n + 1
     end
   end

@@ -28,8 +28,8 @@ end
 
 -- The state rolled to now's window, and the estimate of units in use at now.
 local function swcObserve(state, now, windowMs)
-  local s = swcRollTo(state, math.floor(now / windowMs))
-  local elapsed = math.min(1, math.max(0, (now - s.window * windowMs) / windowMs))
+  local s = swcRollTo(state, floor(now / windowMs))
+  local elapsed = min(1, max(0, (now - s.window * windowMs) / windowMs))
   return s, s.previous * (1 - elapsed) + s.current
 end
 
@@ -46,7 +46,7 @@ local function swcRetryAfter(s, now, cost, limit, windowMs)
     local _, estimate = swcObserve(s, now + wait, windowMs)
     if swcFits(estimate, cost, limit) then return wait end
   end
-  return wait + 4 * math.max(1, math.abs(at), math.abs(now)) * DBL_EPSILON
+  return wait + 4 * max(1, abs(at), abs(now)) * DBL_EPSILON
 end
 
 ALG[CODE_SLIDING_WINDOW_COUNTER] = {
@@ -65,21 +65,21 @@ ALG[CODE_SLIDING_WINDOW_COUNTER] = {
     end
 
     if cost > limit then
-      return s, STATUS_INVALID_POLICY, math.max(0, limit - estimate), 0, resetAfter(s.current)
+      return s, STATUS_INVALID_POLICY, max(0, limit - estimate), 0, resetAfter(s.current)
     end
     if swcFits(estimate, cost, limit) then
       local current = s.current + cost
       return { window = s.window, current = current, previous = s.previous }, STATUS_OK,
-        math.max(0, limit - estimate - cost), 0, resetAfter(current)
+        max(0, limit - estimate - cost), 0, resetAfter(current)
     end
-    return s, STATUS_OVER_LIMIT, math.max(0, limit - estimate),
+    return s, STATUS_OVER_LIMIT, max(0, limit - estimate),
       swcRetryAfter(s, now, cost, limit, windowMs), resetAfter(s.current)
   end,
 
   save = function(key, s, now, ttl, limit, windowMs)
     -- From window + 2 on, the state rolls to a fresh one: expire then (later than
     -- now + 2 * windowMs after backwards time), never before.
-    setState(key, struct.pack('<Bddd', CODE_SLIDING_WINDOW_COUNTER, s.window, s.current, s.previous),
+    setState(key, spack('<Bddd', CODE_SLIDING_WINDOW_COUNTER, s.window, s.current, s.previous),
       (s.window + 2) * windowMs - now)
   end,
 }
@@ -87,16 +87,16 @@ ALG[CODE_SLIDING_WINDOW_COUNTER] = {
 -- refundState() of src/algorithms/refund.ts: from current while the state is the window
 -- of the consumption, from previous once it has moved one window on.
 ALG[CODE_SLIDING_WINDOW_COUNTER].refund = function(key, s, now, at, cost, ttl, limit, windowMs)
-  local w = math.floor(at / windowMs)
+  local w = floor(at / windowMs)
   local r
   if s.window == w then
-    r = { window = s.window, current = math.max(0, s.current - cost), previous = s.previous }
+    r = { window = s.window, current = max(0, s.current - cost), previous = s.previous }
   elseif s.window == w + 1 then
-    r = { window = s.window, current = s.current, previous = math.max(0, s.previous - cost) }
+    r = { window = s.window, current = s.current, previous = max(0, s.previous - cost) }
   else
     return
   end
   -- As for fixed windows: at least the algorithm's TTL, never a life already over.
-  setState(key, struct.pack('<Bddd', CODE_SLIDING_WINDOW_COUNTER, r.window, r.current, r.previous),
-    math.max(ttl, (r.window + 2) * windowMs - now))
+  setState(key, spack('<Bddd', CODE_SLIDING_WINDOW_COUNTER, r.window, r.current, r.previous),
+    max(ttl, (r.window + 2) * windowMs - now))
 end

@@ -2,7 +2,7 @@
 -- Params: p1 rate, p2 periodMs, p3 burst. State: packed doubles (tokens, tsMs).
 local TB_FIELDS = { 'tokens', 'ts' }
 local function tokenBucketFitSlack(ts, rate, periodMs)
-  return FIT_EPSILON + (2 * math.abs(ts) * DBL_EPSILON * rate) / periodMs
+  return FIT_EPSILON + (2 * abs(ts) * DBL_EPSILON * rate) / periodMs
 end
 
 -- The step on scalars: tokens0 and ts0 are the state's, both nil when there is none.
@@ -13,16 +13,16 @@ local function tokenBucketStep(tokens0, ts0, now, cost, rate, periodMs, burst)
     tokens = burst
     ts = now
   else
-    local elapsed = math.max(0, now - ts0)
-    tokens = math.min(burst, tokens0 + (elapsed * rate) / periodMs)
-    ts = math.max(ts0, now)
+    local elapsed = max(0, now - ts0)
+    tokens = min(burst, tokens0 + (elapsed * rate) / periodMs)
+    ts = max(ts0, now)
   end
   if cost > burst then
     return tokens, ts, STATUS_INVALID_POLICY, tokens, 0, ts - now + ((burst - tokens) * periodMs) / rate
   end
   local lag = ts - now
   if tokens + tokenBucketFitSlack(ts, rate, periodMs) >= cost then
-    local left = math.max(0, tokens - cost)
+    local left = max(0, tokens - cost)
     return left, ts, STATUS_OK, left, 0, lag + ((burst - left) * periodMs) / rate
   end
   return tokens, ts, STATUS_OVER_LIMIT, tokens,
@@ -31,7 +31,7 @@ end
 
 local function tokenBucketSave(key, tokens, ts, now, ttl)
   -- the state is as of ts (later than now after backwards time): expire from there
-  setState(key, struct.pack('<Bdd', CODE_TOKEN_BUCKET, tokens, ts), ttl + math.max(0, ts - now))
+  setState(key, spack('<Bdd', CODE_TOKEN_BUCKET, tokens, ts), ttl + max(0, ts - now))
 end
 
 ALG[CODE_TOKEN_BUCKET] = {
@@ -71,7 +71,7 @@ ALG[CODE_TOKEN_BUCKET] = {
 
 -- refundState() of src/algorithms/refund.ts: refill to now, then give cost back (capped).
 ALG[CODE_TOKEN_BUCKET].refund = function(key, s, now, at, cost, ttl, rate, periodMs, burst)
-  local elapsed = math.max(0, now - s.ts)
-  local tokens = math.min(burst, s.tokens + (elapsed * rate) / periodMs)
-  ALG[CODE_TOKEN_BUCKET].save(key, { tokens = math.min(burst, tokens + cost), ts = math.max(s.ts, now) }, now, ttl)
+  local elapsed = max(0, now - s.ts)
+  local tokens = min(burst, s.tokens + (elapsed * rate) / periodMs)
+  ALG[CODE_TOKEN_BUCKET].save(key, { tokens = min(burst, tokens + cost), ts = max(s.ts, now) }, now, ttl)
 end
