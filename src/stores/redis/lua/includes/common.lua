@@ -2,11 +2,12 @@
 local ABSENT = {}
 
 -- Library functions as upvalues: each use of a global is a table lookup, of an upvalue
--- an index. Bound at the start of each call (bindApi), since `struct` and `redis.call`
--- do not exist yet while a function library loads.
+-- an index. Bound by the first call (bindApi), since `struct` and `redis.call` do not
+-- exist yet while a function library loads; they stay bound while the library does.
 local max, min, abs, floor, ceil, huge
 local band, concat, sbyte, spack, sunpack, rcall, rpcall
 local function bindApi()
+  if rcall ~= nil then return end
   max, min, abs, floor, ceil, huge = math.max, math.min, math.abs, math.floor, math.ceil, math.huge
   band, concat, sbyte = bit.band, table.concat, string.byte
   spack, sunpack, rcall, rpcall = struct.pack, struct.unpack, redis.call, redis.pcall
@@ -40,10 +41,15 @@ local writtenTtl = {}   -- key -> its TTL in ms
 local writtenOrder = {} -- keys, in the order first written
 local writtenCount = 0
 
+-- Empties the tables in place: a new table a call costs an allocation and its growth.
 local function resetStates()
-  if writtenCount > 0 then
-    written, writtenTtl, writtenOrder, writtenCount = {}, {}, {}, 0
+  for i = 1, writtenCount do
+    local key = writtenOrder[i]
+    written[key] = nil
+    writtenTtl[key] = nil
+    writtenOrder[i] = nil
   end
+  writtenCount = 0
 end
 
 -- Sends `key`'s pending state now (before a command that reads the key in Redis itself).
