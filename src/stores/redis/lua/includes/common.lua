@@ -52,11 +52,25 @@ local function resetStates()
   writtenCount = 0
 end
 
+-- The last TTL written and, once it has come twice in a row, its text. A number argument
+-- of redis.call is formatted anew each time; most policies write one TTL over and over
+-- (a token bucket's is its refill time), so its text is kept. Kept between the calls of a
+-- function library.
+local lastTtl, lastTtlText
+
 -- Sends `key`'s pending state now (before a command that reads the key in Redis itself).
 local function flushState(key)
   local w = written[key]
   if w == nil then return end
-  rcall('SET', key, w, 'PX', max(1, ceil(writtenTtl[key])))
+  local px = max(1, ceil(writtenTtl[key]))
+  if px == lastTtl and px < 1e14 then
+    -- (below 1e14, tostring writes an integer as digits only, as PX needs)
+    if lastTtlText == nil then lastTtlText = tostring(px) end
+    rcall('SET', key, w, 'PX', lastTtlText)
+  else
+    lastTtl, lastTtlText = px, nil
+    rcall('SET', key, w, 'PX', px)
+  end
   written[key] = nil
 end
 
