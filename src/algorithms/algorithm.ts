@@ -54,8 +54,8 @@ export interface Algorithm<P, S> {
    */
   readonly inPlace?: InPlaceStep<P, S>;
   /**
-   * Its code in the Lua scripts: `CODE_<KIND>` in `lua/includes/constants.lua`, and the
-   * `ALG[code]` its include defines. 1..255 (the state's first byte), one per algorithm.
+   * Its code in the Lua scripts: `CODE_<KIND>`, which scripts.ts writes into the scripts'
+   * constants from this field, and the `ALG[code]` its Lua file defines. 1..255 (the state's first byte), one per algorithm.
    */
   readonly luaCode: number;
   /**

@@ -1,7 +1,7 @@
 /**
  * The algorithm registry, the TypeScript algorithm files and the Lua includes agree: every
- * registered kind has its file under src/algorithms/, its include under lua/includes/
- * (in both entry scripts), and one code, the same in both languages; the script
+ * registered kind has its file under src/algorithms/, its Lua file under lua/algorithms/
+ * (in both assembled scripts), and one code, the same in both languages; the script
  * parameters its file sends are the ones its include's header names, in order. And the
  * knowledge stays there: no file outside src/algorithms/ reads a policy's params by field
  * name. The files a new algorithm needs are listed in docs/algorithms.md ("Adding an
@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { ALGORITHMS } from '../../src/algorithms/index.js';
 import { ALGORITHM_KINDS } from '../../src/core/policy.js';
 import { LUA_ALGORITHM_CODE } from '../../src/stores/redis/lua-args.js';
+import { APPLY_BATCH_LUA, REFUND_BATCH_LUA } from '../../src/stores/redis/scripts.js';
 import { LUA_DIR, luaCodeName, luaConstants } from '../support/lua-constants.js';
 
 const ALGORITHMS_DIR = join(import.meta.dirname, '../../src/algorithms');
@@ -44,14 +45,18 @@ describe('algorithm registry, TypeScript and Lua agree', () => {
   });
 
   it.each(ALGORITHM_KINDS)(
-    '%s: a Lua include that defines ALG[its code], in both entry scripts',
+    '%s: a Lua file that defines ALG[its code], in both assembled scripts',
     (kind) => {
-      const include = `includes/${camel(kind)}`;
-      const text = readFileSync(join(LUA_DIR, `${include}.lua`), 'utf8');
-      expect(text).toMatch(new RegExp(`^ALG\\[${luaCodeName(kind)}\\] = \\{`, 'm'));
-      for (const entry of ['applyBatches', 'refundBatch']) {
-        const source = readFileSync(join(LUA_DIR, `${entry}.lua`), 'utf8');
-        expect(source, `${entry}.lua includes ${include}`).toContain(`--- @include "${include}"`);
+      const file = `algorithms/${camel(kind)}.lua`;
+      const text = readFileSync(join(LUA_DIR, file), 'utf8');
+      const defines = new RegExp(`^ALG\\[${luaCodeName(kind)}\\] = \\{`, 'm');
+      expect(text).toMatch(defines);
+      for (const [entry, script] of [
+        ['applyBatches', APPLY_BATCH_LUA],
+        ['refundBatch', REFUND_BATCH_LUA],
+      ] as const) {
+        expect(script, `${entry} as assembled holds ${file}`).toContain(text);
+        expect(script.match(new RegExp(defines, 'gm')), `${file} once in ${entry}`).toHaveLength(1);
       }
     },
   );
@@ -67,19 +72,21 @@ describe('algorithm registry, TypeScript and Lua agree', () => {
       (f) => f.endsWith('.ts') && !NOT_ALGORITHMS.includes(f),
     );
     expect(tsFiles.sort()).toEqual(ALGORITHM_KINDS.map((k) => `${k}.ts`).sort());
-    const defining = readdirSync(join(LUA_DIR, 'includes')).filter((f) =>
+    const luaFiles = readdirSync(join(LUA_DIR, 'algorithms'));
+    expect(luaFiles.sort()).toEqual(ALGORITHM_KINDS.map((k) => `${camel(k)}.lua`).sort());
+    const definingElsewhere = readdirSync(join(LUA_DIR, 'includes')).filter((f) =>
       /^ALG\[/m.test(readFileSync(join(LUA_DIR, 'includes', f), 'utf8')),
     );
-    expect(defining.sort()).toEqual(ALGORITHM_KINDS.map((k) => `${camel(k)}.lua`).sort());
+    expect(definingElsewhere).toEqual([]);
   });
 
   it.each(ALGORITHM_KINDS)(
     '%s: sends its include the params its header names (p1..p4), from its own file',
     (kind) => {
       const algorithm = ALGORITHMS[kind];
-      const text = readFileSync(join(LUA_DIR, `includes/${camel(kind)}.lua`), 'utf8');
+      const text = readFileSync(join(LUA_DIR, `algorithms/${camel(kind)}.lua`), 'utf8');
       const header = /^-- Params: (.*)$/m.exec(text);
-      expect(header, `includes/${camel(kind)}.lua has a "-- Params:" line`).not.toBeNull();
+      expect(header, `algorithms/${camel(kind)}.lua has a "-- Params:" line`).not.toBeNull();
       // Distinct numbers, so a swapped pair shows; the charging-denied form where there is one.
       const base = algorithm.paramsSchema.parse(algorithm.paramsFor(7, 3_000, 11));
       const variants = [

@@ -1,16 +1,17 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { loadLua } from '../../src/stores/redis/scripts.js';
 
 /** The Redis scripts' folder (src/stores/redis/lua). */
 export const LUA_DIR = join(import.meta.dirname, '../../src/stores/redis/lua');
 
 /**
  * The `local NAME = value` lines between the BEGIN and END SHARED CONSTANTS markers of
- * lua/includes/constants.lua: integers and single-quoted strings only, so nothing needs
+ * lua/includes/constants.lua, as scripts.ts assembles it (the algorithms' codes written
+ * in from the registry): integers and single-quoted strings only, so nothing needs
  * evaluating. Throws on any other line in the block.
  */
 export function luaConstants(): Map<string, number | string> {
-  const text = readFileSync(join(LUA_DIR, 'includes/constants.lua'), 'utf8');
+  const text = loadLua('includes/constants');
   const block = /-- BEGIN SHARED CONSTANTS\n([\s\S]*?)-- END SHARED CONSTANTS/.exec(text);
   if (block === null) throw new Error('constants.lua: no BEGIN/END SHARED CONSTANTS block');
   const out = new Map<string, number | string>();
@@ -24,6 +25,4 @@ export function luaConstants(): Map<string, number | string> {
   return out;
 }
 
-/** The Lua name of an algorithm's code: `'token-bucket'` → `CODE_TOKEN_BUCKET`. */
-export const luaCodeName = (kind: string): string =>
-  `CODE_${kind.toUpperCase().replace(/-/g, '_')}`;
+export { luaCodeName } from '../../src/stores/redis/scripts.js';

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { LUA_ALGORITHM_CODE } from '../../src/stores/redis/lua-args.js';
 
-/** Algorithm codes of packed states: the scripts' own (`ALG[code]` in lua/includes/). */
+/** Algorithm codes of packed states: the scripts' own (`ALG[code]` in lua/algorithms/). */
 export { LUA_ALGORITHM_CODE as STATE_CODE } from '../../src/stores/redis/lua-args.js';
 
 /**

@@ -3,7 +3,7 @@ import type { AlgorithmKind } from '../../core/policy.js';
 
 /**
  * Algorithm codes understood by applyBatches.lua and refundBatch.lua (`ALG[code]` in
- * lua/includes/): each algorithm's own `luaCode`.
+ * lua/algorithms/): each algorithm's own `luaCode`.
  */
 export const LUA_ALGORITHM_CODE: Readonly<Record<AlgorithmKind, number>> = Object.freeze(
   Object.fromEntries(Object.values(ALGORITHMS).map((a) => [a.kind, a.luaCode])) as Record<

@@ -1,20 +1,51 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
+import { ALGORITHMS } from '../../algorithms/index.js';
 import { FunctionLibrary } from './function-library.js';
 
 const LUA_DIR = join(dirname(fileURLToPath(import.meta.url)), 'lua');
 const INCLUDE = /^--- @include "([\w/]+)"\s*$/gm;
+/** Every file of lua/algorithms/, one per algorithm. */
+const INCLUDE_ALGORITHMS = /^--- @include-algorithms\s*$/gm;
+/** Each algorithm's `local CODE_<KIND> = <luaCode>` line. */
+const ALGORITHM_CODES = /^--- @algorithm-codes\s*$/gm;
+
+/** The Lua name of an algorithm's code: `'token-bucket'` → `CODE_TOKEN_BUCKET`. */
+export function luaCodeName(kind: string): string {
+  return `CODE_${kind.toUpperCase().replace(/-/g, '_')}`;
+}
+
+function algorithmCodeLines(): string {
+  return Object.values(ALGORITHMS)
+    .sort((a, b) => a.luaCode - b.luaCode)
+    .map((a) => `local ${luaCodeName(a.kind)} = ${a.luaCode}`)
+    .join('\n');
+}
+
+/** The algorithms' includes (`algorithms/<name>`), in file-name order. */
+function algorithmIncludes(): string[] {
+  return readdirSync(join(LUA_DIR, 'algorithms'))
+    .filter((f) => f.endsWith('.lua'))
+    .sort()
+    .map((f) => `algorithms/${f.slice(0, -'.lua'.length)}`);
+}
 
 /**
  * Reads a Lua entry script and splices in its `--- @include "includes/x"` lines
- * (recursively, each file once), so shared step bodies live in one place.
+ * (recursively, each file once), so shared step bodies live in one place; `---
+ * @include-algorithms` stands for every file of lua/algorithms/, and `---
+ * @algorithm-codes` for the algorithms' codes, from the registry: a new algorithm is its
+ * TypeScript file, its Lua file and its registry entry.
  */
 export function loadLua(name: string, seen = new Set<string>()): string {
   seen.add(name);
-  const text = readFileSync(join(LUA_DIR, `${name}.lua`), 'utf8');
-  return text.replace(INCLUDE, (_, inc: string) => (seen.has(inc) ? '' : loadLua(inc, seen)));
+  const include = (inc: string): string => (seen.has(inc) ? '' : loadLua(inc, seen));
+  return readFileSync(join(LUA_DIR, `${name}.lua`), 'utf8')
+    .replace(ALGORITHM_CODES, () => algorithmCodeLines())
+    .replace(INCLUDE_ALGORITHMS, () => algorithmIncludes().map(include).join('\n'))
+    .replace(INCLUDE, (_, inc: string) => include(inc));
 }
 
 /** applyBatches.lua with its includes: it defines `applyBatches(KEYS, ARGV)`. */

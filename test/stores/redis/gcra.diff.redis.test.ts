@@ -1,5 +1,5 @@
 /**
- * applyBatch.lua's GCRA (lua/includes/gcra.lua) against src/algorithms/gcra.ts: generated
+ * applyBatch.lua's GCRA (lua/algorithms/gcra.lua) against src/algorithms/gcra.ts: generated
  * sequences through describeDifferential, then the case the port exists to get right at
  * epoch ms (the TAT rounding that slackMs absorbs) and the key's expiry, which the
  * generated runs never see (their keys outlive them).

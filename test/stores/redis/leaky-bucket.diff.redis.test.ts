@@ -1,5 +1,5 @@
 /**
- * applyBatch.lua's leaky bucket (lua/includes/leakyBucket.lua) against
+ * applyBatch.lua's leaky bucket (lua/algorithms/leakyBucket.lua) against
  * src/algorithms/leaky-bucket.ts, in both modes: generated sequences through
  * describeDifferential (which also checks that delayMs is present exactly when the
  * TypeScript returns it), then delay-mode answers at epoch ms and the key's expiry.

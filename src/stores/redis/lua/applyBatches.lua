@@ -27,12 +27,7 @@ Code outside functions therefore runs at library load, where only part of the AP
 local ALG = {}
 --- @include "includes/constants"
 --- @include "includes/common"
---- @include "includes/tokenBucket"
---- @include "includes/gcra"
---- @include "includes/leakyBucket"
---- @include "includes/fixedWindow"
---- @include "includes/slidingWindowCounter"
---- @include "includes/slidingLog"
+--- @include-algorithms
 --- @include "includes/applyOne"
 
 local function applyBatches(KEYS, ARGV)

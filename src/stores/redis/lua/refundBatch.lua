@@ -20,12 +20,7 @@ Reply     5 fields per item (status, then %.17g strings; '' for no delay): a cos
 local ALG = {}
 --- @include "includes/constants"
 --- @include "includes/common"
---- @include "includes/tokenBucket"
---- @include "includes/gcra"
---- @include "includes/leakyBucket"
---- @include "includes/fixedWindow"
---- @include "includes/slidingWindowCounter"
---- @include "includes/slidingLog"
+--- @include-algorithms
 
 bindApi()
 

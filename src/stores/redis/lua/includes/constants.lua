@@ -2,13 +2,10 @@
 -- a line, read by test/stores/redis/lua-constants.test.ts, which fails on any difference
 -- from src/stores/redis (lua-args.ts, wire.ts, reply.ts, refund-call.ts).
 -- BEGIN SHARED CONSTANTS
--- Algorithm codes (LUA_ALGORITHM_CODE): ALG[code], and the first byte of a packed state.
-local CODE_TOKEN_BUCKET = 1
-local CODE_GCRA = 2
-local CODE_LEAKY_BUCKET = 3
-local CODE_FIXED_WINDOW = 4
-local CODE_SLIDING_WINDOW_COUNTER = 5
-local CODE_SLIDING_LOG = 6
+-- Algorithm codes: ALG[code], and the first byte of a packed state. One line per
+-- algorithm, `local CODE_<KIND> = <its luaCode>`, written here from the registry
+-- (src/algorithms/index.ts) when scripts.ts assembles a script.
+--- @algorithm-codes
 -- Decision statuses (STATUS in reply.ts, by index).
 local STATUS_OK = 0
 local STATUS_OVER_LIMIT = 1
