@@ -30,6 +30,8 @@ import { TracedStore } from './tracing/traced-store.js';
 import { ServiceHealth } from './service-health.js';
 import type { RedisTarget } from './redis-settings.js';
 import { DebugServer } from './http/debug-server.js';
+import { systemClock } from '../core/clock.js';
+import { LeaseAgents, type ServeLeaseOptions } from './lease-agents.js';
 
 /**
  * Options of {@link startService}. The descriptor limits (`maxDescriptors` 64,
@@ -171,6 +173,15 @@ export interface ServeOptions extends ConfigSources, Partial<DescriptorLimits> {
    * `REDIS_PERSECOND_URL`); see `RateLimitServiceOptions.perSecondStore`. @default none
    */
   readonly perSecondRedis?: RedisTarget;
+  /**
+   * Take the named policies' budgets from a quota lease controller (`SLUICE_LEASE_*`;
+   * docs/quota-leases.md). A name that no rule or policy of the config at start goes by
+   * stops the start. @default none
+   */
+  readonly leases?: ServeLeaseOptions & {
+    /** How the policy list is named in errors. @default "leases.policies" */
+    readonly policiesSetting?: string;
+  };
 }
 
 export interface RunningService {
@@ -207,6 +218,9 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   const xdsOptions = options.xds;
   const fromXds = xdsOptions !== undefined;
   const config = await loadServiceConfig({ ...options, envoyFromXds: fromXds });
+  const leaseOptions = options.leases;
+  // With xDS the envoy rules arrive after the start: names are checked against files only.
+  if (leaseOptions !== undefined && !fromXds) checkLeasedPolicies(leaseOptions, config);
   const stats =
     options.statsd === undefined
       ? undefined
@@ -330,6 +344,11 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     hotKeys,
   });
   status.configLoaded(filesOf(config), config.envoy, config.policies);
+  const leaseAgents =
+    leaseOptions === undefined
+      ? undefined
+      : new LeaseAgents(leaseOptions, options.clock ?? systemClock, log);
+  if (leaseAgents !== undefined) status.leasesFrom((wallMs) => leaseAgents.status(wallMs));
   const decisionLog = new DecisionLog({
     log,
     ...(options.decisionLogSampleRate === undefined
@@ -360,6 +379,14 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     timeoutMs: options.storeTimeoutMs ?? 100,
     descriptorLimits: limits,
     localCacheSizeBytes: options.localCacheSizeBytes ?? 0,
+    ...(leaseAgents === undefined
+      ? {}
+      : {
+          leases: {
+            policies: leaseAgents.policies,
+            agentFor: (policy: string) => leaseAgents.agentFor(policy),
+          },
+        }),
   });
   const handlers = {
     shouldRateLimit: async (
@@ -473,6 +500,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       redisWait.stop();
       await store.close();
       await perSecondStore?.close();
+      await leaseAgents?.close();
       redisTls?.close();
       grpcCredentials?.close();
       throw refusal;
@@ -508,6 +536,8 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       await xds.firstConfig;
     }
   }
+  // Asked for at once: a controller that is up answers the first report with a lease.
+  leaseAgents?.start();
   const grpcPort =
     options.grpcUds === undefined
       ? await grpc.listen(options.grpcHost ?? '0.0.0.0', options.grpcPort ?? 8081)
@@ -590,8 +620,10 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       redisWait?.stop();
       http.setHealthy(false);
       await Promise.all([grpc.shutdown(), http.shutdown(timeout), debug?.close()]);
-      // Unspent batch units go back to the store before it closes.
+      // Unspent batch units go back to the store before it closes; the lease agents send
+      // their last usage and leave the controller.
       await service.close();
+      await leaseAgents?.close();
       await store.close();
       await perSecondStore?.close();
       await stats?.close();
@@ -611,6 +643,27 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     shutdown,
   };
 }
+/**
+ * Refuses leased policy names that no rule or policy of `config` goes by, naming the
+ * setting, so that a typo is not a policy silently left to the store.
+ */
+function checkLeasedPolicies(
+  leases: NonNullable<ServeOptions['leases']>,
+  config: LoadedConfig,
+): void {
+  const known = new Set(policiesInForce(config.envoy, config.policies).map((p) => p.name));
+  const unknown = leases.policies.filter((p) => !known.has(p));
+  if (unknown.length === 0) return;
+  const path = leases.policiesSetting ?? 'leases.policies';
+  const issues = unknown.map((name) => ({
+    path,
+    message: `no rule or policy named ${JSON.stringify(name)} is loaded; loaded: ${[...known].join(', ') || 'none'}`,
+  }));
+  throw new PolicyError('SLUICE_ERR_CONFIG_INVALID', issues.map(formatIssue).join('\n'), {
+    issues,
+  });
+}
+
 /** The files a load read (directories are listed by the files in them). */
 function filesOf(config: LoadedConfig): string[] {
   return config.watch.filter((w) => !w.entries).map((w) => w.path);

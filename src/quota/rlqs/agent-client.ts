@@ -26,6 +26,12 @@ export interface RlqsAgentClientOptions {
   readonly refreshMs?: number;
   /** The enforcement window. @default refreshMs */
   readonly windowMs?: number;
+  /**
+   * The longest a lease is held once received, in ms: an assignment's TTL above it is
+   * cut to it (a shorter hold is always safe: the controller's ledger counts the full
+   * TTL). @default the assignment's TTL
+   */
+  readonly maxTtlMs?: number;
   /** Wait before trying the next controller. @default 200 */
   readonly reconnectMs?: number;
   readonly clock?: Clock;
@@ -52,6 +58,7 @@ export class RlqsAgentClient {
   #version = 0;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
+  #connectedTo: string | undefined;
 
   constructor(options: RlqsAgentClientOptions) {
     this.#o = options;
@@ -86,11 +93,37 @@ export class RlqsAgentClient {
     return this.agent.take(this.#clock.nowMs(), cost);
   }
 
-  close(): void {
+  /** The controller whose stream is open (it sent its fencing token), if any. */
+  get connectedTo(): string | undefined {
+    return this.#connectedTo;
+  }
+
+  /**
+   * Stops reporting and leaves: the usage since the last report is sent, then the stream
+   * is half-closed, and the channel closed once the controller ends it (or after
+   * `graceMs`). Decisions made after this are not reported.
+   */
+  async close(graceMs = 1_000): Promise<void> {
+    if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#timer);
-    this.#call?.cancel();
-    this.#client?.close();
+    const call = this.#call;
+    const client = this.#client;
+    if (call !== undefined && this.#connectedTo !== undefined) {
+      call.write(this.#usage(this.agent.report(this.#clock.nowMs())));
+      call.end();
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, graceMs);
+        timer.unref();
+        call.once('status', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    call?.cancel();
+    client?.close();
+    this.#connectedTo = undefined;
   }
 
   #connect(): void {
@@ -114,6 +147,7 @@ export class RlqsAgentClient {
     let token: number | undefined;
     call.on('metadata', (m: grpc.Metadata) => {
       token = Number(m.get(TOKEN_METADATA)[0]);
+      if (this.#call === call) this.#connectedTo = target;
       this.#o.log?.({ event: 'stream', target, token });
     });
     call.on('data', (r: WireQuotaResponse) => {
@@ -123,7 +157,10 @@ export class RlqsAgentClient {
     const retry = () => {
       if (retried || this.#closed) return;
       retried = true;
-      if (this.#call === call) this.#call = undefined;
+      if (this.#call === call) {
+        this.#call = undefined;
+        this.#connectedTo = undefined;
+      }
       setTimeout(() => this.#connect(), this.#o.reconnectMs ?? 200).unref();
     };
     call.on('error', retry);
@@ -176,7 +213,7 @@ export class RlqsAgentClient {
           rate: rate.rate,
           burst: rate.burst,
           windowMs,
-          ttlMs: durationMs(a.assignmentTimeToLive),
+          ttlMs: Math.min(durationMs(a.assignmentTimeToLive), this.#o.maxTtlMs ?? Infinity),
           // Assignments on one stream arrive in order; the token orders streams.
           version: ++this.#version,
           fencingToken: token,
