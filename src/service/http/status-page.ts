@@ -113,7 +113,7 @@ export function renderStatusPage(s: StatusSnapshot): string {
         ]),
         'No lease is allocated.',
       )
-    : '<p class="none">This service takes no quota leases (SLUICE_LEASE_CONTROLLERS is not set).</p>';
+    : '<p class="none">No lease is in force: this service takes no quota leases (SLUICE_LEASE_CONTROLLERS is not set).</p>';
   const rejected =
     s.config.lastRejected === undefined
       ? ''
