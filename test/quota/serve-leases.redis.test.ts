@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { freePort } from '../support/free-port.js';
 import { RedisServer } from '../support/redis-server.js';
 import { spawnServe, stopServe, type Serve } from '../support/sluice-serve.js';
+import { sumOf } from '../support/prometheus-text.js';
 import { waitFor } from '../support/wait.js';
 import { call, connect, type Clients } from '../service/grpc/client.js';
 import { controllerProcess, root, type JsonProcess } from './fixtures/json-process.js';
@@ -299,6 +300,16 @@ describe('sluice serve as a quota lease agent', () => {
       expect(w.s2).toBeLessThanOrEqual(FALLBACK);
       expect(w.fleet).toBeGreaterThan(0);
     }
+
+    // Metrics: the lease's units, under the rule's public name.
+    const metrics = await (await fetch(`http://127.0.0.1:${serves[0]!.httpPort}/metrics`)).text();
+    const leaseUnits = { stage: 'lease', policy: 'global-api' };
+    const granted = sumOf(metrics, 'sluice_stage_granted_units_total', leaseUnits);
+    const spent = sumOf(metrics, 'sluice_stage_spent_units_total', leaseUnits);
+    const admittedByFirst = answers.filter((a) => a.service === 0 && a.ok).length;
+    expect(spent).toBeGreaterThanOrEqual(upWindows.reduce((sum, w) => sum + w.s1, 0));
+    expect(spent).toBeLessThanOrEqual(admittedByFirst);
+    expect(granted).toBeGreaterThanOrEqual(spent);
 
     // SIGTERM: the agents leave and the service exits 0.
     const exits = serves.map((s) => s.exited);
