@@ -32,6 +32,7 @@ import type { RedisTarget } from './redis-settings.js';
 import { DebugServer } from './http/debug-server.js';
 import { systemClock } from '../core/clock.js';
 import { LeaseAgents, type ServeLeaseOptions } from './lease-agents.js';
+import { leasedPolicyProblems } from './leased-policies.js';
 
 /**
  * Options of {@link startService}. The descriptor limits (`maxDescriptors` 64,
@@ -585,6 +586,13 @@ export async function startService(options: ServeOptions): Promise<RunningServic
         status.configLoaded(filesOf(next), next.envoy, next.policies);
         logConfigLoaded(log, next, 'config reloaded');
         warnIfEmpty(next, log);
+        // The reload is served; a leased name it no longer fits is said, not refused.
+        const leaseProblems =
+          leaseOptions === undefined || fromXds
+            ? []
+            : leasedPolicyProblems(leaseOptions.policies, next.envoy, next.policies);
+        if (leaseProblems.length > 0)
+          log.warn({ problems: leaseProblems }, 'leased policies after the reload');
         return next;
       } catch (error) {
         recordConfigLoad('error');
@@ -644,21 +652,18 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   };
 }
 /**
- * Refuses leased policy names that no rule or policy of `config` goes by, naming the
- * setting, so that a typo is not a policy silently left to the store.
+ * Refuses leased names that no rule or policy of `config` goes by, or whose rule has a
+ * bucket per value (`leasedPolicyProblems`), naming the setting, so that a typo is not a
+ * policy silently left to the store.
  */
 function checkLeasedPolicies(
   leases: NonNullable<ServeOptions['leases']>,
   config: LoadedConfig,
 ): void {
-  const known = new Set(policiesInForce(config.envoy, config.policies).map((p) => p.name));
-  const unknown = leases.policies.filter((p) => !known.has(p));
-  if (unknown.length === 0) return;
+  const problems = leasedPolicyProblems(leases.policies, config.envoy, config.policies);
+  if (problems.length === 0) return;
   const path = leases.policiesSetting ?? 'leases.policies';
-  const issues = unknown.map((name) => ({
-    path,
-    message: `no rule or policy named ${JSON.stringify(name)} is loaded; loaded: ${[...known].join(', ') || 'none'}`,
-  }));
+  const issues = problems.map((message) => ({ path, message }));
   throw new PolicyError('SLUICE_ERR_CONFIG_INVALID', issues.map(formatIssue).join('\n'), {
     issues,
   });

@@ -118,6 +118,11 @@ const rows: [Record<string, string>, string[], string][] = [
     '--lease-policies: no rule or policy named "nope" is loaded; loaded: payments.tenant, payments-transfers',
   ],
   [
+    { SLUICE_LEASE_CONTROLLERS: '127.0.0.1:1', SLUICE_LEASE_POLICIES: 'payments.tenant' },
+    [],
+    'SLUICE_LEASE_POLICIES: "payments.tenant" has a bucket per value (examples/envoy/config.yaml: descriptors[0] (key "tenant") has no value); a lease is one budget for the whole rule, so lease a rule whose descriptors all have fixed values',
+  ],
+  [
     {
       SLUICE_LEASE_CONTROLLERS: '127.0.0.1:1',
       SLUICE_LEASE_POLICIES: 'payments-transfers',
