@@ -172,6 +172,18 @@ export class QuotaController {
     return this.#issue(rec, newest.rate, nowMs);
   }
 
+  /**
+   * Forgets `agent` on `bucket` because it has left: it stopped enforcing every lease it
+   * was sent before it said so (a Sluice agent's last report, then the end of its
+   * stream). Its leases leave the ledger now instead of at their deadlines, and a later
+   * report makes it a newcomer. Only for an agent that cannot still hold a lease: an RLQS
+   * client that merely lost its stream may go on enforcing until the TTL. Returns whether
+   * it was known.
+   */
+  leave(bucket: string, agent: string): boolean {
+    return this.#buckets.get(bucket)?.delete(agent) ?? false;
+  }
+
   /** One refresh round at `nowMs`: new targets, cuts, raises from free budget, renewals. */
   round(nowMs: number): RoundResult {
     const leases: Lease[] = [];

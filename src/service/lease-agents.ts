@@ -78,9 +78,13 @@ export class LeaseAgents {
     for (const c of this.#clients.values()) c.start();
   }
 
-  /** The agent of a leased policy, by its public name. */
+  /**
+   * The agent of a leased policy, by its public name; none once closed (its leases were
+   * given back), so the store decides.
+   */
   agentFor(policy: string): QuotaAgent | undefined {
-    return this.#clients.get(policy)?.agent;
+    const client = this.#clients.get(policy);
+    return client === undefined || client.closed ? undefined : client.agent;
   }
 
   /** What `/status` shows: per leased policy, the rule in force now. */

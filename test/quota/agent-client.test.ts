@@ -2,6 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/core/clock.js';
 import { QuotaController } from '../../src/quota/controller.js';
+import type { Lease, UsageReport } from '../../src/quota/lease.js';
 import { RlqsAgentClient } from '../../src/quota/rlqs/agent-client.js';
 import { RLQS_SERVICE } from '../../src/quota/rlqs/protos.js';
 import { RlqsQuotaService } from '../../src/quota/rlqs/quota-service.js';
@@ -13,8 +14,17 @@ afterAll(async () => {
   await Promise.all(servers.map((s) => new Promise<void>((r) => s.tryShutdown(() => r()))));
 });
 
-async function serve(): Promise<{ port: number; controller: QuotaController }> {
-  const controller = new QuotaController(
+/** The real controller core, keeping the reports it takes. */
+class RecordingController extends QuotaController {
+  readonly reports: UsageReport[] = [];
+  override report(r: UsageReport, nowMs: number): Lease | undefined {
+    this.reports.push(r);
+    return super.report(r, nowMs);
+  }
+}
+
+async function serve(): Promise<{ port: number; controller: RecordingController }> {
+  const controller = new RecordingController(
     { budgets: [{ bucket: 'name=api', ratePerSecond: 100 }], leaseTtlMs: 3_000 },
     1,
   );
@@ -70,13 +80,24 @@ describe('RlqsAgentClient', () => {
     const { port, controller } = await serve();
     const { c, firstLease } = client(port);
     await firstLease;
-    const before = controller.record('name=api', 'a')!;
-    expect(before.demand).toBe(0); // the subscribing report carried no usage
+    expect(controller.reports.map((r) => r.allowed)).toEqual([0]); // the subscribing report
     let allowed = 0;
     for (let i = 0; i < 7; i++) if (c.take(1) === 'allowed') allowed++;
     expect(allowed).toBe(7);
     // close() resolves once the controller has ended the stream: the report is in.
     await c.close();
-    expect(controller.record('name=api', 'a')!.demand).toBeGreaterThan(0);
+    expect(controller.reports.map((r) => r.allowed)).toEqual([0, 7]);
+  });
+
+  it('close() gives its leases back: the controller takes them out of its ledger at once, not at their deadline', async () => {
+    const { port, controller } = await serve();
+    const { c, firstLease } = client(port);
+    await firstLease;
+    expect(controller.committed('name=api', systemClock.nowMs())).toBeGreaterThan(0);
+    await c.close();
+    // The lease would count until issue + TTL + margin (3.5 s from now).
+    expect(controller.committed('name=api', systemClock.nowMs())).toBe(0);
+    expect(controller.record('name=api', 'a')).toBeUndefined();
+    expect(c.take(1)).toBe('denied');
   });
 });

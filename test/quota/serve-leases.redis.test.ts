@@ -67,7 +67,8 @@ let dir: string;
 let redis: RedisServer;
 let controller: JsonProcess | undefined;
 const serves: Serve[] = [];
-const clients: Clients[] = [];
+/** The gRPC clients of the services the load goes to, by service (none while one is down). */
+const clients: (Clients | undefined)[] = [];
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sluice-serve-leases-'));
   await mkdir(join(dir, 'envoy'));
@@ -76,7 +77,7 @@ beforeAll(async () => {
   redis = await RedisServer.start();
 });
 afterAll(async () => {
-  for (const c of clients) c.close();
+  for (const c of clients) c?.close();
   await Promise.all(serves.map((s) => stopServe(s)));
   controller?.kill('SIGKILL');
   await controller?.ended();
@@ -110,6 +111,7 @@ function drive(answers: Answer[], errors: string[]): { stop: () => Promise<void>
   const timer = setInterval(() => {
     if (!running) return;
     clients.forEach((c, service) => {
+      if (c === undefined) return;
       const sentMs = Date.now();
       const p = call<RlsReply>(c.rls, 'ShouldRateLimit', request, 2_000).then(
         (reply) => {
@@ -162,27 +164,21 @@ describe('sluice serve as a quota lease agent', () => {
       ...['--port', String(port), '--refresh-ms', String(R), '--lease-ttl-ms', String(L)],
     ]);
     await controller.waitFor((l) => l['event'] === 'leader', 10_000);
+    const serveArgs = [
+      ...['--config', join(dir, 'envoy'), '--lease-policies', 'global-api'],
+      ...['--lease-fallback', `${FALLBACK}`],
+    ];
+    const serveEnv = (agent: string) => ({
+      SLUICE_LEASE_CONTROLLERS: `127.0.0.1:${port}`,
+      SLUICE_LEASE_AGENT: agent,
+      SLUICE_LEASE_REFRESH_MS: String(R),
+    });
     const started = await Promise.all(
-      ['s1', 's2'].map((agent) =>
-        spawnServe(
-          [
-            '--config',
-            join(dir, 'envoy'),
-            '--lease-policies',
-            'global-api',
-            '--lease-fallback',
-            `${FALLBACK}`,
-          ],
-          {
-            SLUICE_LEASE_CONTROLLERS: `127.0.0.1:${port}`,
-            SLUICE_LEASE_AGENT: agent,
-            SLUICE_LEASE_REFRESH_MS: String(R),
-          },
-        ),
-      ),
+      ['s1', 's2'].map((agent) => spawnServe(serveArgs, serveEnv(agent))),
     );
     serves.push(...started);
-    clients.push(...serves.map((s) => connect(s.grpcPort)));
+    const live = [...started];
+    clients.push(...started.map((s) => connect(s.grpcPort)));
     const answers: Answer[] = [];
     const errors: string[] = [];
     const load = drive(answers, errors);
@@ -190,7 +186,7 @@ describe('sluice serve as a quota lease agent', () => {
 
     // Both hold a lease with a share of the budget (a newcomer's first may be small).
     await Promise.all(
-      serves.map((s) =>
+      live.map((s) =>
         waitFor(
           async () => {
             const row = await leaseRow(s);
@@ -207,13 +203,43 @@ describe('sluice serve as a quota lease agent', () => {
       timeoutMs: 8_000,
       intervalMs: 50,
     });
-    const up = await leaseRow(serves[0]!);
+    const up = await leaseRow(live[0]!);
     expect(up).toMatchObject({
       policy: 'global-api',
       mode: 'lease',
       controller: `127.0.0.1:${port}`,
       fencingToken: 1,
     });
+    const splitUntil = Date.now();
+
+    // SIGTERM to the second: it gives its lease back as it leaves, and the first is
+    // raised from the freed budget at the next round, not a TTL later.
+    const leaving = live[1]!;
+    clients[1]!.close();
+    clients[1] = undefined;
+    const mark = controller.lines.length;
+    await stopServe(leaving);
+    expect(await leaving.exited).toEqual({ code: 0, signal: null });
+    await controller.waitFor((l) => l['event'] === 'left' && l['agent'] === 's2', 5_000, mark);
+    const raised = await waitFor(
+      async () => {
+        const row = await leaseRow(live[0]!);
+        return (row.ratePerSecond ?? 0) > FALLBACK ? row : undefined;
+      },
+      { what: 'the first raised above half the budget', timeoutMs: 2 * R + 1_000, intervalMs: 50 },
+    );
+    // It comes back under the same name, as a newcomer, and gets a share again.
+    const back = await spawnServe(serveArgs, serveEnv('s2'));
+    live[1] = back;
+    serves.push(back); // stopped by afterAll too
+    clients[1] = connect(back.grpcPort);
+    await waitFor(
+      async () => {
+        const row = await leaseRow(back);
+        return row.mode === 'lease' && (row.ratePerSecond ?? 0) > 0 ? row : undefined;
+      },
+      { what: 'a share for the returning service', timeoutMs: 10_000, intervalMs: 50 },
+    );
 
     const killedAt = Date.now();
     controller.kill('SIGKILL');
@@ -221,7 +247,7 @@ describe('sluice serve as a quota lease agent', () => {
     // Each service runs on its lease until it expires (at most L after the kill), then on
     // its fallback: wait for that on both, then three whole windows more.
     await Promise.all(
-      serves.map((s) =>
+      live.map((s) =>
         waitFor(
           async () => {
             const row = await leaseRow(s);
@@ -239,7 +265,7 @@ describe('sluice serve as a quota lease agent', () => {
     });
     await load.stop();
     const endedAt = Date.now();
-    const down = await leaseRow(serves[1]!);
+    const down = await leaseRow(live[1]!);
     expect(down).toMatchObject({ mode: 'fallback', controller: null, ratePerSecond: FALLBACK });
 
     // What `sluice explain` prints for this configuration: 2 instances, R, L, the
@@ -264,7 +290,8 @@ describe('sluice serve as a quota lease agent', () => {
     const extraBound = valueOf('units over the budget, at most');
     const peakBound = (valueOf('any window of R, at most') / 100) * C;
 
-    const upWindows = windows(answers, upFrom, killedAt);
+    const upWindows = windows(answers, upFrom, splitUntil);
+    const churnWindows = windows(answers, ceilR(splitUntil), killedAt);
     const cutWindows = windows(answers, ceilR(killedAt), endedAt);
     const onFallback = windows(answers, fallbackFrom, endedAt);
     const show = (ws: ReturnType<typeof windows>) =>
@@ -272,6 +299,7 @@ describe('sluice serve as a quota lease agent', () => {
     console.log(
       [
         `controller up, admitted per ${R} ms window (s1+s2=fleet, budget ${C}): ${show(upWindows)}`,
+        `second service stopped (SIGTERM), first raised to ${raised.ratePerSecond}/s, second back: ${show(churnWindows)}`,
         `controller killed, whole windows: ${show(cutWindows)}`,
         `  of which on the fallback (${FALLBACK}/s each): ${show(onFallback)}`,
         `sluice ${explainArgs.join(' ')}`,
@@ -288,6 +316,8 @@ describe('sluice serve as a quota lease agent', () => {
       expect(w.s1).toBeGreaterThan(0);
       expect(w.s2).toBeGreaterThan(0);
     }
+    // Across the leave and the return, still within the budget.
+    for (const w of churnWindows) expect(w.fleet).toBeLessThanOrEqual(C);
     // Cut off: never more than explain's bound per window, nor over the budget in all.
     expect(cutWindows.length).toBeGreaterThanOrEqual(4);
     for (const w of cutWindows) expect(w.fleet).toBeLessThanOrEqual(peakBound);
@@ -302,7 +332,7 @@ describe('sluice serve as a quota lease agent', () => {
     }
 
     // Metrics: the lease's units, under the rule's public name.
-    const metrics = await (await fetch(`http://127.0.0.1:${serves[0]!.httpPort}/metrics`)).text();
+    const metrics = await (await fetch(`http://127.0.0.1:${live[0]!.httpPort}/metrics`)).text();
     const leaseUnits = { stage: 'lease', policy: 'global-api' };
     const granted = sumOf(metrics, 'sluice_stage_granted_units_total', leaseUnits);
     const spent = sumOf(metrics, 'sluice_stage_spent_units_total', leaseUnits);
@@ -312,8 +342,8 @@ describe('sluice serve as a quota lease agent', () => {
     expect(granted).toBeGreaterThanOrEqual(spent);
 
     // SIGTERM: the agents leave and the service exits 0.
-    const exits = serves.map((s) => s.exited);
-    await Promise.all(serves.map((s) => stopServe(s)));
+    const exits = live.map((s) => s.exited);
+    await Promise.all(live.map((s) => stopServe(s)));
     for (const e of await Promise.all(exits)) expect(e).toEqual({ code: 0, signal: null });
   }, 60_000);
 });

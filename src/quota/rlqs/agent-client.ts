@@ -88,9 +88,15 @@ export class RlqsAgentClient {
     this.#timer = setInterval(() => this.#report(), this.#o.refreshMs ?? 1_000);
   }
 
-  /** Decides one request locally. */
+  /** Decides one request locally; `denied` once closed (its leases were given back). */
   take(cost = 1): TakeResult {
+    if (this.#closed) return 'denied';
     return this.agent.take(this.#clock.nowMs(), cost);
+  }
+
+  /** Whether {@link close} was called: the agent's leases are no longer its own. */
+  get closed(): boolean {
+    return this.#closed;
   }
 
   /** The controller whose stream is open (it sent its fencing token), if any. */
@@ -101,7 +107,8 @@ export class RlqsAgentClient {
   /**
    * Stops reporting and leaves: the usage since the last report is sent, then the stream
    * is half-closed, and the channel closed once the controller ends it (or after
-   * `graceMs`). Decisions made after this are not reported.
+   * `graceMs`). A Sluice controller then takes this agent's leases out of its ledger at
+   * once, so nothing may decide from `agent` after this call: {@link take} denies.
    */
   async close(graceMs = 1_000): Promise<void> {
     if (this.#closed) return;
