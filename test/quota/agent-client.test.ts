@@ -89,15 +89,19 @@ describe('RlqsAgentClient', () => {
     expect(controller.reports.map((r) => r.allowed)).toEqual([0, 7]);
   });
 
-  it('close() gives its leases back: the controller takes them out of its ledger at once, not at their deadline', async () => {
+  it('close() gives its leases back: they count until the end of the window it left in, not until their deadline', async () => {
     const { port, controller } = await serve();
     const { c, firstLease } = client(port);
     await firstLease;
-    expect(controller.committed('name=api', systemClock.nowMs())).toBeGreaterThan(0);
+    const leftAt = systemClock.nowMs();
     await c.close();
-    // The lease would count until issue + TTL + margin (3.5 s from now).
-    expect(controller.committed('name=api', systemClock.nowMs())).toBe(0);
-    expect(controller.record('name=api', 'a')).toBeUndefined();
+    // Window R = 1 s and margin δ = 0.5 s (the defaults for R = 1 s); the lease's own
+    // deadline is its issue + TTL (3 s) + δ, 3.5 s after it was sent.
+    const share = controller.committed('name=api', leftAt);
+    expect(share).toBeGreaterThan(0);
+    expect(controller.committed('name=api', leftAt + 1_400)).toBe(share);
+    expect(controller.committed('name=api', systemClock.nowMs() + 1_500)).toBe(0);
+    expect(controller.record('name=api', 'a')?.abandoned).toBe(true);
     expect(c.take(1)).toBe('denied');
   });
 });

@@ -226,7 +226,7 @@ describe('sluice serve as a quota lease agent', () => {
         const row = await leaseRow(live[0]!);
         return (row.ratePerSecond ?? 0) > FALLBACK ? row : undefined;
       },
-      { what: 'the first raised above half the budget', timeoutMs: 2 * R + 1_000, intervalMs: 50 },
+      { what: 'the first raised above half the budget', timeoutMs: 4 * R, intervalMs: 50 },
     );
     // It comes back under the same name, as a newcomer, and gets a share again.
     const back = await spawnServe(serveArgs, serveEnv('s2'));
