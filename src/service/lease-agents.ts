@@ -69,6 +69,16 @@ export class LeaseAgents {
     }
   }
 
+  /** Per leased policy: whether a lease is in force, and the rate applied (`null` under `store`). */
+  gauges(): { policy: string; inForce: boolean; ratePerSecond: number | null }[] {
+    const nowMs = this.#clock.nowMs();
+    const fallback = fallbackRate(this.#fallback);
+    return [...this.#clients].map(([policy, c]) => {
+      const lease = c.agent.lease(nowMs);
+      return { policy, inForce: lease !== undefined, ratePerSecond: lease?.rate ?? fallback };
+    });
+  }
+
   /** Names of the leased policies. */
   get policies(): readonly string[] {
     return [...this.#clients.keys()];

@@ -349,7 +349,10 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     leaseOptions === undefined
       ? undefined
       : new LeaseAgents(leaseOptions, options.clock ?? systemClock, log);
-  if (leaseAgents !== undefined) status.leasesFrom((wallMs) => leaseAgents.status(wallMs));
+  if (leaseAgents !== undefined) {
+    status.leasesFrom((wallMs) => leaseAgents.status(wallMs));
+    metrics.leasesFrom(() => leaseAgents.gauges());
+  }
   const decisionLog = new DecisionLog({
     log,
     ...(options.decisionLogSampleRate === undefined

@@ -92,6 +92,16 @@ interface LeaseRow {
   controller: string | null;
   fencingToken?: number;
 }
+/** The lease gauges of a service's `/metrics`. */
+async function leaseGauges(s: Serve): Promise<{ inForce: number; rate: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${s.httpPort}/metrics`)).text();
+  const policy = { policy: 'global-api' };
+  return {
+    inForce: sumOf(text, 'sluice_lease_in_force', policy),
+    rate: sumOf(text, 'sluice_lease_rate_units_per_second', policy),
+  };
+}
+
 async function leaseRow(s: Serve): Promise<LeaseRow> {
   const r = await fetch(`http://127.0.0.1:${s.httpPort}/status?format=json`);
   const body = (await r.json()) as { leases: { inForce: boolean; allocations: LeaseRow[] } };
@@ -210,6 +220,10 @@ describe('sluice serve as a quota lease agent', () => {
       controller: `127.0.0.1:${port}`,
       fencingToken: 1,
     });
+    const upGauges = await leaseGauges(live[0]!);
+    expect(upGauges.inForce).toBe(1);
+    expect(upGauges.rate).toBeGreaterThan(0);
+    expect(upGauges.rate).toBeLessThan(C);
     const splitUntil = Date.now();
 
     // SIGTERM to the second: it gives its lease back as it leaves, and the first is
@@ -267,6 +281,7 @@ describe('sluice serve as a quota lease agent', () => {
     const endedAt = Date.now();
     const down = await leaseRow(live[1]!);
     expect(down).toMatchObject({ mode: 'fallback', controller: null, ratePerSecond: FALLBACK });
+    expect(await leaseGauges(live[1]!)).toEqual({ inForce: 0, rate: FALLBACK });
 
     // What `sluice explain` prints for this configuration: 2 instances, R, L, the
     // partition as long as it lasted, each on a static equal share.
