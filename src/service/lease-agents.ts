@@ -39,24 +39,35 @@ export function leaseBucket(policy: string): Record<string, string> {
   return { policy };
 }
 
+/**
+ * The agent name of one leased policy's stream: `<agent>/<policy>`. A controller keeps one
+ * stream per name (a new one replaces the old), so each policy's stream has its own.
+ */
+export function leaseAgentName(agent: string, policy: string): string {
+  return `${agent}/${policy}`;
+}
+
 /** One {@link RlqsAgentClient} per leased policy, started at once. */
 export class LeaseAgents {
   readonly #clients = new Map<string, RlqsAgentClient>();
   readonly #clock: Clock;
   readonly #fallback: LeaseFallback;
+  readonly #windowMs: number;
 
   constructor(options: ServeLeaseOptions, clock: Clock, log: Logger) {
     this.#clock = clock;
     this.#fallback = options.fallback ?? { kind: 'deny' };
+    this.#windowMs = options.refreshMs ?? 1_000;
     const agent = options.agent ?? `${hostname()}-${process.pid}`;
     for (const policy of new Set(options.policies)) {
       const client = new RlqsAgentClient({
         controllers: options.controllers,
-        agent,
+        // One stream per policy, and a controller keeps one stream per agent name.
+        agent: leaseAgentName(agent, policy),
         domain: options.domain ?? 'sluice',
         bucket: leaseBucket(policy),
         fallback: this.#fallback,
-        refreshMs: options.refreshMs ?? 1_000,
+        refreshMs: this.#windowMs,
         ...(options.maxTtlMs === undefined ? {} : { maxTtlMs: options.maxTtlMs }),
         clock,
         log: (e) => {
@@ -111,7 +122,7 @@ export class LeaseAgents {
           mode: lease === undefined ? 'fallback' : 'lease',
           units: w.allowance ?? 0,
           usedInWindow: w.used,
-          windowMs: lease?.windowMs ?? w.resetAfterMs,
+          windowMs: lease?.windowMs ?? this.#windowMs,
           ratePerSecond: lease?.rate ?? fallbackRate(this.#fallback),
           ...(lease === undefined
             ? { fallback: this.#fallback.kind }

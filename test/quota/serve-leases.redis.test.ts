@@ -234,7 +234,11 @@ describe('sluice serve as a quota lease agent', () => {
     const mark = controller.lines.length;
     await stopServe(leaving);
     expect(await leaving.exited).toEqual({ code: 0, signal: null });
-    await controller.waitFor((l) => l['event'] === 'left' && l['agent'] === 's2', 5_000, mark);
+    await controller.waitFor(
+      (l) => l['event'] === 'left' && l['agent'] === 's2/global-api',
+      5_000,
+      mark,
+    );
     const raised = await waitFor(
       async () => {
         const row = await leaseRow(live[0]!);
