@@ -540,8 +540,6 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       await xds.firstConfig;
     }
   }
-  // Asked for at once: a controller that is up answers the first report with a lease.
-  leaseAgents?.start();
   const grpcPort =
     options.grpcUds === undefined
       ? await grpc.listen(options.grpcHost ?? '0.0.0.0', options.grpcPort ?? 8081)
@@ -564,6 +562,9 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     debug === undefined || options.debug === undefined
       ? undefined
       : await debug.listen(options.debug.host, options.debug.port);
+  // Once the ports are open (nothing is left running if they cannot be): a controller that
+  // is up answers the first report with a lease at once; until then the fallback applies.
+  leaseAgents?.start();
   log.info(
     {
       httpPort,
