@@ -107,8 +107,9 @@ export class RlqsAgentClient {
   /**
    * Stops reporting and leaves: the usage since the last report is sent, then the stream
    * is half-closed, and the channel closed once the controller ends it (or after
-   * `graceMs`). A Sluice controller then takes this agent's leases out of its ledger at
-   * once, so nothing may decide from `agent` after this call: {@link take} denies.
+   * `graceMs`). A Sluice controller then counts this agent's leases only to the end of
+   * the current window (`QuotaController.leave`), so nothing may decide from `agent` after
+   * this call: {@link take} denies.
    */
   async close(graceMs = 1_000): Promise<void> {
     if (this.#closed) return;
