@@ -15,8 +15,10 @@ import { pino } from 'pino';
 import {
   MAX_STORE_TIMEOUT_MS,
   readServiceSettings,
+  readLeaseTlsFiles,
   readSetting,
   type FlagValue,
+  type ServiceSettings,
   type SettingKey,
   type XdsSettings,
 } from '../service/env-settings.js';
@@ -309,7 +311,7 @@ program
           ...(settings.redisTimeoutMs === undefined
             ? {}
             : { redisTimeoutMs: settings.redisTimeoutMs }),
-          ...(settings.leases === undefined ? {} : { leases: settings.leases }),
+          ...(settings.leases === undefined ? {} : { leases: leaseOptions(settings.leases) }),
           logger,
         });
         const stop = (): void => {
@@ -386,6 +388,14 @@ program
 function xdsOptions(xds: XdsSettings): NonNullable<ServeOptions['xds']> {
   const { tls, ...rest } = xds;
   return tls === undefined ? rest : { ...rest, tls: readXdsTlsFiles(tls) };
+}
+
+/** The lease settings with their TLS files read. */
+function leaseOptions(
+  leases: NonNullable<ServiceSettings['leases']>,
+): NonNullable<ServeOptions['leases']> {
+  const { tlsFiles, ...rest } = leases;
+  return tlsFiles === undefined ? rest : { ...rest, tls: readLeaseTlsFiles(tlsFiles) };
 }
 
 /** Which loader a file given to `validate` is meant for. */

@@ -31,6 +31,11 @@ import type { StatsdOptions } from '../metrics/statsd/statsd-stats.js';
 import type { TracingOptions } from './tracing/service-tracing.js';
 import type { LeaseFallback } from '../quota/lease.js';
 import type { ServeLeaseOptions } from './lease-agents.js';
+import {
+  readGrpcClientTlsFiles,
+  type GrpcClientTls,
+  type GrpcClientTlsFiles,
+} from './grpc-client-tls.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -383,6 +388,11 @@ export const SERVICE_SETTINGS = {
     Object.freeze({ kind: 'deny' }) as LeaseFallback,
     { flags: ['--lease-fallback'], upstream: false },
   ),
+  leaseTls: setting('SLUICE_LEASE_TLS', goBool, false, { upstream: false }),
+  leaseTlsCaCert: setting('SLUICE_LEASE_TLS_CACERT', anyText, '', { upstream: false }),
+  leaseTlsClientCert: setting('SLUICE_LEASE_TLS_CLIENT_CERT', anyText, '', { upstream: false }),
+  leaseTlsClientKey: setting('SLUICE_LEASE_TLS_CLIENT_KEY', anyText, '', { upstream: false }),
+  leaseTlsSan: setting('SLUICE_LEASE_TLS_SAN', anyText, '', { upstream: false }),
 } as const;
 
 export type SettingKey = keyof typeof SERVICE_SETTINGS;
@@ -464,7 +474,11 @@ export interface ServiceSettings {
   /** Present when `REDIS_PERSECOND` is true: the Redis for rules whose unit is second. */
   readonly redisPerSecond?: RedisTarget;
   /** Present when `SLUICE_LEASE_CONTROLLERS` is set: this service is a quota lease agent. */
-  readonly leases?: ServeLeaseOptions & { readonly policiesSetting: string };
+  readonly leases?: Omit<ServeLeaseOptions, 'tls'> & {
+    readonly policiesSetting: string;
+    /** With `SLUICE_LEASE_TLS=true`: the files, read at start (`readLeaseTlsFiles`). */
+    readonly tlsFiles?: GrpcClientTlsFiles;
+  };
 }
 
 /** Where upstream's stats go, besides Prometheus. */
@@ -695,6 +709,16 @@ export function readServiceSettings(
             refreshMs: v.leaseRefreshMs,
             ...(v.leaseTtlMs === undefined ? {} : { maxTtlMs: v.leaseTtlMs }),
             fallback: v.leaseFallback,
+            ...(v.leaseTls
+              ? {
+                  tlsFiles: Object.freeze({
+                    caCertFile: v.leaseTlsCaCert,
+                    clientCertFile: v.leaseTlsClientCert,
+                    clientKeyFile: v.leaseTlsClientKey,
+                    serverName: v.leaseTlsSan,
+                  }),
+                }
+              : {}),
           }),
         }),
     ...(v.tracingEnabled
@@ -749,6 +773,11 @@ const LEASE_KEYS = [
   'leaseRefreshMs',
   'leaseTtlMs',
   'leaseFallback',
+  'leaseTls',
+  'leaseTlsCaCert',
+  'leaseTlsClientCert',
+  'leaseTlsClientKey',
+  'leaseTlsSan',
 ] as const satisfies readonly SettingKey[];
 
 /** Lease settings that do not go together. */
@@ -774,6 +803,17 @@ function leaseIssues(
       message: `required with ${controllers}: the policies or rules that take leases`,
     });
   }
+  if (!v.leaseTls) {
+    for (const k of [
+      'leaseTlsCaCert',
+      'leaseTlsClientCert',
+      'leaseTlsClientKey',
+      'leaseTlsSan',
+    ] as const) {
+      if (v[k] !== '')
+        issues.push({ path: source[k]!, message: 'applies only with SLUICE_LEASE_TLS=true' });
+    }
+  }
   if (v.leaseTtlMs !== undefined && v.leaseTtlMs < v.leaseRefreshMs) {
     issues.push({
       path: source['leaseTtlMs']!,
@@ -781,6 +821,15 @@ function leaseIssues(
     });
   }
   return issues;
+}
+
+/** Reads the lease TLS files the settings name (`SLUICE_LEASE_TLS_*`). */
+export function readLeaseTlsFiles(files: GrpcClientTlsFiles): GrpcClientTls {
+  return readGrpcClientTlsFiles(files, {
+    caCert: 'SLUICE_LEASE_TLS_CACERT',
+    clientCert: 'SLUICE_LEASE_TLS_CLIENT_CERT',
+    clientKey: 'SLUICE_LEASE_TLS_CLIENT_KEY',
+  });
 }
 
 /** What is missing for the TLS settings that are on. */

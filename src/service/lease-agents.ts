@@ -4,6 +4,7 @@ import type { Clock } from '../core/clock.js';
 import type { QuotaAgent } from '../quota/agent.js';
 import type { LeaseFallback } from '../quota/lease.js';
 import { RlqsAgentClient } from '../quota/rlqs/agent-client.js';
+import { grpcClientChannel, type GrpcClientTls } from './grpc-client-tls.js';
 import type { LeaseStatus } from './status/status-snapshot.js';
 
 /**
@@ -32,6 +33,8 @@ export interface ServeLeaseOptions {
   readonly maxTtlMs?: number;
   /** What applies without a lease in force (cut off, or before the first). @default deny */
   readonly fallback?: LeaseFallback;
+  /** TLS to the controllers (`SLUICE_LEASE_TLS*`). @default plaintext */
+  readonly tls?: GrpcClientTls;
 }
 
 /** The RLQS bucket of a leased policy: the controller's `--budget policy=NAME@RATE`. */
@@ -59,6 +62,7 @@ export class LeaseAgents {
     this.#fallback = options.fallback ?? { kind: 'deny' };
     this.#windowMs = options.refreshMs ?? 1_000;
     const agent = options.agent ?? `${hostname()}-${process.pid}`;
+    const channel = grpcClientChannel(options.tls);
     for (const policy of new Set(options.policies)) {
       const client = new RlqsAgentClient({
         controllers: options.controllers,
@@ -69,6 +73,8 @@ export class LeaseAgents {
         fallback: this.#fallback,
         refreshMs: this.#windowMs,
         ...(options.maxTtlMs === undefined ? {} : { maxTtlMs: options.maxTtlMs }),
+        credentials: channel.credentials,
+        channelOptions: channel.options,
         clock,
         log: (e) => {
           // Applied leases come every refresh: debug; streams and refusals say more.

@@ -284,6 +284,29 @@ describe('readServiceSettings: one validation for environment variables and flag
       }).leases,
     ).toMatchObject({ fallback: { kind: 'store' }, agent: 'eu-1', maxTtlMs: 3000, domain: 'edge' });
     expect(
+      readServiceSettings({
+        SLUICE_LEASE_CONTROLLERS: 'c:1',
+        SLUICE_LEASE_POLICIES: 'p',
+        SLUICE_LEASE_TLS: 'true',
+        SLUICE_LEASE_TLS_CACERT: '/etc/ca.pem',
+        SLUICE_LEASE_TLS_SAN: 'quota.internal',
+      }).leases?.tlsFiles,
+    ).toEqual({
+      caCertFile: '/etc/ca.pem',
+      clientCertFile: '',
+      clientKeyFile: '',
+      serverName: 'quota.internal',
+    });
+    expect(
+      issuesOf(() =>
+        readServiceSettings({
+          SLUICE_LEASE_CONTROLLERS: 'c:1',
+          SLUICE_LEASE_POLICIES: 'p',
+          SLUICE_LEASE_TLS_CACERT: '/etc/ca.pem',
+        }),
+      ),
+    ).toEqual([['SLUICE_LEASE_TLS_CACERT', 'applies only with SLUICE_LEASE_TLS=true']]);
+    expect(
       issuesOf(() =>
         readServiceSettings({
           SLUICE_LEASE_CONTROLLERS: 'no-port,c:70000',

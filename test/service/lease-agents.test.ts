@@ -13,7 +13,9 @@ import { QuotaController } from '../../src/quota/controller.js';
 import { RLQS_SERVICE } from '../../src/quota/rlqs/protos.js';
 import { RlqsQuotaService } from '../../src/quota/rlqs/quota-service.js';
 import { startService, type RunningService } from '../../src/service/main.js';
+import { readLeaseTlsFiles, readServiceSettings } from '../../src/service/env-settings.js';
 import { captureLog } from '../support/captured-log.js';
+import { issueCert, makeCa } from '../support/test-certs.js';
 import { waitFor } from '../support/wait.js';
 
 const cleanup: (() => Promise<void>)[] = [];
@@ -21,7 +23,7 @@ afterAll(async () => {
   for (const c of cleanup.reverse()) await c();
 });
 
-async function rlqsServer(): Promise<number> {
+async function rlqsServer(credentials = grpc.ServerCredentials.createInsecure()): Promise<number> {
   const controller = new QuotaController(
     {
       budgets: [
@@ -36,9 +38,7 @@ async function rlqsServer(): Promise<number> {
   const server = new grpc.Server();
   server.addService(RLQS_SERVICE, service.handlers());
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) =>
-      e ? reject(e) : resolve(p),
-    ),
+    server.bindAsync('127.0.0.1:0', credentials, (e, p) => (e ? reject(e) : resolve(p))),
   );
   cleanup.push(() => new Promise<void>((r) => server.tryShutdown(() => r())));
   return port;
@@ -108,5 +108,58 @@ describe('startService with quota leases', () => {
       .filter((l) => typeof l.msg === 'string' && l.msg === 'quota lease stream');
     expect(streams).toEqual([]);
     expect(log.matching('quota lease stream').map((l) => l['policy'])).toEqual(['alpha', 'beta']);
+  });
+
+  it('speaks mutual TLS to the controller with SLUICE_LEASE_TLS*; without a client certificate it gets no lease', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-lease-tls-'));
+    cleanup.push(() => rm(dir, { recursive: true, force: true }));
+    await writeFile(join(dir, 'config.yaml'), CONFIG);
+    const ca = await makeCa(dir, 'ca');
+    // The controller's certificate names quota.internal, not the address dialled.
+    const server = await issueCert(dir, ca, 'controller', { dns: ['quota.internal'] });
+    const client = await issueCert(dir, ca, 'agent', { dns: ['sluice'], usages: ['clientAuth'] });
+    const port = await rlqsServer(
+      grpc.ServerCredentials.createSsl(
+        ca.cert,
+        [{ cert_chain: server.cert, private_key: server.key }],
+        true,
+      ),
+    );
+    const start = async (agent: string, env: Record<string, string>) => {
+      const leases = readServiceSettings({
+        SLUICE_LEASE_CONTROLLERS: `127.0.0.1:${port}`,
+        SLUICE_LEASE_POLICIES: 'alpha',
+        SLUICE_LEASE_AGENT: agent,
+        SLUICE_LEASE_TLS: 'true',
+        SLUICE_LEASE_TLS_CACERT: ca.certFile,
+        SLUICE_LEASE_TLS_SAN: 'quota.internal',
+        ...env,
+      }).leases!;
+      const svc = await startService({
+        envoyConfig: join(dir, 'config.yaml'),
+        host: '127.0.0.1',
+        port: 0,
+        grpcHost: '127.0.0.1',
+        grpcPort: 0,
+        logger: captureLog('info').logger,
+        leases: { ...leases, tls: readLeaseTlsFiles(leases.tlsFiles!) },
+      });
+      cleanup.push(() => svc.shutdown());
+      return svc;
+    };
+    const mutual = await start('with-cert', {
+      SLUICE_LEASE_TLS_CLIENT_CERT: client.certFile,
+      SLUICE_LEASE_TLS_CLIENT_KEY: client.keyFile,
+    });
+    const noCert = await start('no-cert', {});
+    const row = (svc: RunningService) => svc.status.snapshot().leases.allocations[0]!;
+    await waitFor(() => (row(mutual).mode === 'lease' ? true : undefined), {
+      what: 'a lease over mutual TLS',
+      timeoutMs: 5_000,
+      intervalMs: 20,
+    });
+    expect(row(mutual)).toMatchObject({ controller: `127.0.0.1:${port}`, fencingToken: 1 });
+    // Started at the same time, it never got through the handshake.
+    expect(row(noCert)).toMatchObject({ mode: 'fallback', controller: null, fallback: 'deny' });
   });
 });

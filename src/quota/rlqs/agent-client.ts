@@ -32,6 +32,10 @@ export interface RlqsAgentClientOptions {
    * TTL). @default the assignment's TTL
    */
   readonly maxTtlMs?: number;
+  /** How to reach the controllers. @default plaintext */
+  readonly credentials?: grpc.ChannelCredentials;
+  /** Channel options (e.g. `grpc.ssl_target_name_override`). @default none */
+  readonly channelOptions?: grpc.ChannelOptions;
   /** Wait before trying the next controller. @default 200 */
   readonly reconnectMs?: number;
   readonly clock?: Clock;
@@ -140,7 +144,11 @@ export class RlqsAgentClient {
     this.#target++;
     const Client = grpc.makeGenericClientConstructor(RLQS_SERVICE, 'RateLimitQuotaService');
     this.#client?.close();
-    const client = new Client(target, grpc.credentials.createInsecure());
+    const client = new Client(
+      target,
+      this.#o.credentials ?? grpc.credentials.createInsecure(),
+      this.#o.channelOptions ?? {},
+    );
     this.#client = client;
     const md = new grpc.Metadata();
     md.set(AGENT_METADATA, this.#o.agent);
