@@ -15,8 +15,10 @@ import { pino } from 'pino';
 import {
   MAX_STORE_TIMEOUT_MS,
   readServiceSettings,
+  readLeaseTlsFiles,
   readSetting,
   type FlagValue,
+  type ServiceSettings,
   type SettingKey,
   type XdsSettings,
 } from '../service/env-settings.js';
@@ -161,6 +163,34 @@ program
     '--http-keep-alive-timeout <ms>',
     'how long an idle keep-alive connection stays open (env SLUICE_HTTP_KEEP_ALIVE_TIMEOUT_MS; default 5000)',
   )
+  .option(
+    '--lease-controllers <host:port,...>',
+    'take quota leases from these `sluice controller`s, tried in turn (env SLUICE_LEASE_CONTROLLERS)',
+  )
+  .option(
+    '--lease-policies <name,...>',
+    'the rules or policies decided by a lease, by public name (env SLUICE_LEASE_POLICIES)',
+  )
+  .option(
+    '--lease-domain <domain>',
+    "the controller's --domain (env SLUICE_LEASE_DOMAIN; default sluice)",
+  )
+  .option(
+    '--lease-agent <name>',
+    'this instance among the agents (env SLUICE_LEASE_AGENT; default <hostname>-<pid>)',
+  )
+  .option(
+    '--lease-refresh <ms>',
+    "report period and lease window, the controller's --refresh-ms (env SLUICE_LEASE_REFRESH_MS; default 1000)",
+  )
+  .option(
+    '--lease-ttl <ms>',
+    "the longest a lease is held (env SLUICE_LEASE_TTL_MS; default the controller's TTL)",
+  )
+  .option(
+    '--lease-fallback <deny|store|rate>',
+    'without a lease in force: deny, the store, or a static rate per second (env SLUICE_LEASE_FALLBACK; default deny)',
+  )
   .action(
     async (o: {
       config?: string;
@@ -179,6 +209,13 @@ program
       httpHeadersTimeout?: string;
       httpRequestTimeout?: string;
       httpKeepAliveTimeout?: string;
+      leaseControllers?: string;
+      leasePolicies?: string;
+      leaseDomain?: string;
+      leaseAgent?: string;
+      leaseRefresh?: string;
+      leaseTtl?: string;
+      leaseFallback?: string;
     }) => {
       try {
         // Flags and environment variables go through one validation, before anything
@@ -206,6 +243,13 @@ program
         flag('httpHeadersTimeoutMs', '--http-headers-timeout', o.httpHeadersTimeout);
         flag('httpRequestTimeoutMs', '--http-request-timeout', o.httpRequestTimeout);
         flag('httpKeepAliveTimeoutMs', '--http-keep-alive-timeout', o.httpKeepAliveTimeout);
+        flag('leaseControllers', '--lease-controllers', o.leaseControllers);
+        flag('leasePolicies', '--lease-policies', o.leasePolicies);
+        flag('leaseDomain', '--lease-domain', o.leaseDomain);
+        flag('leaseAgent', '--lease-agent', o.leaseAgent);
+        flag('leaseRefreshMs', '--lease-refresh', o.leaseRefresh);
+        flag('leaseTtlMs', '--lease-ttl', o.leaseTtl);
+        flag('leaseFallback', '--lease-fallback', o.leaseFallback);
         const settings = readServiceSettings(env, flags);
         const logger = pino({ name: 'sluice', level: settings.logLevel });
         if (settings.logFormatText)
@@ -267,6 +311,7 @@ program
           ...(settings.redisTimeoutMs === undefined
             ? {}
             : { redisTimeoutMs: settings.redisTimeoutMs }),
+          ...(settings.leases === undefined ? {} : { leases: leaseOptions(settings.leases) }),
           logger,
         });
         const stop = (): void => {
@@ -343,6 +388,14 @@ program
 function xdsOptions(xds: XdsSettings): NonNullable<ServeOptions['xds']> {
   const { tls, ...rest } = xds;
   return tls === undefined ? rest : { ...rest, tls: readXdsTlsFiles(tls) };
+}
+
+/** The lease settings with their TLS files read. */
+function leaseOptions(
+  leases: NonNullable<ServiceSettings['leases']>,
+): NonNullable<ServeOptions['leases']> {
+  const { tlsFiles, ...rest } = leases;
+  return tlsFiles === undefined ? rest : { ...rest, tls: readLeaseTlsFiles(tlsFiles) };
 }
 
 /** Which loader a file given to `validate` is meant for. */

@@ -63,6 +63,14 @@ function checkHits(hits: number): void {
   }
 }
 
+/** The quota leases a service takes, as its lease gauges show them. */
+export type LeaseGaugeSource = () => readonly {
+  readonly policy: string;
+  readonly inForce: boolean;
+  /** The lease's rate, or the static fallback's; `null` under the `store` fallback. */
+  readonly ratePerSecond: number | null;
+}[];
+
 const RULE_HITS = 'sluice_rule_hits_total';
 const DURATION = 'sluice_decision_duration_seconds';
 
@@ -79,6 +87,8 @@ const DURATION = 'sluice_decision_duration_seconds';
  * - the limiter's families ({@link limiter}: decisions, check time, errors, store calls,
  *   remaining capacity, active keys, hot keys), the Redis store's ({@link redis}: per
  *   shard call time and errors) and the stages' ({@link stages}: lease and batch units).
+ * - `sluice_lease_in_force{policy}` and `sluice_lease_rate_units_per_second{policy}`:
+ *   the quota leases a service takes ({@link leasesFrom}).
  * - `sluice_metric_series_dropped_total{metric}`: updates dropped by the series cap.
  *
  * Labels never carry raw request values unless the configuration names them (a rule
@@ -97,6 +107,7 @@ export class ServiceMetrics {
   readonly #configLoaded: Gauge;
   readonly #duration: Histogram<'transport' | 'method'>;
   readonly #cap: SeriesCap;
+  #leases: LeaseGaugeSource | undefined;
   /** The limiter's metrics, in {@link registry}: give it to the limiter (`metrics`). */
   readonly limiter: LimiterMetrics;
   /** The Redis store's per-shard metrics, in {@link registry} (`RedisStoreOptions.observer`). */
@@ -148,6 +159,28 @@ export class ServiceMetrics {
       help: 'When the policy configuration was last loaded successfully (Unix time, seconds).',
       registers,
     });
+    const leases = () => this.#leases?.() ?? [];
+    new Gauge({
+      name: 'sluice_lease_in_force',
+      help: 'Whether a quota lease is in force for the policy (1), or its fallback applies (0).',
+      labelNames: ['policy'] as const,
+      registers,
+      collect() {
+        for (const l of leases()) this.set({ policy: l.policy }, l.inForce ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'sluice_lease_rate_units_per_second',
+      help: "The rate the policy's quota lease, or its static fallback, admits, in units per second.",
+      labelNames: ['policy'] as const,
+      registers,
+      collect() {
+        for (const l of leases()) {
+          if (l.ratePerSecond === null) this.remove({ policy: l.policy });
+          else this.set({ policy: l.policy }, l.ratePerSecond);
+        }
+      },
+    });
     this.#duration = new Histogram({
       name: DURATION,
       help: 'Time from a decision request arriving to its answer, by transport and method.',
@@ -189,6 +222,14 @@ export class ServiceMetrics {
     // The five outcomes are admitted together: a rule never shows some of them only.
     if (!this.#cap.admit(RULE_HITS, `${d}\u0000${rule}`, RULE_OUTCOMES.length)) return undefined;
     return { domain: d, rule };
+  }
+
+  /**
+   * Where `sluice_lease_in_force{policy}` and `sluice_lease_rate_units_per_second{policy}`
+   * are read from when scraped: one row per leased policy (a few, from the settings).
+   */
+  leasesFrom(source: LeaseGaugeSource): void {
+    this.#leases = source;
   }
 
   /** Counts one configuration load. */

@@ -172,6 +172,25 @@ export class QuotaController {
     return this.#issue(rec, newest.rate, nowMs);
   }
 
+  /**
+   * Takes the leave of `agent` on `bucket` at `nowMs`: it stopped enforcing every lease it
+   * was sent before it said so (a Sluice agent's last report, then the end of its
+   * stream). Its leases then count only until the end of the window it left in, plus the
+   * margin (`nowMs + windowMs + marginMs`), not until their deadlines: the units it
+   * admitted in that window stay counted, so a raise from them never lands in the same
+   * window. It gets no more leases; a later report makes it a newcomer. Only for an agent
+   * that cannot still hold a lease: an RLQS client that merely lost its stream may go on
+   * enforcing until the TTL. Returns whether it was known.
+   */
+  leave(bucket: string, agent: string, nowMs: number): boolean {
+    const rec = this.#buckets.get(bucket)?.get(agent);
+    if (rec === undefined) return false;
+    const until = nowMs + this.config.windowMs + this.config.marginMs;
+    rec.grants = rec.grants.map((g) => (g.deadlineMs > until ? { ...g, deadlineMs: until } : g));
+    rec.abandoned = true;
+    return true;
+  }
+
   /** One refresh round at `nowMs`: new targets, cuts, raises from free budget, renewals. */
   round(nowMs: number): RoundResult {
     const leases: Lease[] = [];

@@ -25,6 +25,11 @@ export interface LeaseStageOptions {
    * spent / granted. @default none
    */
   readonly metrics?: StageRecorder;
+  /**
+   * The name a policy goes by in `policies`, when its own is internal (the service
+   * names an envoy rule's policy by the rule's public name). @default the policy's name
+   */
+  readonly nameOf?: (policy: Policy) => string;
 }
 
 /**
@@ -39,6 +44,7 @@ export class LeaseStage implements Stage {
   readonly #policies: ReadonlySet<string>;
   readonly #agentFor: (item: StageItem) => QuotaAgent | undefined;
   readonly #metrics: StageRecorder | undefined;
+  readonly #nameOf: (policy: Policy) => string;
   /** The end of the last window whose allowance was counted granted, by agent. */
   readonly #grantedUntil = new WeakMap<QuotaAgent, number>();
 
@@ -46,10 +52,11 @@ export class LeaseStage implements Stage {
     this.#policies = new Set(options.policies);
     this.#agentFor = options.agentFor;
     this.#metrics = options.metrics;
+    this.#nameOf = options.nameOf ?? ((p) => p.name);
   }
 
   appliesTo(policy: Policy): boolean {
-    return this.#policies.has(policy.name);
+    return this.#policies.has(this.#nameOf(policy));
   }
 
   enter(item: StageItem, ctx: StageContext): StageVerdict {

@@ -29,6 +29,13 @@ import { DEFAULT_RESPONSE_HEADER_NAMES, type ResponseHeaderNames } from './respo
 import type { XdsOptions } from './xds/xds-config-client.js';
 import type { StatsdOptions } from '../metrics/statsd/statsd-stats.js';
 import type { TracingOptions } from './tracing/service-tracing.js';
+import type { LeaseFallback } from '../quota/lease.js';
+import type { ServeLeaseOptions } from './lease-agents.js';
+import {
+  readGrpcClientTlsFiles,
+  type GrpcClientTls,
+  type GrpcClientTlsFiles,
+} from './grpc-client-tls.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -105,6 +112,43 @@ const descriptorLimit = wholeNumber(1, MAX_DESCRIPTOR_LIMIT);
 const httpTimeout = wholeNumber(1, MAX_HTTP_TIMEOUT_MS, ' of milliseconds');
 
 const runtime = ENVOY_RUNTIME_DEFAULTS;
+
+/** The longest lease refresh period accepted, in ms. */
+export const MAX_LEASE_REFRESH_MS = 60_000;
+
+/** Controllers: `host:port` items, comma-separated, tried in turn. */
+const controllerList = settingValue(
+  'comma-separated host:port addresses (port 1-65535)',
+  (t): readonly string[] | undefined => {
+    const items = t.split(',').map((i) => i.trim());
+    return items.every((i) => {
+      const m = /^(\[[0-9A-Fa-f:.]+\]|[^\s:[\]]+):([0-9]{1,5})$/.exec(i);
+      return m !== null && Number(m[2]) >= 1 && Number(m[2]) <= 65_535;
+    })
+      ? Object.freeze(items)
+      : undefined;
+  },
+);
+
+/** Policy or rule names, comma-separated, each non-empty. */
+const nameList = settingValue(
+  'comma-separated policy or rule names',
+  (t): readonly string[] | undefined => {
+    const items = t.split(',').map((i) => i.trim());
+    return items.every((i) => i !== '') ? Object.freeze([...new Set(items)]) : undefined;
+  },
+);
+
+/** A lease agent's fallback: `deny`, `store`, or a static rate in units per second. */
+const leaseFallback = settingValue(
+  'deny, store, or a static rate in units per second (a number ≥ 0)',
+  (t): LeaseFallback | undefined => {
+    const lower = t.toLowerCase();
+    if (lower === 'deny' || lower === 'store') return Object.freeze({ kind: lower });
+    const n = /^[0-9]+(\.[0-9]+)?$/.test(t) ? Number(t) : NaN;
+    return Number.isFinite(n) ? Object.freeze({ kind: 'static', rate: n }) : undefined;
+  },
+);
 
 /**
  * Every setting `sluice serve` reads, one entry per environment variable. To add one:
@@ -311,6 +355,44 @@ export const SERVICE_SETTINGS = {
     oneOf({ single: 'single', cluster: 'cluster' } as const, 'single or cluster'),
     'single',
   ),
+  leaseControllers: optionalSetting('SLUICE_LEASE_CONTROLLERS', controllerList, {
+    flags: ['--lease-controllers'],
+    upstream: false,
+  }),
+  leasePolicies: optionalSetting('SLUICE_LEASE_POLICIES', nameList, {
+    flags: ['--lease-policies'],
+    upstream: false,
+  }),
+  leaseDomain: setting('SLUICE_LEASE_DOMAIN', nonEmptyText('a non-empty RLQS domain'), 'sluice', {
+    flags: ['--lease-domain'],
+    upstream: false,
+  }),
+  leaseAgent: setting('SLUICE_LEASE_AGENT', anyText, '', {
+    flags: ['--lease-agent'],
+    upstream: false,
+  }),
+  leaseRefreshMs: setting(
+    'SLUICE_LEASE_REFRESH_MS',
+    wholeNumber(1, MAX_LEASE_REFRESH_MS, ' of milliseconds'),
+    1_000,
+    { flags: ['--lease-refresh'], upstream: false },
+  ),
+  leaseTtlMs: optionalSetting(
+    'SLUICE_LEASE_TTL_MS',
+    wholeNumber(1, 2 ** 31 - 1, ' of milliseconds'),
+    { flags: ['--lease-ttl'], upstream: false },
+  ),
+  leaseFallback: setting(
+    'SLUICE_LEASE_FALLBACK',
+    leaseFallback,
+    Object.freeze({ kind: 'deny' }) as LeaseFallback,
+    { flags: ['--lease-fallback'], upstream: false },
+  ),
+  leaseTls: setting('SLUICE_LEASE_TLS', goBool, false, { upstream: false }),
+  leaseTlsCaCert: setting('SLUICE_LEASE_TLS_CACERT', anyText, '', { upstream: false }),
+  leaseTlsClientCert: setting('SLUICE_LEASE_TLS_CLIENT_CERT', anyText, '', { upstream: false }),
+  leaseTlsClientKey: setting('SLUICE_LEASE_TLS_CLIENT_KEY', anyText, '', { upstream: false }),
+  leaseTlsSan: setting('SLUICE_LEASE_TLS_SAN', anyText, '', { upstream: false }),
 } as const;
 
 export type SettingKey = keyof typeof SERVICE_SETTINGS;
@@ -391,6 +473,12 @@ export interface ServiceSettings {
   readonly redisTimeoutMs?: number;
   /** Present when `REDIS_PERSECOND` is true: the Redis for rules whose unit is second. */
   readonly redisPerSecond?: RedisTarget;
+  /** Present when `SLUICE_LEASE_CONTROLLERS` is set: this service is a quota lease agent. */
+  readonly leases?: Omit<ServeLeaseOptions, 'tls'> & {
+    readonly policiesSetting: string;
+    /** With `SLUICE_LEASE_TLS=true`: the files, read at start (`readLeaseTlsFiles`). */
+    readonly tlsFiles?: GrpcClientTlsFiles;
+  };
 }
 
 /** Where upstream's stats go, besides Prometheus. */
@@ -524,6 +612,7 @@ export function readServiceSettings(
       message: 'set only one of them to true (one statsd sink at a time, as upstream)',
     });
   }
+  if (!('issues' in result)) issues.push(...leaseIssues(result.values, result.source, env, flags));
   if ('issues' in result || issues.length > 0) refuse(issues);
   const v = result.values;
   const redisTlsOn = v.redisTls || (redis?.type === 'single' && redis.url.startsWith('rediss://'));
@@ -608,6 +697,30 @@ export function readServiceSettings(
       : { debug: Object.freeze({ host: v.debugHost, port: v.debugPort }) }),
     ...(v.redisTimeoutMs === undefined ? {} : { redisTimeoutMs: v.redisTimeoutMs }),
     ...(redisPerSecond === undefined ? {} : { redisPerSecond }),
+    ...(v.leaseControllers === undefined || v.leasePolicies === undefined
+      ? {}
+      : {
+          leases: Object.freeze({
+            controllers: v.leaseControllers,
+            policies: v.leasePolicies,
+            policiesSetting: result.source['leasePolicies']!,
+            domain: v.leaseDomain,
+            ...(v.leaseAgent === '' ? {} : { agent: v.leaseAgent }),
+            refreshMs: v.leaseRefreshMs,
+            ...(v.leaseTtlMs === undefined ? {} : { maxTtlMs: v.leaseTtlMs }),
+            fallback: v.leaseFallback,
+            ...(v.leaseTls
+              ? {
+                  tlsFiles: Object.freeze({
+                    caCertFile: v.leaseTlsCaCert,
+                    clientCertFile: v.leaseTlsClientCert,
+                    clientKeyFile: v.leaseTlsClientKey,
+                    serverName: v.leaseTlsSan,
+                  }),
+                }
+              : {}),
+          }),
+        }),
     ...(v.tracingEnabled
       ? {
           tracing: Object.freeze({
@@ -650,6 +763,72 @@ function xdsSettings(v: Parsed): XdsSettings {
           }),
         }
       : {}),
+  });
+}
+
+const LEASE_KEYS = [
+  'leasePolicies',
+  'leaseDomain',
+  'leaseAgent',
+  'leaseRefreshMs',
+  'leaseTtlMs',
+  'leaseFallback',
+  'leaseTls',
+  'leaseTlsCaCert',
+  'leaseTlsClientCert',
+  'leaseTlsClientKey',
+  'leaseTlsSan',
+] as const satisfies readonly SettingKey[];
+
+/** Lease settings that do not go together. */
+function leaseIssues(
+  v: Parsed,
+  source: Record<string, string>,
+  env: Env,
+  flags: readonly FlagValue[],
+): PolicyIssue[] {
+  const given = (k: SettingKey): boolean =>
+    flags.some((f) => f.setting === k) || env[SERVICE_SETTINGS[k].env] !== undefined;
+  const controllers = source['leaseControllers']!;
+  if (v.leaseControllers === undefined) {
+    return LEASE_KEYS.filter(given).map((k) => ({
+      path: source[k]!,
+      message: `applies only with ${controllers} (the controllers to take leases from)`,
+    }));
+  }
+  const issues: PolicyIssue[] = [];
+  if (v.leasePolicies === undefined) {
+    issues.push({
+      path: source['leasePolicies']!,
+      message: `required with ${controllers}: the policies or rules that take leases`,
+    });
+  }
+  if (!v.leaseTls) {
+    for (const k of [
+      'leaseTlsCaCert',
+      'leaseTlsClientCert',
+      'leaseTlsClientKey',
+      'leaseTlsSan',
+    ] as const) {
+      if (v[k] !== '')
+        issues.push({ path: source[k]!, message: 'applies only with SLUICE_LEASE_TLS=true' });
+    }
+  }
+  if (v.leaseTtlMs !== undefined && v.leaseTtlMs < v.leaseRefreshMs) {
+    issues.push({
+      path: source['leaseTtlMs']!,
+      message: `must be at least ${source['leaseRefreshMs']!} (${v.leaseRefreshMs}): a lease must outlive the round that renews it, got "${v.leaseTtlMs}"`,
+    });
+  }
+  return issues;
+}
+
+/** Reads the lease TLS files the settings name (`SLUICE_LEASE_TLS_*`). */
+export function readLeaseTlsFiles(files: GrpcClientTlsFiles): GrpcClientTls {
+  return readGrpcClientTlsFiles(files, {
+    caCert: 'SLUICE_LEASE_TLS_CACERT',
+    clientCert: 'SLUICE_LEASE_TLS_CLIENT_CERT',
+    clientKey: 'SLUICE_LEASE_TLS_CLIENT_KEY',
   });
 }
 

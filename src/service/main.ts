@@ -30,6 +30,9 @@ import { TracedStore } from './tracing/traced-store.js';
 import { ServiceHealth } from './service-health.js';
 import type { RedisTarget } from './redis-settings.js';
 import { DebugServer } from './http/debug-server.js';
+import { systemClock } from '../core/clock.js';
+import { LeaseAgents, type ServeLeaseOptions } from './lease-agents.js';
+import { leasedPolicyProblems } from './leased-policies.js';
 
 /**
  * Options of {@link startService}. The descriptor limits (`maxDescriptors` 64,
@@ -171,6 +174,15 @@ export interface ServeOptions extends ConfigSources, Partial<DescriptorLimits> {
    * `REDIS_PERSECOND_URL`); see `RateLimitServiceOptions.perSecondStore`. @default none
    */
   readonly perSecondRedis?: RedisTarget;
+  /**
+   * Take the named policies' budgets from a quota lease controller (`SLUICE_LEASE_*`;
+   * docs/quota-leases.md). A name that no rule or policy of the config at start goes by
+   * stops the start. @default none
+   */
+  readonly leases?: ServeLeaseOptions & {
+    /** How the policy list is named in errors. @default "leases.policies" */
+    readonly policiesSetting?: string;
+  };
 }
 
 export interface RunningService {
@@ -207,6 +219,9 @@ export async function startService(options: ServeOptions): Promise<RunningServic
   const xdsOptions = options.xds;
   const fromXds = xdsOptions !== undefined;
   const config = await loadServiceConfig({ ...options, envoyFromXds: fromXds });
+  const leaseOptions = options.leases;
+  // With xDS the envoy rules arrive after the start: names are checked against files only.
+  if (leaseOptions !== undefined && !fromXds) checkLeasedPolicies(leaseOptions, config);
   const stats =
     options.statsd === undefined
       ? undefined
@@ -330,6 +345,14 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     hotKeys,
   });
   status.configLoaded(filesOf(config), config.envoy, config.policies);
+  const leaseAgents =
+    leaseOptions === undefined
+      ? undefined
+      : new LeaseAgents(leaseOptions, options.clock ?? systemClock, log);
+  if (leaseAgents !== undefined) {
+    status.leasesFrom((wallMs) => leaseAgents.status(wallMs));
+    metrics.leasesFrom(() => leaseAgents.gauges());
+  }
   const decisionLog = new DecisionLog({
     log,
     ...(options.decisionLogSampleRate === undefined
@@ -360,6 +383,14 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     timeoutMs: options.storeTimeoutMs ?? 100,
     descriptorLimits: limits,
     localCacheSizeBytes: options.localCacheSizeBytes ?? 0,
+    ...(leaseAgents === undefined
+      ? {}
+      : {
+          leases: {
+            policies: leaseAgents.policies,
+            agentFor: (policy: string) => leaseAgents.agentFor(policy),
+          },
+        }),
   });
   const handlers = {
     shouldRateLimit: async (
@@ -473,6 +504,7 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       redisWait.stop();
       await store.close();
       await perSecondStore?.close();
+      await leaseAgents?.close();
       redisTls?.close();
       grpcCredentials?.close();
       throw refusal;
@@ -530,6 +562,9 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     debug === undefined || options.debug === undefined
       ? undefined
       : await debug.listen(options.debug.host, options.debug.port);
+  // Once the ports are open (nothing is left running if they cannot be): a controller that
+  // is up answers the first report with a lease at once; until then the fallback applies.
+  leaseAgents?.start();
   log.info(
     {
       httpPort,
@@ -555,6 +590,13 @@ export async function startService(options: ServeOptions): Promise<RunningServic
         status.configLoaded(filesOf(next), next.envoy, next.policies);
         logConfigLoaded(log, next, 'config reloaded');
         warnIfEmpty(next, log);
+        // The reload is served; a leased name it no longer fits is said, not refused.
+        const leaseProblems =
+          leaseOptions === undefined || fromXds
+            ? []
+            : leasedPolicyProblems(leaseOptions.policies, next.envoy, next.policies);
+        if (leaseProblems.length > 0)
+          log.warn({ problems: leaseProblems }, 'leased policies after the reload');
         return next;
       } catch (error) {
         recordConfigLoad('error');
@@ -590,8 +632,10 @@ export async function startService(options: ServeOptions): Promise<RunningServic
       redisWait?.stop();
       http.setHealthy(false);
       await Promise.all([grpc.shutdown(), http.shutdown(timeout), debug?.close()]);
-      // Unspent batch units go back to the store before it closes.
+      // Unspent batch units go back to the store before it closes; the lease agents send
+      // their last usage and leave the controller.
       await service.close();
+      await leaseAgents?.close();
       await store.close();
       await perSecondStore?.close();
       await stats?.close();
@@ -611,6 +655,24 @@ export async function startService(options: ServeOptions): Promise<RunningServic
     shutdown,
   };
 }
+/**
+ * Refuses leased names that no rule or policy of `config` goes by, or whose rule has a
+ * bucket per value (`leasedPolicyProblems`), naming the setting, so that a typo is not a
+ * policy silently left to the store.
+ */
+function checkLeasedPolicies(
+  leases: NonNullable<ServeOptions['leases']>,
+  config: LoadedConfig,
+): void {
+  const problems = leasedPolicyProblems(leases.policies, config.envoy, config.policies);
+  if (problems.length === 0) return;
+  const path = leases.policiesSetting ?? 'leases.policies';
+  const issues = problems.map((message) => ({ path, message }));
+  throw new PolicyError('SLUICE_ERR_CONFIG_INVALID', issues.map(formatIssue).join('\n'), {
+    issues,
+  });
+}
+
 /** The files a load read (directories are listed by the files in them). */
 function filesOf(config: LoadedConfig): string[] {
   return config.watch.filter((w) => !w.entries).map((w) => w.path);

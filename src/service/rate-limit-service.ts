@@ -37,6 +37,10 @@ import type { ServiceMetrics } from '../metrics/service-metrics.js';
 import { bucketKey, hashTagOf } from '../stores/key.js';
 import type { UpstreamStats } from '../metrics/statsd/statsd-stats.js';
 import type { Store } from '../stores/store.js';
+import type { Stage } from '../limiter/stage.js';
+import { localStages } from '../local/stages.js';
+import type { QuotaAgent } from '../quota/agent.js';
+import { LeaseStage } from '../quota/lease-stage.js';
 import type { DecisionObserver } from './decision-event.js';
 import { rateLimitDynamicMetadata } from './dynamic-metadata.js';
 import { toNativeCheckResponse } from './grpc/check-response.js';
@@ -100,6 +104,15 @@ export interface RateLimitServiceOptions {
   readonly localCacheSizeBytes?: number;
   /** Told about every policy decision (status page, decision log). @default none */
   readonly decisionObserver?: DecisionObserver;
+  /**
+   * Quota leases: the envoy rules and native policies named (by public name) are decided
+   * by their agent's lease (`LeaseStage`, after the local stages), in both stores.
+   * @default none
+   */
+  readonly leases?: {
+    readonly policies: readonly string[];
+    readonly agentFor: (policy: string) => QuotaAgent | undefined;
+  };
 }
 
 const MAX_OVERRIDE_POLICIES = 10_000;
@@ -125,6 +138,8 @@ export class RateLimitService {
   readonly #observer: DecisionObserver | undefined;
   /** Native policies by name, to find the identity a decision was charged to. */
   #nativePolicies: ReadonlyMap<string, Policy>;
+  /** The public name of each envoy rule's policy built from config, by internal name. */
+  readonly #ruleNames = new Map<string, string>();
 
   constructor(options: RateLimitServiceOptions) {
     this.#options = options;
@@ -134,6 +149,29 @@ export class RateLimitService {
     this.#observer = options.decisionObserver;
     this.#nativePolicies = byName(options.policies);
     this.#checkRules(options.envoyConfig);
+    const stageMetrics = options.metrics?.stages;
+    const leases = options.leases;
+    // With leases, the limiter's default stages (`localStages`) and the lease stage last.
+    const stages = (store: Store, overLimitCacheBytes: number): { stages?: Stage[] } =>
+      leases === undefined
+        ? {}
+        : {
+            stages: [
+              ...localStages({
+                store,
+                clock: this.#clock,
+                overLimitCacheBytes,
+                ...(stageMetrics === undefined ? {} : { metrics: stageMetrics }),
+              }),
+              new LeaseStage({
+                policies: leases.policies,
+                nameOf: (p) => this.#ruleNames.get(p.name) ?? p.name,
+                agentFor: (item) =>
+                  leases.agentFor(this.#ruleNames.get(item.policy.name) ?? item.policy.name),
+                ...(stageMetrics === undefined ? {} : { metrics: stageMetrics }),
+              }),
+            ],
+          };
     this.#limiter = createLimiter({
       store: options.store,
       policies: options.policies ?? [],
@@ -141,6 +179,7 @@ export class RateLimitService {
       ...options.descriptorLimits,
       ...(options.storeObserver === undefined ? {} : { storeObserver: options.storeObserver }),
       overLimitCacheBytes: options.localCacheSizeBytes ?? 0,
+      ...stages(options.store, options.localCacheSizeBytes ?? 0),
       // Every decision, store call and bucket is counted by the limiter, under the rules'
       // public names (see #buildPolicy).
       ...(options.metrics === undefined
@@ -155,6 +194,7 @@ export class RateLimitService {
             policies: [],
             clock: this.#clock,
             ...options.descriptorLimits,
+            ...stages(options.perSecondStore, 0),
             ...(options.metrics === undefined
               ? {}
               : { metrics: options.metrics.limiter, stageMetrics: options.metrics.stages }),
@@ -505,7 +545,13 @@ export class RateLimitService {
       let cached = this.#rulePolicies.get(rule);
       if (cached === undefined) this.#rulePolicies.set(rule, (cached = {}));
       const which = counting ? 'counting' : 'batch';
-      return (cached[which] ??= this.#buildPolicy(rule, r.bucketValues.length, counting));
+      let policy = cached[which];
+      if (policy === undefined) {
+        policy = cached[which] = this.#buildPolicy(rule, r.bucketValues.length, counting);
+        // Configured rules only: a descriptor's own limit (an override) takes no lease.
+        this.#ruleNames.set(policy.name, publicRuleName(rule));
+      }
+      return policy;
     }
     const key = `${rule.fullKey}|${rule.requestsPerUnit}|${rule.unit ?? ''}|${counting}`;
     let p = this.#overridePolicies.get(key);

@@ -112,6 +112,30 @@ const rows: [Record<string, string>, string[], string][] = [
     'LOG_LEVEL: expected one of trace, debug, info, warn, warning, error, fatal, panic, got "loud"',
   ],
   [{ LOG_FORMAT: 'xml' }, [], 'LOG_FORMAT: expected one of json, text, got "xml"'],
+  [
+    { SLUICE_LEASE_CONTROLLERS: '127.0.0.1:1' },
+    ['--lease-policies', 'nope'],
+    '--lease-policies: no rule or policy named "nope" is loaded; loaded: payments.tenant, payments-transfers',
+  ],
+  [
+    { SLUICE_LEASE_CONTROLLERS: '127.0.0.1:1', SLUICE_LEASE_POLICIES: 'payments.tenant' },
+    [],
+    'SLUICE_LEASE_POLICIES: "payments.tenant" has a bucket per value (examples/envoy/config.yaml: descriptors[0] (key "tenant") has no value); a lease is one budget for the whole rule, so lease a rule whose descriptors all have fixed values',
+  ],
+  [
+    {
+      SLUICE_LEASE_CONTROLLERS: '127.0.0.1:1',
+      SLUICE_LEASE_POLICIES: 'payments-transfers',
+      SLUICE_LEASE_FALLBACK: 'allow-all',
+    },
+    [],
+    'SLUICE_LEASE_FALLBACK: expected deny, store, or a static rate in units per second (a number ≥ 0), got "allow-all"',
+  ],
+  [
+    {},
+    ['--lease-fallback', 'deny'],
+    '--lease-fallback: applies only with SLUICE_LEASE_CONTROLLERS (the controllers to take leases from)',
+  ],
 ];
 
 describe.concurrent('sluice serve refuses a bad setting before opening a port', () => {

@@ -3,9 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { QuotaAgent } from '../../src/quota/agent.js';
 import { QuotaController } from '../../src/quota/controller.js';
 
-// A random fleet on a manual clock: agents join, leave, change demand, reconnect, and
-// lose leases and reports at random. At every step, the leases the agents enforce add up to no more
-// than the budget: the ledger's invariant, seen from the agents' side.
+// A random fleet on a manual clock: agents join, leave (quietly, or saying so), change
+// demand, reconnect, and lose leases and reports at random. At every step, the leases the
+// agents enforce add up to no more than the budget: the ledger's invariant, seen from the
+// agents' side.
 const BUDGET = 1_000;
 const R = 1_000;
 
@@ -17,6 +18,8 @@ const stepArb = fc.record({
   failover: fc.boolean(),
   /** An agent that reconnects and is re-sent its newest lease at once. */
   reconnect: fc.option(fc.integer({ min: 0, max: 7 })),
+  /** An agent that leaves (stops, then says so) and comes back as a new process. */
+  leaves: fc.option(fc.integer({ min: 0, max: 7 })),
 });
 
 describe('QuotaController ledger', () => {
@@ -38,6 +41,14 @@ describe('QuotaController ledger', () => {
           if (s.failover) {
             const budgets = [{ bucket: 'b', ratePerSecond: BUDGET }];
             controller = new QuotaController({ budgets }, ++token, controller.state());
+          }
+          if (s.leaves !== null) {
+            const name = `a${s.leaves}`;
+            controller.leave('b', name, nowMs);
+            agents[s.leaves] = new QuotaAgent(
+              { agent: name, bucket: 'b', fallback: { kind: 'deny' } },
+              nowMs,
+            );
           }
           agents.forEach((a, i) => {
             if (!s.present[i]) return;

@@ -55,6 +55,27 @@ describe('QuotaController', () => {
     expect(rates(c, 2 * R)).toEqual({ a: 900, b: 100 });
   });
 
+  it('an agent that leaves is counted to the end of its window plus the margin, then its share goes to the others', () => {
+    const c = new QuotaController({ budgets, newcomerReserve: 0 }, 1);
+    c.report(usage('a', 0), 0);
+    c.report(usage('b', 0), 0);
+    expect(rates(c, 0)).toEqual({ a: 500, b: 500 });
+    // Both want all of it; b leaves at 1.2 s. Its 500 counts until 1.2 + R + δ (0.5 s)
+    // = 2.7 s, not until its lease's deadline, 0 + L (3 s) + δ = 3.5 s.
+    c.report(usage('a', 1_000, held('a')), R);
+    c.report(usage('b', 1_000, held('b')), R);
+    expect(rates(c, R)).toEqual({ a: 500, b: 500 });
+    expect(c.leave('b', 'b', 1_200)).toBe(true);
+    expect(c.leave('b', 'nobody', 1_200)).toBe(false);
+    c.report(usage('a', 1_000, held('a')), 2 * R);
+    expect(rates(c, 2 * R)).toEqual({ a: 500 }); // b gets no more leases; its 500 still counts
+    expect(Math.round(c.committed('b', 2_699))).toBe(1_000);
+    c.report(usage('a', 1_000, held('a')), 2_700);
+    expect(rates(c, 2_700)).toEqual({ a: 1_000 });
+    // b comes back: a newcomer, from what is free (nothing until a's cut is acknowledged).
+    expect(Math.round(c.report(usage('b', 0), 2_800)!.rate)).toBe(0);
+  });
+
   it('serves a higher priority first', () => {
     const c = new QuotaController({ budgets, newcomerReserve: 0, newcomerShare: 1e-9 }, 1);
     c.report(usage('lo', 0), 0);

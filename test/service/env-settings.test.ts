@@ -253,4 +253,107 @@ describe('readServiceSettings: one validation for environment variables and flag
     const names = Object.values(SERVICE_SETTINGS).map((s) => s.env);
     expect(new Set(names).size).toBe(names.length);
   });
+
+  it('quota leases: controllers with policies make the service an agent; every other lease setting needs them', () => {
+    expect(readServiceSettings({}).leases).toBeUndefined();
+    expect(
+      readServiceSettings(
+        {
+          SLUICE_LEASE_CONTROLLERS: '127.0.0.1:18081, [::1]:18082',
+          SLUICE_LEASE_POLICIES: 'global-api,global-api,search',
+          SLUICE_LEASE_FALLBACK: '25.5',
+        },
+        [{ setting: 'leaseRefreshMs', flag: '--lease-refresh', value: '500' }],
+      ).leases,
+    ).toEqual({
+      controllers: ['127.0.0.1:18081', '[::1]:18082'],
+      policies: ['global-api', 'search'],
+      policiesSetting: 'SLUICE_LEASE_POLICIES',
+      domain: 'sluice',
+      refreshMs: 500,
+      fallback: { kind: 'static', rate: 25.5 },
+    });
+    expect(
+      readServiceSettings({
+        SLUICE_LEASE_CONTROLLERS: 'c:1',
+        SLUICE_LEASE_POLICIES: 'p',
+        SLUICE_LEASE_FALLBACK: 'STORE',
+        SLUICE_LEASE_AGENT: 'eu-1',
+        SLUICE_LEASE_TTL_MS: '3000',
+        SLUICE_LEASE_DOMAIN: 'edge',
+      }).leases,
+    ).toMatchObject({ fallback: { kind: 'store' }, agent: 'eu-1', maxTtlMs: 3000, domain: 'edge' });
+    expect(
+      readServiceSettings({
+        SLUICE_LEASE_CONTROLLERS: 'c:1',
+        SLUICE_LEASE_POLICIES: 'p',
+        SLUICE_LEASE_TLS: 'true',
+        SLUICE_LEASE_TLS_CACERT: '/etc/ca.pem',
+        SLUICE_LEASE_TLS_SAN: 'quota.internal',
+      }).leases?.tlsFiles,
+    ).toEqual({
+      caCertFile: '/etc/ca.pem',
+      clientCertFile: '',
+      clientKeyFile: '',
+      serverName: 'quota.internal',
+    });
+    expect(
+      issuesOf(() =>
+        readServiceSettings({
+          SLUICE_LEASE_CONTROLLERS: 'c:1',
+          SLUICE_LEASE_POLICIES: 'p',
+          SLUICE_LEASE_TLS_CACERT: '/etc/ca.pem',
+        }),
+      ),
+    ).toEqual([['SLUICE_LEASE_TLS_CACERT', 'applies only with SLUICE_LEASE_TLS=true']]);
+    expect(
+      issuesOf(() =>
+        readServiceSettings({
+          SLUICE_LEASE_CONTROLLERS: 'no-port,c:70000',
+          SLUICE_LEASE_FALLBACK: 'allow',
+          SLUICE_LEASE_DOMAIN: '',
+        }),
+      ),
+    ).toEqual([
+      [
+        'SLUICE_LEASE_CONTROLLERS',
+        'expected comma-separated host:port addresses (port 1-65535), got "no-port,c:70000"',
+      ],
+      ['SLUICE_LEASE_DOMAIN', 'expected a non-empty RLQS domain, got ""'],
+      [
+        'SLUICE_LEASE_FALLBACK',
+        'expected deny, store, or a static rate in units per second (a number ≥ 0), got "allow"',
+      ],
+    ]);
+    expect(
+      issuesOf(() =>
+        readServiceSettings({ SLUICE_LEASE_CONTROLLERS: 'c:1', SLUICE_LEASE_TTL_MS: '999' }),
+      ),
+    ).toEqual([
+      [
+        'SLUICE_LEASE_POLICIES',
+        'required with SLUICE_LEASE_CONTROLLERS: the policies or rules that take leases',
+      ],
+      [
+        'SLUICE_LEASE_TTL_MS',
+        'must be at least SLUICE_LEASE_REFRESH_MS (1000): a lease must outlive the round that renews it, got "999"',
+      ],
+    ]);
+    expect(
+      issuesOf(() =>
+        readServiceSettings({ SLUICE_LEASE_FALLBACK: 'deny' }, [
+          { setting: 'leasePolicies', flag: '--lease-policies', value: 'p' },
+        ]),
+      ),
+    ).toEqual([
+      [
+        '--lease-policies',
+        'applies only with SLUICE_LEASE_CONTROLLERS (the controllers to take leases from)',
+      ],
+      [
+        'SLUICE_LEASE_FALLBACK',
+        'applies only with SLUICE_LEASE_CONTROLLERS (the controllers to take leases from)',
+      ],
+    ]);
+  });
 });

@@ -26,6 +26,16 @@ export interface RlqsAgentClientOptions {
   readonly refreshMs?: number;
   /** The enforcement window. @default refreshMs */
   readonly windowMs?: number;
+  /**
+   * The longest a lease is held once received, in ms: an assignment's TTL above it is
+   * cut to it (a shorter hold is always safe: the controller's ledger counts the full
+   * TTL). @default the assignment's TTL
+   */
+  readonly maxTtlMs?: number;
+  /** How to reach the controllers. @default plaintext */
+  readonly credentials?: grpc.ChannelCredentials;
+  /** Channel options (e.g. `grpc.ssl_target_name_override`). @default none */
+  readonly channelOptions?: grpc.ChannelOptions;
   /** Wait before trying the next controller. @default 200 */
   readonly reconnectMs?: number;
   readonly clock?: Clock;
@@ -52,6 +62,7 @@ export class RlqsAgentClient {
   #version = 0;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
+  #connectedTo: string | undefined;
 
   constructor(options: RlqsAgentClientOptions) {
     this.#o = options;
@@ -81,16 +92,50 @@ export class RlqsAgentClient {
     this.#timer = setInterval(() => this.#report(), this.#o.refreshMs ?? 1_000);
   }
 
-  /** Decides one request locally. */
+  /** Decides one request locally; `denied` once closed (its leases were given back). */
   take(cost = 1): TakeResult {
+    if (this.#closed) return 'denied';
     return this.agent.take(this.#clock.nowMs(), cost);
   }
 
-  close(): void {
+  /** Whether {@link close} was called: the agent's leases are no longer its own. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** The controller whose stream is open (it sent its fencing token), if any. */
+  get connectedTo(): string | undefined {
+    return this.#connectedTo;
+  }
+
+  /**
+   * Stops reporting and leaves: the usage since the last report is sent, then the stream
+   * is half-closed, and the channel closed once the controller ends it (or after
+   * `graceMs`). A Sluice controller then counts this agent's leases only to the end of
+   * the current window (`QuotaController.leave`), so nothing may decide from `agent` after
+   * this call: {@link take} denies.
+   */
+  async close(graceMs = 1_000): Promise<void> {
+    if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#timer);
-    this.#call?.cancel();
-    this.#client?.close();
+    const call = this.#call;
+    const client = this.#client;
+    if (call !== undefined && this.#connectedTo !== undefined) {
+      call.write(this.#usage(this.agent.report(this.#clock.nowMs())));
+      call.end();
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, graceMs);
+        timer.unref();
+        call.once('status', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    call?.cancel();
+    client?.close();
+    this.#connectedTo = undefined;
   }
 
   #connect(): void {
@@ -99,7 +144,11 @@ export class RlqsAgentClient {
     this.#target++;
     const Client = grpc.makeGenericClientConstructor(RLQS_SERVICE, 'RateLimitQuotaService');
     this.#client?.close();
-    const client = new Client(target, grpc.credentials.createInsecure());
+    const client = new Client(
+      target,
+      this.#o.credentials ?? grpc.credentials.createInsecure(),
+      this.#o.channelOptions ?? {},
+    );
     this.#client = client;
     const md = new grpc.Metadata();
     md.set(AGENT_METADATA, this.#o.agent);
@@ -114,6 +163,7 @@ export class RlqsAgentClient {
     let token: number | undefined;
     call.on('metadata', (m: grpc.Metadata) => {
       token = Number(m.get(TOKEN_METADATA)[0]);
+      if (this.#call === call) this.#connectedTo = target;
       this.#o.log?.({ event: 'stream', target, token });
     });
     call.on('data', (r: WireQuotaResponse) => {
@@ -123,7 +173,10 @@ export class RlqsAgentClient {
     const retry = () => {
       if (retried || this.#closed) return;
       retried = true;
-      if (this.#call === call) this.#call = undefined;
+      if (this.#call === call) {
+        this.#call = undefined;
+        this.#connectedTo = undefined;
+      }
       setTimeout(() => this.#connect(), this.#o.reconnectMs ?? 200).unref();
     };
     call.on('error', retry);
@@ -176,7 +229,7 @@ export class RlqsAgentClient {
           rate: rate.rate,
           burst: rate.burst,
           windowMs,
-          ttlMs: durationMs(a.assignmentTimeToLive),
+          ttlMs: Math.min(durationMs(a.assignmentTimeToLive), this.#o.maxTtlMs ?? Infinity),
           // Assignments on one stream arrive in order; the token orders streams.
           version: ++this.#version,
           fencingToken: token,

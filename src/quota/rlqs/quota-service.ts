@@ -177,6 +177,14 @@ export class RlqsQuotaService {
     };
     call.on('data', (msg: WireUsageReports) => this.#reports(state, msg));
     call.on('end', () => {
+      // A Sluice agent (named) half-closes only when it leaves, after its last report
+      // and once it has stopped deciding: its leases leave the ledger after the current
+      // window. An unnamed client's half-close proves nothing about the leases it holds.
+      if (named === agent && this.#streams.get(agent) === state) {
+        const nowMs = this.#o.clock.nowMs();
+        const buckets = [...state.buckets.keys()].filter((b) => controller.leave(b, agent, nowMs));
+        if (buckets.length > 0) this.#o.log?.({ event: 'left', agent, buckets });
+      }
       forget();
       call.end();
     });

@@ -101,11 +101,19 @@ export function renderStatusPage(s: StatusSnapshot): string {
   );
   const leases = s.leases.inForce
     ? table(
-        ['policy', 'holder', 'units', 'expires'],
-        s.leases.allocations.map((a) => [e(a.policy), e(a.holder), n(a.units), e(a.expiresAt)]),
+        ['policy', 'holder', 'mode', 'units per window', 'used', 'expires', 'controller'],
+        s.leases.allocations.map((a) => [
+          e(a.policy),
+          e(a.holder),
+          e(a.mode === 'lease' ? 'lease' : `fallback (${a.fallback ?? ''})`),
+          n(a.units),
+          n(a.usedInWindow),
+          e(a.expiresAt ?? '—'),
+          e(a.controller ?? 'none'),
+        ]),
         'No lease is allocated.',
       )
-    : '<p class="none">No lease is in force: quota leases are not part of this service yet.</p>';
+    : '<p class="none">No lease is in force: this service takes no quota leases (SLUICE_LEASE_CONTROLLERS is not set).</p>';
   const rejected =
     s.config.lastRejected === undefined
       ? ''

@@ -28,7 +28,7 @@ export interface ServiceStatusOptions {
   readonly nowMs?: () => number;
 }
 
-/** The lease section until the lease stage exists: nothing is in force. */
+/** The lease section of a service that takes no leases. */
 const NO_LEASES: LeaseStatus = Object.freeze({ inForce: false, allocations: Object.freeze([]) });
 
 /**
@@ -42,6 +42,7 @@ export class ServiceStatus {
   readonly #startedAt: string;
   readonly #tally: DecisionTally;
   #config: ConfigStatus;
+  #leases: ((wallMs: number) => LeaseStatus) | undefined;
 
   constructor(options: ServiceStatusOptions) {
     this.#options = options;
@@ -65,6 +66,11 @@ export class ServiceStatus {
       files: [...files],
       policies: policiesInForce(envoy, policies),
     };
+  }
+
+  /** Where the lease section comes from (the service's lease agents). */
+  leasesFrom(source: (wallMs: number) => LeaseStatus): void {
+    this.#leases = source;
   }
 
   /** A reload was rejected; the configuration in force stays. */
@@ -91,7 +97,7 @@ export class ServiceStatus {
       decisions: this.#tally.snapshot(),
       hotKeys,
       store: this.#options.store(),
-      leases: NO_LEASES,
+      leases: this.#leases?.(this.#wallMs()) ?? NO_LEASES,
     };
   }
 

@@ -88,14 +88,37 @@ export interface ShardStatus {
   readonly failures?: Readonly<Record<string, number>>;
 }
 
-/** Quota-lease allocations. */
+/** Quota leases: this service as an agent of a controller (`SLUICE_LEASE_*`). */
 export interface LeaseStatus {
-  /** False until the lease stage exists and leases are in force. */
+  /** True when the service takes leases (`SLUICE_LEASE_CONTROLLERS`). */
   readonly inForce: boolean;
-  readonly allocations: readonly {
-    readonly policy: string;
-    readonly holder: string;
-    readonly units: number;
-    readonly expiresAt: string;
-  }[];
+  /** One row per leased policy or rule. */
+  readonly allocations: readonly LeaseAllocation[];
+}
+
+/** A leased policy's rule in force now. */
+export interface LeaseAllocation {
+  /** The policy's or rule's public name. */
+  readonly policy: string;
+  /** This agent's name. */
+  readonly holder: string;
+  /** `lease`, or `fallback` (no lease in force: cut off, or none received yet). */
+  readonly mode: 'lease' | 'fallback';
+  /** Units the rule in force admits in the current window (0 under the `store` fallback: the store decides). */
+  readonly units: number;
+  /** Units admitted in the current window. */
+  readonly usedInWindow: number;
+  readonly windowMs: number;
+  /** The lease's rate, or the fallback's (`null` under `store`). */
+  readonly ratePerSecond: number | null;
+  /** When the lease stops holding; absent under the fallback. */
+  readonly expiresAt?: string;
+  /** The fencing token of the leader that sent the lease; absent under the fallback. */
+  readonly fencingToken?: number;
+  /** The fallback's kind (`static`, `deny`, `store`) while it applies. */
+  readonly fallback?: string;
+  /** The controller whose stream is open, or `null` when none is. */
+  readonly controller: string | null;
+  /** Leases refused (stale leader or version) since start. */
+  readonly refused: number;
 }

@@ -137,7 +137,7 @@ describe('GET /status in Chromium', () => {
     expect(text).not.toContain(GLOBEX);
     expect(await row('store', 'redis')).toEqual(['redis', 'healthy', 'up', '–', '–']);
     expect(await page.locator('#leases p').innerText()).toBe(
-      'No lease is in force: quota leases are not part of this service yet.',
+      'No lease is in force: this service takes no quota leases (SLUICE_LEASE_CONTROLLERS is not set).',
     );
 
     const shot = join(shots, 'status-page.png');

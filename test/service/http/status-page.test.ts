@@ -37,4 +37,59 @@ describe('renderStatusPage', () => {
     expect(html).toContain('Hot keys are not tracked for this store.');
     expect(html).toContain('No lease is in force');
   });
+
+  it('shows a row per leased policy: mode, units of the window, expiry, controller', () => {
+    const html = renderStatusPage({
+      ...snapshot,
+      leases: {
+        inForce: true,
+        allocations: [
+          {
+            policy: hostile,
+            holder: 'eu-1',
+            mode: 'lease',
+            units: 49,
+            usedInWindow: 12,
+            windowMs: 1000,
+            ratePerSecond: 49.75,
+            expiresAt: '2026-12-01T00:00:03.000Z',
+            fencingToken: 2,
+            controller: '10.0.0.5:18081',
+            refused: 0,
+          },
+          {
+            policy: 'search',
+            holder: 'eu-1',
+            mode: 'fallback',
+            units: 50,
+            usedInWindow: 50,
+            windowMs: 1000,
+            ratePerSecond: 50,
+            fallback: 'static',
+            controller: null,
+            refused: 0,
+          },
+        ],
+      },
+    });
+    expect(html).not.toContain(hostile);
+    expect(html).not.toContain('No lease is in force');
+    const cells = (name: string) =>
+      [
+        ...html
+          .split(name)
+          .at(-1)!
+          .split('</tr>')[0]!
+          .matchAll(/<td[^>]*>([^<]*)<\/td>/g),
+      ].map((m) => m[1]);
+    expect(cells('search')).toEqual(['eu-1', 'fallback (static)', '50', '50', '—', 'none']);
+    expect(cells(escapeHtml(hostile))).toEqual([
+      'eu-1',
+      'lease',
+      '49',
+      '12',
+      '2026-12-01T00:00:03.000Z',
+      '10.0.0.5:18081',
+    ]);
+  });
 });

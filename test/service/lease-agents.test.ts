@@ -1,0 +1,165 @@
+/**
+ * `startService` with quota leases on two rules, against a real RLQS server on loopback
+ * (the controller core behind `sluice controller`): each rule's agent keeps its own
+ * stream, and each rule is decided by its own lease (path `lease`, the lease's window).
+ */
+import * as grpc from '@grpc/grpc-js';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../../src/core/clock.js';
+import { QuotaController } from '../../src/quota/controller.js';
+import { RLQS_SERVICE } from '../../src/quota/rlqs/protos.js';
+import { RlqsQuotaService } from '../../src/quota/rlqs/quota-service.js';
+import { startService, type RunningService } from '../../src/service/main.js';
+import { readLeaseTlsFiles, readServiceSettings } from '../../src/service/env-settings.js';
+import { captureLog } from '../support/captured-log.js';
+import { issueCert, makeCa } from '../support/test-certs.js';
+import { waitFor } from '../support/wait.js';
+
+const cleanup: (() => Promise<void>)[] = [];
+afterAll(async () => {
+  for (const c of cleanup.reverse()) await c();
+});
+
+async function rlqsServer(credentials = grpc.ServerCredentials.createInsecure()): Promise<number> {
+  const controller = new QuotaController(
+    {
+      budgets: [
+        { bucket: 'policy=alpha', ratePerSecond: 100 },
+        { bucket: 'policy=beta', ratePerSecond: 40 },
+      ],
+    },
+    1,
+  );
+  const service = new RlqsQuotaService({ domain: 'sluice', clock: systemClock });
+  service.lead(controller);
+  const server = new grpc.Server();
+  server.addService(RLQS_SERVICE, service.handlers());
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', credentials, (e, p) => (e ? reject(e) : resolve(p))),
+  );
+  cleanup.push(() => new Promise<void>((r) => server.tryShutdown(() => r())));
+  return port;
+}
+
+const CONFIG = `domain: edge
+descriptors:
+  - key: generic_key
+    value: alpha
+    rate_limit: { unit: second, requests_per_unit: 100 }
+    sluice: { name: alpha, algorithm: token-bucket }
+  - key: generic_key
+    value: beta
+    rate_limit: { unit: second, requests_per_unit: 40 }
+    sluice: { name: beta, algorithm: token-bucket }
+`;
+
+describe('startService with quota leases', () => {
+  it('keeps one stream per leased rule, and decides each rule from its own lease', async () => {
+    const port = await rlqsServer();
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-lease-agents-'));
+    cleanup.push(() => rm(dir, { recursive: true, force: true }));
+    await writeFile(join(dir, 'config.yaml'), CONFIG);
+    const log = captureLog('info');
+    const svc: RunningService = await startService({
+      envoyConfig: join(dir, 'config.yaml'),
+      host: '127.0.0.1',
+      port: 0,
+      grpcHost: '127.0.0.1',
+      grpcPort: 0,
+      logger: log.logger,
+      leases: { controllers: [`127.0.0.1:${port}`], policies: ['alpha', 'beta'], agent: 'i1' },
+    });
+    cleanup.push(() => svc.shutdown());
+    const rows = () => svc.status.snapshot().leases.allocations;
+    await waitFor(
+      () => (rows().every((r) => r.mode === 'lease' && r.controller !== null) ? true : undefined),
+      { what: 'a lease for each rule', timeoutMs: 5_000, intervalMs: 20 },
+    );
+    expect(rows().map((r) => [r.policy, r.holder])).toEqual([
+      ['alpha', 'i1/alpha'],
+      ['beta', 'i1/beta'],
+    ]);
+    // A newcomer's first lease is half an equal share: 50/s of alpha's 100, 20/s of beta's 40.
+    expect(rows().map((r) => r.ratePerSecond)).toEqual([50, 20]);
+    const check = (value: string) =>
+      svc.service.shouldRateLimit({
+        domain: 'edge',
+        descriptors: [{ entries: [{ key: 'generic_key', value }] }],
+        hitsAddend: 1,
+      });
+    const alpha = await check('alpha');
+    const beta = await check('beta');
+    expect(alpha.overallCode).toBe('OK');
+    expect(beta.overallCode).toBe('OK');
+    // Each answered from its lease: its window's allowance, less the one unit taken.
+    const remaining = (r: typeof alpha) => r.statuses[0]!.limitRemaining;
+    const used = (policy: string) => rows().find((r) => r.policy === policy)!.usedInWindow;
+    expect([used('alpha'), used('beta')]).toEqual([1, 1]);
+    expect(remaining(alpha)).toBeLessThanOrEqual(49);
+    expect(remaining(beta)).toBeLessThanOrEqual(19);
+    // Two refreshes later, still one stream each: neither replaced the other's.
+    const mark = log.lines.length;
+    await new Promise((r) => setTimeout(r, 2_100));
+    const streams = log.lines
+      .slice(mark)
+      .filter((l) => typeof l.msg === 'string' && l.msg === 'quota lease stream');
+    expect(streams).toEqual([]);
+    expect(log.matching('quota lease stream').map((l) => l['policy'])).toEqual(['alpha', 'beta']);
+  });
+
+  it('speaks mutual TLS to the controller with SLUICE_LEASE_TLS*; without a client certificate it gets no lease', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-lease-tls-'));
+    cleanup.push(() => rm(dir, { recursive: true, force: true }));
+    await writeFile(join(dir, 'config.yaml'), CONFIG);
+    const ca = await makeCa(dir, 'ca');
+    // The controller's certificate names quota.internal, not the address dialled.
+    const server = await issueCert(dir, ca, 'controller', { dns: ['quota.internal'] });
+    const client = await issueCert(dir, ca, 'agent', { dns: ['sluice'], usages: ['clientAuth'] });
+    const port = await rlqsServer(
+      grpc.ServerCredentials.createSsl(
+        ca.cert,
+        [{ cert_chain: server.cert, private_key: server.key }],
+        true,
+      ),
+    );
+    const start = async (agent: string, env: Record<string, string>) => {
+      const leases = readServiceSettings({
+        SLUICE_LEASE_CONTROLLERS: `127.0.0.1:${port}`,
+        SLUICE_LEASE_POLICIES: 'alpha',
+        SLUICE_LEASE_AGENT: agent,
+        SLUICE_LEASE_TLS: 'true',
+        SLUICE_LEASE_TLS_CACERT: ca.certFile,
+        SLUICE_LEASE_TLS_SAN: 'quota.internal',
+        ...env,
+      }).leases!;
+      const svc = await startService({
+        envoyConfig: join(dir, 'config.yaml'),
+        host: '127.0.0.1',
+        port: 0,
+        grpcHost: '127.0.0.1',
+        grpcPort: 0,
+        logger: captureLog('info').logger,
+        leases: { ...leases, tls: readLeaseTlsFiles(leases.tlsFiles!) },
+      });
+      cleanup.push(() => svc.shutdown());
+      return svc;
+    };
+    const mutual = await start('with-cert', {
+      SLUICE_LEASE_TLS_CLIENT_CERT: client.certFile,
+      SLUICE_LEASE_TLS_CLIENT_KEY: client.keyFile,
+    });
+    const noCert = await start('no-cert', {});
+    const row = (svc: RunningService) => svc.status.snapshot().leases.allocations[0]!;
+    await waitFor(() => (row(mutual).mode === 'lease' ? true : undefined), {
+      what: 'a lease over mutual TLS',
+      timeoutMs: 5_000,
+      intervalMs: 20,
+    });
+    expect(row(mutual)).toMatchObject({ controller: `127.0.0.1:${port}`, fencingToken: 1 });
+    // Started at the same time, it never got through the handshake.
+    expect(row(noCert)).toMatchObject({ mode: 'fallback', controller: null, fallback: 'deny' });
+  });
+});
