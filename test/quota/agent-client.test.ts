@@ -4,8 +4,7 @@ import { systemClock } from '../../src/core/clock.js';
 import { QuotaController } from '../../src/quota/controller.js';
 import type { Lease, UsageReport } from '../../src/quota/lease.js';
 import { RlqsAgentClient } from '../../src/quota/rlqs/agent-client.js';
-import { RLQS_SERVICE } from '../../src/quota/rlqs/protos.js';
-import { RlqsQuotaService } from '../../src/quota/rlqs/quota-service.js';
+import { startRlqsServer } from '../support/rlqs-server.js';
 
 // RlqsAgentClient against a real RLQS server on loopback (the controller core behind it,
 // lease TTL 3 s): how long it holds a lease, and what it sends when it leaves.
@@ -28,15 +27,7 @@ async function serve(): Promise<{ port: number; controller: RecordingController 
     { budgets: [{ bucket: 'name=api', ratePerSecond: 100 }], leaseTtlMs: 3_000 },
     1,
   );
-  const service = new RlqsQuotaService({ domain: 'd', clock: systemClock });
-  service.lead(controller);
-  const server = new grpc.Server();
-  server.addService(RLQS_SERVICE, service.handlers());
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) =>
-      e ? reject(e) : resolve(p),
-    ),
-  );
+  const { port, server } = await startRlqsServer(controller, { domain: 'd', clock: systemClock });
   servers.push(server);
   return { port, controller };
 }

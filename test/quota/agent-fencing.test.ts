@@ -2,9 +2,8 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { QuotaController } from '../../src/quota/controller.js';
 import { RlqsAgentClient } from '../../src/quota/rlqs/agent-client.js';
-import { RLQS_SERVICE } from '../../src/quota/rlqs/protos.js';
-import { RlqsQuotaService } from '../../src/quota/rlqs/quota-service.js';
 import { systemClock } from '../../src/core/clock.js';
+import { startRlqsServer, type RlqsTestServer } from '../support/rlqs-server.js';
 
 // Fencing over the wire: two real RLQS servers on loopback, one serving under token 2
 // (the leader) and one still serving under token 1 (a deposed leader that has not noticed
@@ -14,24 +13,14 @@ afterAll(async () => {
   await Promise.all(servers.map((s) => new Promise<void>((r) => s.tryShutdown(() => r()))));
 });
 
-async function serve(
-  token: number,
-): Promise<{ port: number; server: grpc.Server; service: RlqsQuotaService }> {
+async function serve(token: number): Promise<RlqsTestServer> {
   const controller = new QuotaController(
     { budgets: [{ bucket: 'name=api', ratePerSecond: 100 }] },
     token,
   );
-  const service = new RlqsQuotaService({ domain: 'd', clock: systemClock });
-  service.lead(controller);
-  const server = new grpc.Server();
-  server.addService(RLQS_SERVICE, service.handlers());
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) =>
-      e ? reject(e) : resolve(p),
-    ),
-  );
-  servers.push(server);
-  return { port, server, service };
+  const started = await startRlqsServer(controller, { domain: 'd', clock: systemClock });
+  servers.push(started.server);
+  return started;
 }
 
 describe('RlqsAgentClient fencing', () => {

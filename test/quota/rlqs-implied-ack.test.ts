@@ -7,7 +7,7 @@ import {
   type WireQuotaResponse,
   type WireUsageReports,
 } from '../../src/quota/rlqs/protos.js';
-import { RlqsQuotaService } from '../../src/quota/rlqs/quota-service.js';
+import { startRlqsServer } from '../support/rlqs-server.js';
 import { waitFor } from '../support/wait.js';
 
 // RLQS reports carry no acknowledgement. The service infers one from timing on a real
@@ -18,15 +18,7 @@ const controller = new QuotaController(
   { budgets: [{ bucket: 'name=api', ratePerSecond: 1_000 }], refreshMs: 1_000 },
   1,
 );
-const service = new RlqsQuotaService({ domain: 'd', clock });
-service.lead(controller);
-const server = new grpc.Server();
-server.addService(RLQS_SERVICE, service.handlers());
-const port = await new Promise<number>((resolve, reject) =>
-  server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) =>
-    e ? reject(e) : resolve(p),
-  ),
-);
+const { port, server, service } = await startRlqsServer(controller, { domain: 'd', clock });
 const Client = grpc.makeGenericClientConstructor(RLQS_SERVICE, 'RateLimitQuotaService');
 const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
 afterAll(() => {

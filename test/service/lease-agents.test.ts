@@ -10,11 +10,10 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/core/clock.js';
 import { QuotaController } from '../../src/quota/controller.js';
-import { RLQS_SERVICE } from '../../src/quota/rlqs/protos.js';
-import { RlqsQuotaService } from '../../src/quota/rlqs/quota-service.js';
 import { startService, type RunningService } from '../../src/service/main.js';
 import { readLeaseTlsFiles, readServiceSettings } from '../../src/service/env-settings.js';
 import { captureLog } from '../support/captured-log.js';
+import { startRlqsServer } from '../support/rlqs-server.js';
 import { issueCert, makeCa } from '../support/test-certs.js';
 import { waitFor } from '../support/wait.js';
 
@@ -33,14 +32,12 @@ async function rlqsServer(credentials = grpc.ServerCredentials.createInsecure())
     },
     1,
   );
-  const service = new RlqsQuotaService({ domain: 'sluice', clock: systemClock });
-  service.lead(controller);
-  const server = new grpc.Server();
-  server.addService(RLQS_SERVICE, service.handlers());
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', credentials, (e, p) => (e ? reject(e) : resolve(p))),
-  );
-  cleanup.push(() => new Promise<void>((r) => server.tryShutdown(() => r())));
+  const { port, stop } = await startRlqsServer(controller, {
+    domain: 'sluice',
+    clock: systemClock,
+    credentials,
+  });
+  cleanup.push(stop);
   return port;
 }
 
