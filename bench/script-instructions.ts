@@ -42,15 +42,15 @@ const KEYS = 100_000;
 
 const valgrind = await ensureDebianCommand('valgrind', 'valgrind');
 await loadSluice(!process.argv.includes('--no-build'));
-const dist_ = (p: string): string => path.join(SLUICE_ROOT, 'dist', p);
+const fromDist = (p: string): string => path.join(SLUICE_ROOT, 'dist', p);
 const { encodeBatches } = (await import(
-  dist_('stores/redis/wire.js')
+  fromDist('stores/redis/wire.js')
 )) as typeof import('../src/stores/redis/wire.js');
 const { APPLY_BATCH_LUA } = (await import(
-  dist_('stores/redis/scripts.js')
+  fromDist('stores/redis/scripts.js')
 )) as typeof import('../src/stores/redis/scripts.js');
 const { algorithmOf } = (await import(
-  dist_('algorithms/index.js')
+  fromDist('algorithms/index.js')
 )) as typeof import('../src/algorithms/index.js');
 
 const source = luaFile === undefined ? APPLY_BATCH_LUA : fs.readFileSync(luaFile, 'utf8');

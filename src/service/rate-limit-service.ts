@@ -151,6 +151,7 @@ export class RateLimitService {
     this.#checkRules(options.envoyConfig);
     const stageMetrics = options.metrics?.stages;
     const leases = options.leases;
+    const publicName = (name: string): string => this.#ruleNames.get(name) ?? name;
     // With leases, the limiter's default stages (`localStages`) and the lease stage last.
     const stages = (store: Store, overLimitCacheBytes: number): { stages?: Stage[] } =>
       leases === undefined
@@ -165,9 +166,8 @@ export class RateLimitService {
               }),
               new LeaseStage({
                 policies: leases.policies,
-                nameOf: (p) => this.#ruleNames.get(p.name) ?? p.name,
-                agentFor: (item) =>
-                  leases.agentFor(this.#ruleNames.get(item.policy.name) ?? item.policy.name),
+                nameOf: (p) => publicName(p.name),
+                agentFor: (item) => leases.agentFor(publicName(item.policy.name)),
                 ...(stageMetrics === undefined ? {} : { metrics: stageMetrics }),
               }),
             ],
