@@ -21,8 +21,8 @@ export interface LeaseStageOptions {
   readonly agentFor: (item: StageItem) => QuotaAgent | undefined;
   /**
    * Told, as stage `lease`, each window's allowance of a lease a check used (`granted`,
-   * once per agent and window) and the units of admitted checks (`spent`); utilization is
-   * spent / granted. @default none
+   * once per agent and window, plus what a raise within the window adds) and the units of
+   * admitted checks (`spent`); utilization is spent / granted. @default none
    */
   readonly metrics?: StageRecorder;
   /**
@@ -45,8 +45,11 @@ export class LeaseStage implements Stage {
   readonly #agentFor: (item: StageItem) => QuotaAgent | undefined;
   readonly #metrics: StageRecorder | undefined;
   readonly #nameOf: (policy: Policy) => string;
-  /** The end of the last window whose allowance was counted granted, by agent. */
-  readonly #grantedUntil = new WeakMap<QuotaAgent, number>();
+  /**
+   * By agent, the last window whose allowance was counted granted (its end) and how much
+   * of it: a raise within the window grants the difference too.
+   */
+  readonly #granted = new WeakMap<QuotaAgent, { end: number; allowance: number }>();
 
   constructor(options: LeaseStageOptions) {
     this.#policies = new Set(options.policies);
@@ -70,9 +73,13 @@ export class LeaseStage implements Stage {
     if (metrics !== undefined && agent.mode(ctx.nowMs) === 'lease') {
       // A fallback's allowance is local, not granted: only a lease's windows count.
       const end = ctx.nowMs + w.resetAfterMs;
-      if (this.#grantedUntil.get(agent) !== end) {
-        this.#grantedUntil.set(agent, end);
+      const counted = this.#granted.get(agent);
+      if (counted === undefined || counted.end !== end) {
+        this.#granted.set(agent, { end, allowance: limit });
         metrics.granted('lease', item.policy.name, limit);
+      } else if (limit > counted.allowance) {
+        metrics.granted('lease', item.policy.name, limit - counted.allowance);
+        counted.allowance = limit;
       }
     }
     const decision: AlgorithmDecision = {

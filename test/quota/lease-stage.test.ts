@@ -103,6 +103,32 @@ describe('LeaseStage (path lease)', () => {
     expect(units('sluice_stage_spent_units_total')).toBe(3);
   });
 
+  it('counts a window granted again by what a raise mid-window adds, so spent never passes granted', async () => {
+    const metrics = new StageMetrics();
+    const agent = new QuotaAgent(
+      { agent: 'a', bucket: 'global-api', fallback: { kind: 'deny' } },
+      0,
+    );
+    agent.apply(lease, 0);
+    const stage = new LeaseStage({ policies: ['global-api'], agentFor: () => agent, metrics });
+    const run = (nowMs: number): boolean => {
+      const verdict = stage.enter(item(), { nowMs });
+      stage.settle(item(), verdict, outcome(true), { nowMs });
+      return verdict?.kind === 'answer' && verdict.decision.allowed;
+    };
+    expect([0, 100, 200].map(run)).toEqual([true, true, true]);
+    // A raise to 6 in the same window: three more fit before it ends.
+    agent.apply({ ...lease, rate: 6, burst: 6, version: 2, issuedAtMs: 300 }, 300);
+    const more = [400, 500, 600, 700].map(run);
+    const t = await metrics.registry.metrics();
+    const units = (name: string) => sumOf(t, name, { stage: 'lease', policy: 'global-api' });
+    const granted = units('sluice_stage_granted_units_total');
+    const spent = units('sluice_stage_spent_units_total');
+    expect(spent).toBe(3 + more.filter(Boolean).length);
+    expect(spent).toBeGreaterThan(3);
+    expect(granted).toBeGreaterThanOrEqual(spent);
+  });
+
   it('gives the units back when another policy denied the check', () => {
     const { stage, agent } = stageWith({ kind: 'deny' });
     const v = stage.enter(item(2), { nowMs: 0 });
