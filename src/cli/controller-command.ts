@@ -2,6 +2,7 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { startQuotaController } from '../quota/controller-process.js';
 import type { QuotaBudget } from '../quota/lease.js';
 import type { RlqsStrategyKind } from '../quota/rlqs/mapping.js';
+import { checkControllerFlags } from './controller-settings.js';
 import { wholeNumber } from './option-values.js';
 
 /** `k=v[,k=v…]@rate`: a BucketId's pairs (in any order) and its budget per second. */
@@ -70,6 +71,7 @@ export function addControllerCommand(program: Command, fail: (error: unknown) =>
         strategy: RlqsStrategyKind;
       }) => {
         try {
+          checkControllerFlags(o);
           const log = (e: Record<string, unknown>) =>
             process.stdout.write(`${JSON.stringify(e)}\n`);
           const c = await startQuotaController({
