@@ -75,6 +75,12 @@ export interface RlqsQuotaServiceOptions {
   readonly clock: Clock;
   /** Reports and problems worth a log line. @default ignore */
   readonly log?: (event: Record<string, unknown>) => void;
+  /** A stream or message refused, by reason (`bad-request`, `not-leader`, …). @default ignore */
+  onRefusal?(reason: string): void;
+  /** An agent that could not be authenticated, by reason. @default ignore */
+  onAuthFailure?(reason: string): void;
+  /** A second live stream under an agent name already streaming. @default ignore */
+  onDuplicateAgent?(agent: string): void;
 }
 
 /**
@@ -107,6 +113,11 @@ export class RlqsQuotaService {
       }
       this.#streams.clear();
     }
+  }
+
+  /** Streams open now (agents connected to this leader). */
+  streams(): number {
+    return this.#streams.size;
   }
 
   /** The handler map for `server.addService(RLQS_SERVICE, …)`. */
@@ -157,6 +168,7 @@ export class RlqsQuotaService {
   #open(call: Stream): void {
     const controller = this.#controller;
     if (controller === undefined) {
+      this.#o.onRefusal?.('not-leader');
       fail(call, notLeader('this controller does not lead'));
       return;
     }
@@ -196,6 +208,7 @@ export class RlqsQuotaService {
     const controller = this.#controller;
     if (controller === undefined) return;
     const refuse = (details: string) => {
+      this.#o.onRefusal?.('bad-request');
       this.#streams.delete(s.agent);
       fail(s.call, new ProtocolError('SLUICE_ERR_PROTOCOL_BAD_REQUEST', details));
     };
