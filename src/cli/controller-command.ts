@@ -102,6 +102,7 @@ export function addControllerCommand(program: Command, fail: (error: unknown) =>
             onRefusal: (reason) => metrics.refusal(reason),
             onAuthFailure: (reason) => metrics.authFailure(reason),
             onDuplicateAgent: () => metrics.duplicateAgent(),
+            onSettingsMismatch: (setting) => metrics.settingsMismatch(setting),
             ...(o.leaseTtlMs === undefined ? {} : { leaseTtlMs: o.leaseTtlMs }),
             ...(o.electionTtlMs === undefined ? {} : { electionTtlMs: o.electionTtlMs }),
           });

@@ -43,6 +43,8 @@ export interface QuotaControllerProcessOptions extends ControllerOptions {
   onAuthFailure?(reason: string): void;
   /** A second live stream under an agent name already streaming. @default ignore */
   onDuplicateAgent?(agent: string): void;
+  /** An agent configured with another setting than the controller's (`refresh-ms`). @default ignore */
+  onSettingsMismatch?(setting: string): void;
 }
 
 /** What a controller process knows of itself now, for readiness and metrics. */
@@ -120,6 +122,9 @@ export async function startQuotaController(
     ...(o.onDuplicateAgent === undefined
       ? {}
       : { onDuplicateAgent: (a: string) => o.onDuplicateAgent?.(a) }),
+    ...(o.onSettingsMismatch === undefined
+      ? {}
+      : { onSettingsMismatch: (x: string) => o.onSettingsMismatch?.(x) }),
   });
   const server = new grpc.Server();
   server.addService(RLQS_SERVICE, service.handlers());

@@ -82,7 +82,8 @@ export class LeaseAgents {
         log: (e) => {
           // Applied leases come every refresh: debug; streams and refusals say more.
           const level = e['event'] === 'lease' && e['outcome'] === 'applied' ? 'debug' : 'info';
-          log[level]({ ...e, policy }, `quota lease ${String(e['event'])}`);
+          const line = e['event'] === 'settings_mismatch' ? 'warn' : level;
+          log[line]({ ...e, policy }, `quota lease ${String(e['event'])}`);
         },
       });
       this.#clients.set(policy, client);
@@ -141,6 +142,8 @@ export class LeaseAgents {
               }),
           controller: c.connectedTo ?? null,
           refused: c.agent.refused,
+          refreshMs: c.refreshMs,
+          ...(c.refreshMismatch === undefined ? {} : { refreshMismatch: c.refreshMismatch }),
         };
       }),
     };
