@@ -1,7 +1,12 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
+import { pino } from 'pino';
+import { ControllerMetrics } from '../metrics/controller-metrics.js';
+import { startControllerHttp } from '../quota/controller-http.js';
 import { startQuotaController } from '../quota/controller-process.js';
 import type { QuotaBudget } from '../quota/lease.js';
 import type { RlqsStrategyKind } from '../quota/rlqs/mapping.js';
+import { checkControllerFlags } from './controller-settings.js';
+import { waitForRedis } from '../service/redis-wait.js';
 import { wholeNumber } from './option-values.js';
 
 /** `k=v[,k=v…]@rate`: a BucketId's pairs (in any order) and its budget per second. */
@@ -38,6 +43,12 @@ export function addControllerCommand(program: Command, fail: (error: unknown) =>
     )
     .option('--port <n>', 'gRPC port', wholeNumber('--port', 0), 18081)
     .option('--host <addr>', 'address to listen on', '127.0.0.1')
+    .option(
+      '--http-port <n>',
+      'HTTP port of /healthcheck, /ready and /metrics',
+      wholeNumber('--http-port', 0),
+      18080,
+    )
     .option('--refresh-ms <ms>', 'report and round period', wholeNumber('--refresh-ms', 1), 1_000)
     .option(
       '--lease-ttl-ms <ms>',
@@ -62,6 +73,7 @@ export function addControllerCommand(program: Command, fail: (error: unknown) =>
         domain: string;
         budget: QuotaBudget[];
         port: number;
+        httpPort: number;
         host: string;
         refreshMs: number;
         leaseTtlMs?: number;
@@ -70,8 +82,12 @@ export function addControllerCommand(program: Command, fail: (error: unknown) =>
         strategy: RlqsStrategyKind;
       }) => {
         try {
-          const log = (e: Record<string, unknown>) =>
-            process.stdout.write(`${JSON.stringify(e)}\n`);
+          checkControllerFlags(o);
+          // JSON lines as `serve` writes them; each event keeps its fields, `msg` is its name.
+          const logger = pino({ name: 'sluice-controller' });
+          const log = (e: Record<string, unknown>) => logger.info(e, String(e['event']));
+          // Read at each scrape, so only once the controller below exists.
+          const metrics = new ControllerMetrics({ status: () => c.status() });
           const c = await startQuotaController({
             redisUrl: o.redis,
             id: o.id,
@@ -83,12 +99,25 @@ export function addControllerCommand(program: Command, fail: (error: unknown) =>
             prefix: o.prefix,
             strategy: o.strategy,
             log,
+            onRefusal: (reason) => metrics.refusal(reason),
+            onAuthFailure: (reason) => metrics.authFailure(reason),
+            onDuplicateAgent: () => metrics.duplicateAgent(),
+            onSettingsMismatch: (setting) => metrics.settingsMismatch(setting),
             ...(o.leaseTtlMs === undefined ? {} : { leaseTtlMs: o.leaseTtlMs }),
             ...(o.electionTtlMs === undefined ? {} : { electionTtlMs: o.electionTtlMs }),
           });
-          log({ event: 'listening', id: o.id, port: c.port });
+          const http = await startControllerHttp({
+            host: o.host,
+            port: o.httpPort,
+            status: () => c.status(),
+            metrics: () => metrics.text(),
+          });
+          // The ports are open whether Redis is there or not; `/ready` says 503 until it is.
+          const wait = waitForRedis(c, { log: logger, onReady: () => undefined });
+          log({ event: 'listening', id: o.id, port: c.port, httpPort: http.port });
           process.once('SIGTERM', () => {
-            void c.close().then(() => process.exit(0));
+            wait.stop();
+            void Promise.all([c.close(), http.close()]).then(() => process.exit(0));
           });
         } catch (error) {
           fail(error);

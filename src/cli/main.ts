@@ -177,7 +177,7 @@ program
   )
   .option(
     '--lease-agent <name>',
-    'this instance among the agents (env SLUICE_LEASE_AGENT; default <hostname>-<pid>)',
+    'this instance among the agents (env SLUICE_LEASE_AGENT; default <hostname>-<pid>-<random>, new at each start)',
   )
   .option(
     '--lease-refresh <ms>',

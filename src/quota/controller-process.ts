@@ -9,6 +9,9 @@ import type { RlqsStrategyKind } from './rlqs/mapping.js';
 import { RLQS_SERVICE } from './rlqs/protos.js';
 import { RlqsQuotaService } from './rlqs/quota-service.js';
 
+/** How long the start waits for Redis before it serves without it, in ms (as `serve`). */
+const REDIS_CONNECT_GRACE_MS = 1_000;
+
 /** Options of {@link startQuotaController}. */
 export interface QuotaControllerProcessOptions extends ControllerOptions {
   /** Redis URL holding the election key, token counter and state. */
@@ -34,6 +37,34 @@ export interface QuotaControllerProcessOptions extends ControllerOptions {
   readonly clock?: Clock;
   /** One JSON object per event (leader, round, step-down). @default ignore */
   readonly log?: (event: Record<string, unknown>) => void;
+  /** A stream or message refused, by reason (`bad-request`, `not-leader`, …). @default ignore */
+  onRefusal?(reason: string): void;
+  /** An agent that could not be authenticated, by reason. @default ignore */
+  onAuthFailure?(reason: string): void;
+  /** A second live stream under an agent name already streaming. @default ignore */
+  onDuplicateAgent?(agent: string): void;
+  /** An agent configured with another setting than the controller's (`refresh-ms`). @default ignore */
+  onSettingsMismatch?(setting: string): void;
+}
+
+/** What a controller process knows of itself now, for readiness and metrics. */
+export interface ControllerProcessStatus {
+  /** Whether its Redis connection is ready. */
+  readonly connected: boolean;
+  /** Whether it leads. */
+  readonly leading: boolean;
+  /** Its fencing token while it leads, else the last leader's token it read; 0 if none. */
+  readonly term: number;
+  /** The leader's `<token>:<id>` as last read from Redis (itself when it leads). */
+  readonly leader: string | undefined;
+  /** Agents (streams) by state, while it leads. */
+  readonly agents: Readonly<Record<'streaming' | 'recorded', number>>;
+  /** Per budget bucket: units per second committed by the ledger now, and the budget. */
+  readonly buckets: readonly {
+    readonly bucket: string;
+    readonly committed: number;
+    readonly budget: number;
+  }[];
 }
 
 /** A running controller process. */
@@ -41,6 +72,12 @@ export interface QuotaControllerProcess {
   readonly port: number;
   /** The fencing token while this process leads; 0 otherwise. */
   token(): number;
+  /**
+   * Resolves once the Redis connection is ready; meanwhile `onError` hears each failed
+   * attempt (the shape `waitForRedis` takes).
+   */
+  ready(options?: { readonly onError?: (error: Error) => void }): Promise<void>;
+  status(): ControllerProcessStatus;
   close(): Promise<void>;
 }
 
@@ -63,13 +100,31 @@ export async function startQuotaController(
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
   });
-  await redis.connect();
+  // Redis may be down at start, or go away: ioredis keeps reconnecting, the election
+  // ticks fail and step down meanwhile, and `ready` says why it waits. Without a listener
+  // each failed attempt would be an unhandled 'error' event with its stack.
+  const errorListeners = new Set<(error: Error) => void>();
+  redis.on('error', (error: Error) => {
+    for (const l of errorListeners) l(error);
+  });
+  const connecting = redis.connect().catch(() => undefined);
+  let knownLeader: string | undefined;
   const lease = new LeaderLease(redis, o.prefix ?? 'sluice-quota', o.id, electionTtlMs);
   const service = new RlqsQuotaService({
     domain: o.domain,
     clock,
     log,
     ...(o.strategy === undefined ? {} : { strategy: o.strategy }),
+    ...(o.onRefusal === undefined ? {} : { onRefusal: (r: string) => o.onRefusal?.(r) }),
+    ...(o.onAuthFailure === undefined
+      ? {}
+      : { onAuthFailure: (r: string) => o.onAuthFailure?.(r) }),
+    ...(o.onDuplicateAgent === undefined
+      ? {}
+      : { onDuplicateAgent: (a: string) => o.onDuplicateAgent?.(a) }),
+    ...(o.onSettingsMismatch === undefined
+      ? {}
+      : { onSettingsMismatch: (x: string) => o.onSettingsMismatch?.(x) }),
   });
   const server = new grpc.Server();
   server.addService(RLQS_SERVICE, service.handlers());
@@ -88,6 +143,7 @@ export async function startQuotaController(
     if (controller === undefined) return;
     log({ event: 'step_down', id: o.id, token: controller.fencingToken, reason });
     controller = undefined;
+    knownLeader = undefined;
     service.lead(undefined);
   };
   const round = async () => {
@@ -130,7 +186,11 @@ export async function startQuotaController(
       return;
     }
     const token = await lease.acquire();
-    if (token === 0) return;
+    if (token === 0) {
+      knownLeader = (await lease.leader()) ?? undefined;
+      return;
+    }
+    knownLeader = `${token}:${o.id}`;
     const saved = await lease.readState();
     const state = saved === null ? undefined : (JSON.parse(saved) as ControllerState);
     controller = new QuotaController(o, token, state);
@@ -156,11 +216,46 @@ export async function startQuotaController(
   };
   const electionTimer = setInterval(tick(campaign), Math.max(50, Math.floor(electionTtlMs / 3)));
   const roundTimer = setInterval(tick(round), config.refreshMs);
+  // A Redis that answers at once is led from before this resolves (as when the connection
+  // was awaited); one that does not gets a second, then the ports serve regardless.
+  let graceTimer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    connecting,
+    new Promise<void>((resolve) => (graceTimer = setTimeout(resolve, REDIS_CONNECT_GRACE_MS))),
+  ]);
+  clearTimeout(graceTimer);
   await tick(campaign)();
 
   return {
     port,
     token: () => controller?.fencingToken ?? 0,
+    ready: async (options = {}) => {
+      if (redis.status === 'ready') return;
+      const onError = options.onError;
+      if (onError !== undefined) errorListeners.add(onError);
+      try {
+        await new Promise<void>((resolve) => redis.once('ready', () => resolve()));
+      } finally {
+        if (onError !== undefined) errorListeners.delete(onError);
+      }
+    },
+    status: () => {
+      const c = controller;
+      const nowMs = clock.nowMs();
+      const connected = redis.status === 'ready';
+      return {
+        connected,
+        leading: c !== undefined,
+        term: c?.fencingToken ?? Number(knownLeader?.split(':')[0] ?? 0),
+        leader: connected || c !== undefined ? knownLeader : undefined,
+        agents: { streaming: service.streams(), recorded: c?.state().records.length ?? 0 },
+        buckets: [...config.budgets].map(([bucket, budget]) => ({
+          bucket,
+          committed: c?.committed(bucket, nowMs) ?? 0,
+          budget,
+        })),
+      };
+    },
     async close() {
       closed = true;
       clearInterval(electionTimer);

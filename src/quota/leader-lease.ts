@@ -119,6 +119,11 @@ export class LeaderLease {
     return ok;
   }
 
+  /** Who leads now, as `<token>:<id>`, if anyone. */
+  async leader(): Promise<string | null> {
+    return this.#redis.get(this.#keys.leader);
+  }
+
   /** The last state a leader wrote, if any. */
   async readState(): Promise<string | null> {
     return this.#redis.get(this.#keys.state);

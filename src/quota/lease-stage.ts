@@ -36,7 +36,7 @@ export interface LeaseStageOptions {
  * The quota lease as a stage of the check pipeline (DESIGN.md §5, stage 6; path
  * `lease`): the item's agent decides it in process, from its lease or, once that has
  * expired, its fallback, with no remote call. Under the `store` fallback the item passes
- * on to the store. When another policy denies the check, `settle` gives the units back
+ * on to the store, and the store's decision is counted in the agent's next report. When another policy denies the check, `settle` gives the units back
  * to the agent, so its report counts only what was admitted.
  */
 export class LeaseStage implements Stage {
@@ -95,7 +95,11 @@ export class LeaseStage implements Stage {
   }
 
   settle(item: StageItem, verdict: StageVerdict, outcome: StageOutcome, ctx: StageContext): void {
-    if (verdict?.kind !== 'answer' || !verdict.decision.allowed) return;
+    if (verdict === undefined) {
+      this.#countStore(item, outcome, ctx);
+      return;
+    }
+    if (verdict.kind !== 'answer' || !verdict.decision.allowed) return;
     if (!outcome.admitted) {
       this.#agentFor(item)?.refund(ctx.nowMs, item.cost);
       return;
@@ -106,5 +110,19 @@ export class LeaseStage implements Stage {
     if (metrics !== undefined && this.#agentFor(item)?.mode(ctx.nowMs) === 'lease') {
       metrics.spent('lease', item.policy.name, item.cost);
     }
+  }
+
+  /**
+   * Under the `store` fallback the store decided the item; the agent still reports it,
+   * so the controller's view of this agent's demand stays true while it is on the
+   * fallback. Admitted units are use, the item's own denial is unmet demand; a check
+   * denied by another policy consumed nothing of this one and is neither.
+   */
+  #countStore(item: StageItem, outcome: StageOutcome, ctx: StageContext): void {
+    const agent = this.#agentFor(item);
+    // ctx.nowMs is the time `enter` passed the item on at: the same rule is in force.
+    if (agent === undefined || agent.window(ctx.nowMs).allowance !== undefined) return;
+    if (outcome.admitted) agent.count(item.cost, 0);
+    else if (!outcome.decision.allowed) agent.count(0, item.cost);
   }
 }

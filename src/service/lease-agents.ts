@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.js';
@@ -24,7 +25,7 @@ export interface ServeLeaseOptions {
   readonly domain?: string;
   /**
    * This instance's agent name, unique in the fleet and kept across reconnects.
-   * @default `<hostname>-<pid>`
+   * @default `<hostname>-<pid>-<8 random hex digits>`, new at each start
    */
   readonly agent?: string;
   /** Report period and enforcement window, in ms; the controller's `--refresh-ms`. @default 1000 */
@@ -61,7 +62,9 @@ export class LeaseAgents {
     this.#clock = clock;
     this.#fallback = options.fallback ?? { kind: 'deny' };
     this.#windowMs = options.refreshMs ?? 1_000;
-    const agent = options.agent ?? `${hostname()}-${process.pid}`;
+    // Host and pid alone repeat: every container of a Deployment can be pid 1 on a host
+    // name that a restart reuses, and two agents under one name would share one lease.
+    const agent = options.agent ?? `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
     const channel = grpcClientChannel(options.tls);
     for (const policy of new Set(options.policies)) {
       const client = new RlqsAgentClient({
@@ -79,7 +82,8 @@ export class LeaseAgents {
         log: (e) => {
           // Applied leases come every refresh: debug; streams and refusals say more.
           const level = e['event'] === 'lease' && e['outcome'] === 'applied' ? 'debug' : 'info';
-          log[level]({ ...e, policy }, `quota lease ${String(e['event'])}`);
+          const line = e['event'] === 'settings_mismatch' ? 'warn' : level;
+          log[line]({ ...e, policy }, `quota lease ${String(e['event'])}`);
         },
       });
       this.#clients.set(policy, client);
@@ -138,6 +142,8 @@ export class LeaseAgents {
               }),
           controller: c.connectedTo ?? null,
           refused: c.agent.refused,
+          refreshMs: c.refreshMs,
+          ...(c.refreshMismatch === undefined ? {} : { refreshMismatch: c.refreshMismatch }),
         };
       }),
     };

@@ -31,14 +31,18 @@ export interface RedisWait {
 }
 
 /**
- * Waits for a RedisStore's first connection and says why it is not there yet: a server
+ * Waits for a RedisStore's (or anything with its `ready`: the quota controller's) first
+ * connection and says why it is not there yet: a server
  * that is a replica is logged once (error; `onRefused`) and asked again each second; the first
  * failed attempt logs `waiting for Redis: <reason>` (warn; a refused connection, a
  * rejected password), later ones with a backoff (1 s, 2 s, 4 s … 30 s between lines, as
  * upstream spaces its retries), each with the attempts so far. ioredis keeps retrying
  * meanwhile; once connected, `Redis connected` (info) follows when there was a wait.
  */
-export function waitForRedis(store: RedisStore, options: RedisWaitOptions): RedisWait {
+export function waitForRedis(
+  store: Pick<RedisStore, 'ready'>,
+  options: RedisWaitOptions,
+): RedisWait {
   const { log } = options;
   const maxGapMs = options.maxGapMs ?? 30_000;
   let gapMs = options.firstGapMs ?? 1_000;

@@ -116,4 +116,20 @@ describe('lease stage in the limiter', () => {
     expect(r.decisions[0]).toMatchObject({ policy: 'global-api', path: 'store', allowed: true });
     expect(store.keys.some((k) => k.includes('global-api'))).toBe(true);
   });
+
+  it('under the store fallback, the store decisions are still reported to the controller as usage', async () => {
+    const { clock, agent, limiter } = setup({ kind: 'store' });
+    agent.report(t0); // the lease's window: nothing used
+    clock.advance(3_000); // the lease has expired: the store decides
+    for (let i = 0; i < 4; i++) await limiter.check({ route: '/x' });
+    // Two more with the tenant: the tenant's burst (2) admits both, then denies a third,
+    // which the store decided as a whole (global-api was not consumed): demand, not use.
+    await limiter.check({ route: '/x', tenant: 'acme' });
+    await limiter.check({ route: '/x', tenant: 'acme' });
+    const denied = await limiter.check({ route: '/x', tenant: 'acme' });
+    expect(denied.allowed).toBe(false);
+    const r = agent.report(clock.nowMs());
+    expect(r.allowed).toBe(6);
+    expect(r.denied).toBe(0);
+  });
 });

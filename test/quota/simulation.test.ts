@@ -65,4 +65,24 @@ describe('sluice simulate leases', () => {
     expect(out.stderr).toContain('agents: must be a whole number ≥ 50, got 10');
     expect(out.stderr).toContain('SLUICE_ERR_QUOTA_CONFIG_INVALID');
   });
+
+  it('refuses sizes that cannot fit in memory or time, naming the limit, before it allocates', async () => {
+    const agents = await runSluice(['simulate', 'leases', '--agents', '1e7', '--seconds', '60']);
+    expect(agents.code).toBe(1);
+    expect(agents.stderr).toContain('agents: must be at most 100000, got 10000000');
+    expect(agents.stderr).toContain('SLUICE_ERR_QUOTA_CONFIG_INVALID');
+    const seconds = await runSluice(['simulate', 'leases', '--seconds', '1e9']);
+    expect(seconds.code).toBe(1);
+    expect(seconds.stderr).toContain('seconds: must be at most 86400, got 1000000000');
+    const both = await runSluice([
+      'simulate',
+      'leases',
+      ...['--agents', '100000', '--seconds', '600'],
+    ]);
+    expect(both.code).toBe(1);
+    expect(both.stderr).toContain(
+      'agents × seconds: must be at most 12000000 (memory and time grow with both), got 100000 × 600 = 60000000',
+    );
+    expect(`${agents.stderr}${seconds.stderr}${both.stderr}`).not.toMatch(/\n\s+at /);
+  });
 });

@@ -5,7 +5,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/core/clock.js';
@@ -105,6 +105,38 @@ describe('startService with quota leases', () => {
       .filter((l) => typeof l.msg === 'string' && l.msg === 'quota lease stream');
     expect(streams).toEqual([]);
     expect(log.matching('quota lease stream').map((l) => l['policy'])).toEqual(['alpha', 'beta']);
+  });
+
+  it('without SLUICE_LEASE_AGENT, two instances on one host and pid pick different agent names (host, pid, a random part)', async () => {
+    const port = await rlqsServer();
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-lease-agents-'));
+    cleanup.push(() => rm(dir, { recursive: true, force: true }));
+    await writeFile(join(dir, 'config.yaml'), CONFIG);
+    const start = async () => {
+      const svc = await startService({
+        envoyConfig: join(dir, 'config.yaml'),
+        host: '127.0.0.1',
+        port: 0,
+        grpcHost: '127.0.0.1',
+        grpcPort: 0,
+        logger: captureLog('info').logger,
+        leases: { controllers: [`127.0.0.1:${port}`], policies: ['alpha'] },
+      });
+      cleanup.push(() => svc.shutdown());
+      return svc;
+    };
+    // One process, so one host name and one pid: only the random part tells them apart.
+    const [a, b] = [await start(), await start()];
+    const row = (svc: RunningService) => svc.status.snapshot().leases.allocations[0]!;
+    await waitFor(() => ([a, b].every((s) => row(s).mode === 'lease') ? true : undefined), {
+      what: 'a lease for each instance',
+      timeoutMs: 5_000,
+      intervalMs: 20,
+    });
+    const name = new RegExp(`^${hostname()}-${process.pid}-[0-9a-f]{8}/alpha$`);
+    expect(row(a).holder).toMatch(name);
+    expect(row(b).holder).toMatch(name);
+    expect(row(a).holder).not.toBe(row(b).holder);
   });
 
   it('speaks mutual TLS to the controller with SLUICE_LEASE_TLS*; without a client certificate it gets no lease', async () => {

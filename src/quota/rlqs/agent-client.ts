@@ -9,7 +9,7 @@ import {
   type WireQuotaResponse,
   type WireUsageReports,
 } from './protos.js';
-import { AGENT_METADATA, TOKEN_METADATA } from './quota-service.js';
+import { AGENT_METADATA, REFRESH_METADATA, TOKEN_METADATA } from './quota-service.js';
 
 /** Options of {@link RlqsAgentClient}. */
 export interface RlqsAgentClientOptions {
@@ -22,7 +22,11 @@ export interface RlqsAgentClientOptions {
   readonly fallback: LeaseFallback;
   /** @default fallback */
   readonly initial?: LeaseFallback;
-  /** How often usage is reported. @default 1000 */
+  /**
+   * How often usage is reported, until a controller's stream says its own period
+   * (`sluice-refresh-ms`): then the agent reports at the controller's, logs
+   * `settings_mismatch` if they differ, and windows its leases by it. @default 1000
+   */
   readonly refreshMs?: number;
   /** The enforcement window. @default refreshMs */
   readonly windowMs?: number;
@@ -63,12 +67,15 @@ export class RlqsAgentClient {
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
   #connectedTo: string | undefined;
+  #periodMs: number;
+  #controllerRefreshMs: number | undefined;
 
   constructor(options: RlqsAgentClientOptions) {
     this.#o = options;
     this.#clock = options.clock ?? systemClock;
     this.#id = { bucket: { ...options.bucket } };
     this.#key = bucketKey(this.#id);
+    this.#periodMs = options.refreshMs ?? 1_000;
     this.agent = this.#newAgent();
   }
 
@@ -89,7 +96,43 @@ export class RlqsAgentClient {
   /** Connects and starts reporting. */
   start(): void {
     this.#connect();
-    this.#timer = setInterval(() => this.#report(), this.#o.refreshMs ?? 1_000);
+    this.#timer = setInterval(() => this.#report(), this.#periodMs);
+  }
+
+  /** The report period in use, in ms: the controller's once a stream said it. */
+  get refreshMs(): number {
+    return this.#periodMs;
+  }
+
+  /** The refresh period the controller said, when it differs from this agent's setting. */
+  get refreshMismatch(): { agentMs: number; controllerMs: number } | undefined {
+    const own = this.#o.refreshMs ?? 1_000;
+    const c = this.#controllerRefreshMs;
+    return c === undefined || c === own ? undefined : { agentMs: own, controllerMs: c };
+  }
+
+  /**
+   * Follows the controller's period: its rounds and its idle rule (no leases after 2R
+   * without a report) assume it, so an agent reporting less often would be idle between
+   * reports and hold no lease.
+   */
+  #follow(controllerMs: number): void {
+    if (!(controllerMs > 0) || controllerMs === this.#controllerRefreshMs) return;
+    this.#controllerRefreshMs = controllerMs;
+    const own = this.#o.refreshMs ?? 1_000;
+    if (controllerMs !== own)
+      this.#o.log?.({
+        event: 'settings_mismatch',
+        setting: 'refresh-ms',
+        agentMs: own,
+        controllerMs,
+      });
+    if (controllerMs === this.#periodMs) return;
+    this.#periodMs = controllerMs;
+    if (this.#timer !== undefined && !this.#closed) {
+      clearInterval(this.#timer);
+      this.#timer = setInterval(() => this.#report(), controllerMs);
+    }
   }
 
   /** Decides one request locally; `denied` once closed (its leases were given back). */
@@ -152,6 +195,7 @@ export class RlqsAgentClient {
     this.#client = client;
     const md = new grpc.Metadata();
     md.set(AGENT_METADATA, this.#o.agent);
+    md.set(REFRESH_METADATA, String(this.#o.refreshMs ?? 1_000));
     const call = (
       client as unknown as {
         StreamRateLimitQuotas(
@@ -163,6 +207,7 @@ export class RlqsAgentClient {
     let token: number | undefined;
     call.on('metadata', (m: grpc.Metadata) => {
       token = Number(m.get(TOKEN_METADATA)[0]);
+      this.#follow(Number(m.get(REFRESH_METADATA)[0]));
       if (this.#call === call) this.#connectedTo = target;
       this.#o.log?.({ event: 'stream', target, token });
     });
@@ -216,7 +261,7 @@ export class RlqsAgentClient {
       }
       if (!('quotaAssignmentAction' in action) || !action.quotaAssignmentAction) continue;
       const a = action.quotaAssignmentAction;
-      const windowMs = this.#o.windowMs ?? this.#o.refreshMs ?? 1_000;
+      const windowMs = this.#o.windowMs ?? this.#periodMs;
       const rate = strategyRate(a.rateLimitStrategy, windowMs);
       if (rate === undefined) {
         this.#o.log?.({ event: 'refused', reason: 'unbounded strategy', token });

@@ -22,6 +22,12 @@ import type {
 export const AGENT_METADATA = 'sluice-agent';
 /** Initial metadata of every stream: the serving leader's fencing token. */
 export const TOKEN_METADATA = 'sluice-fencing-token';
+/**
+ * The refresh period R in ms: sent by the controller in every stream's initial metadata,
+ * so that agents report (and window their leases) at its period; sent by a Sluice agent
+ * with its configured period, so that a mismatch is seen on both sides.
+ */
+export const REFRESH_METADATA = 'sluice-refresh-ms';
 
 type Stream = grpc.ServerDuplexStream<WireUsageReports, WireQuotaResponse>;
 
@@ -75,6 +81,14 @@ export interface RlqsQuotaServiceOptions {
   readonly clock: Clock;
   /** Reports and problems worth a log line. @default ignore */
   readonly log?: (event: Record<string, unknown>) => void;
+  /** A stream or message refused, by reason (`bad-request`, `not-leader`, …). @default ignore */
+  onRefusal?(reason: string): void;
+  /** An agent that could not be authenticated, by reason. @default ignore */
+  onAuthFailure?(reason: string): void;
+  /** A second live stream under an agent name already streaming. @default ignore */
+  onDuplicateAgent?(agent: string): void;
+  /** An agent configured with another setting than the controller's (`refresh-ms`). @default ignore */
+  onSettingsMismatch?(setting: string): void;
 }
 
 /**
@@ -107,6 +121,11 @@ export class RlqsQuotaService {
       }
       this.#streams.clear();
     }
+  }
+
+  /** Streams open now (agents connected to this leader). */
+  streams(): number {
+    return this.#streams.size;
   }
 
   /** The handler map for `server.addService(RLQS_SERVICE, …)`. */
@@ -157,6 +176,7 @@ export class RlqsQuotaService {
   #open(call: Stream): void {
     const controller = this.#controller;
     if (controller === undefined) {
+      this.#o.onRefusal?.('not-leader');
       fail(call, notLeader('this controller does not lead'));
       return;
     }
@@ -171,6 +191,19 @@ export class RlqsQuotaService {
     this.#streams.set(agent, state);
     const md = new grpc.Metadata();
     md.set(TOKEN_METADATA, String(controller.fencingToken));
+    md.set(REFRESH_METADATA, String(controller.config.refreshMs));
+    const agentRefresh = Number(call.metadata.get(REFRESH_METADATA)[0]);
+    if (agentRefresh > 0 && agentRefresh !== controller.config.refreshMs) {
+      // The agent follows the period sent above; said here so an operator fixes the setting.
+      this.#o.onSettingsMismatch?.('refresh-ms');
+      this.#o.log?.({
+        event: 'settings_mismatch',
+        agent,
+        setting: 'refresh-ms',
+        agentMs: agentRefresh,
+        controllerMs: controller.config.refreshMs,
+      });
+    }
     call.sendMetadata(md);
     const forget = () => {
       if (this.#streams.get(agent) === state) this.#streams.delete(agent);
@@ -196,6 +229,7 @@ export class RlqsQuotaService {
     const controller = this.#controller;
     if (controller === undefined) return;
     const refuse = (details: string) => {
+      this.#o.onRefusal?.('bad-request');
       this.#streams.delete(s.agent);
       fail(s.call, new ProtocolError('SLUICE_ERR_PROTOCOL_BAD_REQUEST', details));
     };

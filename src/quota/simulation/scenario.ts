@@ -53,17 +53,37 @@ export interface Scenario extends SimulationOptions {
   readonly fallbackRate: number;
 }
 
+/**
+ * The largest run the simulation takes. Memory and time grow with agents × seconds (the
+ * demand series alone holds one number per agent and refresh period, and every period
+ * runs every agent): the documented full-scale run is 10,000 agents for 600 s (6e6
+ * agent-seconds, about 30 s and 0.5 GB on the shared 2-core machine), so twice that is
+ * allowed and no more.
+ */
+export const SIMULATION_LIMITS = Object.freeze({
+  agents: 100_000,
+  seconds: 86_400,
+  agentSeconds: 12_000_000,
+});
+
 /** Builds the scenario; rejects options it cannot run, naming each. */
 export function buildScenario(o: SimulationOptions): Scenario {
   const issues: PolicyIssue[] = [];
-  const whole = (v: number, min: number, path: string) => {
+  const whole = (v: number, min: number, max: number, path: string) => {
     if (!Number.isSafeInteger(v) || v < min)
       issues.push({ path, message: `must be a whole number ≥ ${min}, got ${v}` });
+    else if (v > max) issues.push({ path, message: `must be at most ${max}, got ${v}` });
   };
-  whole(o.regions, 2, 'regions');
-  whole(o.agents, Math.max(2, o.regions), 'agents');
-  whole(o.seconds, 60, 'seconds');
-  whole(o.seed, 0, 'seed');
+  const L = SIMULATION_LIMITS;
+  whole(o.regions, 2, L.agents, 'regions');
+  whole(o.agents, Math.max(2, o.regions), L.agents, 'agents');
+  whole(o.seconds, 60, L.seconds, 'seconds');
+  whole(o.seed, 0, Number.MAX_SAFE_INTEGER, 'seed');
+  if (issues.length === 0 && o.agents * o.seconds > L.agentSeconds)
+    issues.push({
+      path: 'agents × seconds',
+      message: `must be at most ${L.agentSeconds} (memory and time grow with both), got ${o.agents} × ${o.seconds} = ${o.agents * o.seconds}`,
+    });
   if (issues.length > 0) {
     throw new PolicyError(
       'SLUICE_ERR_QUOTA_CONFIG_INVALID',

@@ -121,4 +121,11 @@ export interface LeaseAllocation {
   readonly controller: string | null;
   /** Leases refused (stale leader or version) since start. */
   readonly refused: number;
+  /** The report period in use, in ms: the controller's once its stream said it. */
+  readonly refreshMs?: number;
+  /**
+   * Set when this agent's configured refresh differs from the controller's (which it
+   * then follows): both values, in ms.
+   */
+  readonly refreshMismatch?: { readonly agentMs: number; readonly controllerMs: number };
 }
