@@ -402,5 +402,5 @@ describe('sluice serve as a quota lease agent', () => {
     const exits = live.map((s) => s.exited);
     await Promise.all(live.map((s) => stopServe(s)));
     for (const e of await Promise.all(exits)) expect(e).toEqual({ code: 0, signal: null });
-  }, 60_000);
+  }, 120_000);
 });
