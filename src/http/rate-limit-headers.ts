@@ -77,12 +77,23 @@ function limitItem(d: Decision): string {
 }
 
 /**
- * The decisions worth advertising: those of enforced policies that the store (or a stale
- * budget) decided. Shadow policies are not enforced, and a fail-open or fail-closed
- * decision knows nothing about the bucket, so neither is shown.
+ * The paths whose decisions describe the policy's own budget: the store's, a stale
+ * budget's, and the stages that answer for the global bucket (a remembered store denial,
+ * a reserved batch: what the store and the reserve hold together) or for this instance's
+ * lease of it. Shadow policies are not enforced, a fail-open or fail-closed decision
+ * knows nothing about the bucket, and the local bucket is a coarse per-process guard
+ * whose numbers are not the policy's, so none of those is shown.
  */
+const ADVERTISED_PATHS: ReadonlySet<Decision['path']> = new Set([
+  'store',
+  'stale',
+  'cache',
+  'batch',
+  'lease',
+]);
+
 function advertised(result: CheckResult): Decision[] {
-  return result.decisions.filter((d) => d.path === 'store' || d.path === 'stale');
+  return result.decisions.filter((d) => ADVERTISED_PATHS.has(d.path));
 }
 
 /**

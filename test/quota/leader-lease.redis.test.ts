@@ -45,15 +45,20 @@ describe('LeaderLease', () => {
   });
 
   it('lets the key expire on its own when the leader stops renewing', async () => {
-    const a = new LeaderLease(conn, 'expiry-test', 'a', 150);
-    const b = new LeaderLease(conn, 'expiry-test', 'b', 150);
+    // 2 s, not less: the TTL read below must come before the key expires even when the
+    // machine's cores are busy (a 150 ms key could be gone by then, PTTL -2).
+    const ttlMs = 2_000;
+    const a = new LeaderLease(conn, 'expiry-test', 'a', ttlMs);
+    const b = new LeaderLease(conn, 'expiry-test', 'b', ttlMs);
     expect(await a.acquire()).toBe(1);
     const ttl = await conn.pttl('{expiry-test}:leader');
     expect(ttl).toBeGreaterThan(0);
-    expect(ttl).toBeLessThanOrEqual(150);
+    expect(ttl).toBeLessThanOrEqual(ttlMs);
+    // While the key lives, b cannot lead; once it has expired (no renewal), b does.
+    expect(await b.acquire()).toBe(0);
     const token = await waitFor(async () => (await b.acquire()) || undefined, {
       what: 'b to lead once the key expires',
-      timeoutMs: 5_000,
+      timeoutMs: ttlMs + 10_000,
       intervalMs: 20,
     });
     expect(token).toBe(2);

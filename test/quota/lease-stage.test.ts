@@ -75,6 +75,20 @@ describe('LeaseStage (path lease)', () => {
         resetAfterMs: 700,
       },
     });
+    // What a caller sees of each: the lease's burst (3) less what this window used.
+    expect(answers.map((a) => a?.kind === 'answer' && a.decision.remaining)).toEqual([2, 1, 0, 0]);
+    expect(answers[0]).toEqual({
+      kind: 'answer',
+      path: 'lease',
+      decision: {
+        status: 'OK',
+        allowed: true,
+        limit: 3,
+        remaining: 2,
+        retryAfterMs: 0,
+        resetAfterMs: 1_000,
+      },
+    });
     expect(answers[2]).toMatchObject({ decision: { status: 'OK', remaining: 0, retryAfterMs: 0 } });
   });
 
@@ -124,9 +138,11 @@ describe('LeaseStage (path lease)', () => {
     const units = (name: string) => sumOf(t, name, { stage: 'lease', policy: 'global-api' });
     const granted = units('sluice_stage_granted_units_total');
     const spent = units('sluice_stage_spent_units_total');
-    expect(spent).toBe(3 + more.filter(Boolean).length);
-    expect(spent).toBeGreaterThan(3);
-    expect(granted).toBeGreaterThanOrEqual(spent);
+    // The window's allowance went from 3 to 6: granted is 6 exactly (3, then the 3 the
+    // raise added), and all 6 were spent.
+    expect(more).toEqual([true, true, true, false]);
+    expect(spent).toBe(6);
+    expect(granted).toBe(6);
   });
 
   it('gives the units back when another policy denied the check', () => {

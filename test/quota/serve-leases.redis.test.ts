@@ -113,21 +113,33 @@ async function leaseRow(s: Serve): Promise<LeaseRow> {
  * Sends one ShouldRateLimit call to each service every 10 ms (100/s each, 2C for the
  * fleet) until `until` resolves. The window an answer belongs to is read from the
  * answer: the lease decision's reset is the time left in its window, and windows are
- * aligned to multiples of R, so send time + reset rounds to the window's end.
+ * aligned to multiples of R.
  */
-function drive(answers: Answer[], errors: string[]): { stop: () => Promise<void> } {
+function drive(
+  answers: Answer[],
+  errors: string[],
+): { stop: () => Promise<void>; drained: (service: number) => Promise<void> } {
   let running = true;
   const inFlight = new Set<Promise<void>>();
+  const inFlightTo = new Map<number, Set<Promise<void>>>();
   const timer = setInterval(() => {
     if (!running) return;
     clients.forEach((c, service) => {
       if (c === undefined) return;
       const sentMs = Date.now();
-      const p = call<RlsReply>(c.rls, 'ShouldRateLimit', request, 2_000).then(
+      const p = call<RlsReply>(c.rls, 'ShouldRateLimit', request, 5_000).then(
         (reply) => {
           const d = reply.statuses[0]!.durationUntilReset!;
           const resetMs = Number(d.seconds) * 1000 + d.nanos / 1e6;
-          const windowEnd = Math.round((sentMs + resetMs) / R) * R;
+          // The service decided between send and receipt, so the window's end lies in
+          // [sent + reset, received + reset] (1 ms either side for rounding): the one
+          // multiple of R there, which is unique while the call took less than R.
+          const receivedMs = Date.now();
+          const windowEnd = Math.ceil((sentMs + resetMs - 1) / R) * R;
+          if (windowEnd + R <= receivedMs + resetMs + 1) {
+            errors.push(`s${service + 1}: an answer took ${receivedMs - sentMs} ms, ≥ R`);
+            return;
+          }
           answers.push({
             service,
             sentMs,
@@ -138,7 +150,12 @@ function drive(answers: Answer[], errors: string[]): { stop: () => Promise<void>
         (error: Error) => void errors.push(`s${service + 1}: ${error.message}`),
       );
       inFlight.add(p);
-      void p.finally(() => inFlight.delete(p));
+      const toService = inFlightTo.get(service) ?? new Set();
+      inFlightTo.set(service, toService.add(p));
+      void p.finally(() => {
+        inFlight.delete(p);
+        toService.delete(p);
+      });
     });
   }, 10);
   return {
@@ -147,7 +164,26 @@ function drive(answers: Answer[], errors: string[]): { stop: () => Promise<void>
       clearInterval(timer);
       await Promise.all(inFlight);
     },
+    // Closing a channel fails the calls it has not started yet ("Channel closed before
+    // call started"): a client is closed only once its last call has its answer.
+    drained: async (service) => {
+      await Promise.all(inFlightTo.get(service) ?? []);
+    },
   };
+}
+
+/**
+ * Connects to a service and resolves once the channel is connected, so that no call of
+ * the load is queued behind a channel that is still being set up.
+ */
+async function connectReady(port: number): Promise<Clients> {
+  const c = connect(port);
+  await new Promise<void>((resolve, reject) =>
+    c.rls.waitForReady(Date.now() + 10_000, (error) =>
+      error === undefined || error === null ? resolve() : reject(error),
+    ),
+  );
+  return c;
 }
 
 /** Admitted per service and for the fleet, per whole window inside [from, to). */
@@ -188,7 +224,7 @@ describe('sluice serve as a quota lease agent', () => {
     );
     serves.push(...started);
     const live = [...started];
-    clients.push(...started.map((s) => connect(s.grpcPort)));
+    clients.push(...(await Promise.all(started.map((s) => connectReady(s.grpcPort)))));
     const answers: Answer[] = [];
     const errors: string[] = [];
     const load = drive(answers, errors);
@@ -229,8 +265,10 @@ describe('sluice serve as a quota lease agent', () => {
     // SIGTERM to the second: it gives its lease back as it leaves, and the first is
     // raised from the freed budget at the next round, not a TTL later.
     const leaving = live[1]!;
-    clients[1]!.close();
+    const leavingClient = clients[1]!;
     clients[1] = undefined;
+    await load.drained(1);
+    leavingClient.close();
     const mark = controller.lines.length;
     await stopServe(leaving);
     expect(await leaving.exited).toEqual({ code: 0, signal: null });
@@ -250,7 +288,7 @@ describe('sluice serve as a quota lease agent', () => {
     const back = await spawnServe(serveArgs, serveEnv('s2'));
     live[1] = back;
     serves.push(back); // stopped by afterAll too
-    clients[1] = connect(back.grpcPort);
+    clients[1] = await connectReady(back.grpcPort);
     await waitFor(
       async () => {
         const row = await leaseRow(back);
@@ -364,5 +402,5 @@ describe('sluice serve as a quota lease agent', () => {
     const exits = live.map((s) => s.exited);
     await Promise.all(live.map((s) => stopServe(s)));
     for (const e of await Promise.all(exits)) expect(e).toEqual({ code: 0, signal: null });
-  }, 60_000);
+  }, 120_000);
 });

@@ -22,7 +22,7 @@ import type * as grpc from '@grpc/grpc-js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { RunningService, ServeOptions } from '../../src/service/main.js';
 import { startLoopbackService } from '../support/loopback-service.js';
-import { sleep, waitFor } from '../support/wait.js';
+import { waitFor } from '../support/wait.js';
 import { call, connect } from './grpc/client.js';
 
 const fixtures = join(import.meta.dirname, 'fixtures');
@@ -87,8 +87,27 @@ async function loadedTimes(svc: RunningService, n: number): Promise<number> {
   return (await loads(svc)).success;
 }
 
-/** Past the watcher's 100 ms debounce: a late duplicate reload would have shown by then. */
-const settle = () => sleep(400);
+/**
+ * Proves no late duplicate reload followed the last change: one more change (`sentinel`,
+ * which sets domain `rule` to `limit`) is made and awaited; reloads are run in order, so a
+ * duplicate of an earlier change would have been counted before the sentinel's, and the
+ * count is then exactly one more than `expected`. No sleep: on a busy machine a fixed wait
+ * may end before a late duplicate shows.
+ */
+async function noLateReload(
+  svc: RunningService,
+  expected: number,
+  sentinel: () => void,
+  rule: string,
+  limit: number,
+): Promise<void> {
+  sentinel();
+  await waitFor(async () => ((await limitOf(svc, rule)) === limit ? true : undefined), {
+    what: `the sentinel change (${rule} = ${limit}) loaded`,
+    timeoutMs: 10_000,
+  });
+  expect(await loads(svc)).toEqual({ success: expected + 1, error: 0 });
+}
 
 describe('--config FILE', () => {
   it('reloads on an in-place write, three renames in a row, two `sed -i` and a write after them', async () => {
@@ -130,8 +149,7 @@ describe('--config FILE', () => {
     writeFileSync(file, rules('svc', 17));
     expect(await loadedTimes(svc, ++expected)).toBe(expected);
     expect(await limitOf(svc, 'svc')).toBe(17);
-    await settle();
-    expect(await loads(svc)).toEqual({ success: expected, error: 0 });
+    await noLateReload(svc, expected, () => writeFileSync(file, rules('svc', 18)), 'svc', 18);
     console.log(
       `[reload] --config FILE: 1 write + 3 renames + 2 sed -i + 1 write = 7 changes, ${expected - 1} reloads`,
     );
@@ -230,8 +248,13 @@ describe.each([true, false])('RUNTIME_ROOT layout, RUNTIME_WATCH_ROOT=%s', (watc
     writeFileSync(join(config, 'team', 'deep.yaml'), rules('deep', 46));
     expect(await loadedTimes(svc, ++expected)).toBe(expected);
     expect(await limitOf(svc, 'deep')).toBe(46);
-    await settle();
-    expect(await loads(svc)).toEqual({ success: expected, error: 0 });
+    await noLateReload(
+      svc,
+      expected,
+      () => writeFileSync(join(config, 'team', 'deep.yaml'), rules('deep', 47)),
+      'deep',
+      47,
+    );
     console.log(
       `[reload] RUNTIME_WATCH_ROOT=${watchRoot}: 3 swaps + 2 files + 1 directory + 1 nested file = 7 changes, ${expected - 1} reloads`,
     );

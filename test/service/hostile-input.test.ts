@@ -313,10 +313,11 @@ describe('hostile input: descriptor limits on every entry point', () => {
     expect(answer.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(answer.details).toMatch(/the request has 100000 descriptors; the limit is 64/);
     // Decoding and deciding them blocked for 1.6 s, and decoding alone for 0.3-0.8 s on
-    // this machine; the count is read off the bytes before decoding now.
-    expect(cpuMs).toBeLessThan(250);
-    // Decoding is faster now (a server that decodes first used 150-260 ms of CPU here and
-    // blocked 85-130 ms): that it never decodes is shown by one more descriptor whose entry
+    // this machine; the count is read off the bytes before decoding now. The CPU time is
+    // printed above, not asserted: a fixed cap on it breaks on a loaded machine and says
+    // nothing a decoder faster than the cap would not also pass (a server that decodes
+    // first used 150-260 ms of CPU here and blocked 85-130 ms). That it never decodes is
+    // shown by behaviour instead: one more descriptor whose entry
     // is no Entry message (the byte ff). Decoded, it would be refused as malformed; refused
     // on its count, it never is.
     const poisoned = Buffer.concat([bytes, Buffer.from('12030a01ff', 'hex')]);
