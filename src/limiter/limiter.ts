@@ -24,7 +24,13 @@ import { planOf, PreparedItem, takeItem, type PolicyPlan } from './policy-plan.j
 import { checkStages, enterStages, settleStages } from './pipeline.js';
 import type { Stage, StageContext } from './stage.js';
 import { StaleBudgets } from './stale-budgets.js';
-import { Deadlines, type Deadline } from './deadlines.js';
+import {
+  budget,
+  failedResults,
+  MAX_TIMER_MS,
+  StoreGateway,
+  type StoreCallObserver,
+} from './store-gateway.js';
 
 /**
  * Options of {@link createLimiter}. The descriptor limits (`maxDescriptorEntries`,
@@ -75,28 +81,7 @@ export interface LimiterOptions extends Partial<Omit<DescriptorLimits, 'maxDescr
   readonly stageMetrics?: StageRecorder;
 }
 
-/** What ended a failed store call. */
-export type StoreCallEnd =
-  /** The store failed, or did not answer within the policies' timeout. */
-  | 'store'
-  /** The caller's `timeoutMs`, shorter than the policies' timeout, ran out first. */
-  | 'deadline'
-  /** The caller's `signal` aborted the wait. */
-  | 'cancel';
-
-/**
- * Told how each store call ended, once per call (not per policy): for health tracking
- * and failure counters. Calls decided in process (MemoryStore) are not reported.
- */
-export interface StoreCallObserver {
-  /** The store answered: every request of the batch was decided. */
-  answered(): void;
-  /**
-   * The call gave no decision; the policies' failure modes decided. With `endedBy`
-   * `deadline` or `cancel` nothing is known about the store itself.
-   */
-  failed(error: StoreError, endedBy: StoreCallEnd): void;
-}
+export type { StoreCallEnd, StoreCallObserver } from './store-gateway.js';
 
 /** One bucket decision of a {@link Limiter.decideAt} batch. */
 export interface CheckItem {
@@ -195,8 +180,7 @@ export class Limiter {
   /** Plans of `decideAt` policies outside the set in force, by policy object. */
   readonly #loose = new WeakMap<Policy, PolicyPlan>();
   readonly #stale = new StaleBudgets();
-  readonly #deadlines = new Deadlines();
-  readonly #observer: StoreCallObserver | undefined;
+  readonly #gateway: StoreGateway;
   readonly #metrics: CheckRecorder | undefined;
   /** The options of a synchronous store call with no request id, reused. */
   readonly #syncCall: { nowMs: number } = new SyncCall();
@@ -205,16 +189,15 @@ export class Limiter {
     this.#store = options.store;
     this.#clock = options.clock ?? systemClock;
     this.#limits = descriptorLimits(options);
-    this.#observer = options.storeObserver;
     this.#metrics =
       options.metrics ??
       (options.registry === undefined
         ? undefined
         : new LimiterMetrics({ registry: options.registry }));
+    this.#gateway = new StoreGateway(this.#store, options.storeObserver, this.#metrics);
     const stages =
       options.stages ??
       localStages({
-        store: this.#store,
         clock: this.#clock,
         overLimitCacheBytes: options.overLimitCacheBytes ?? 0,
         ...(options.stageMetrics === undefined ? {} : { metrics: options.stageMetrics }),
@@ -630,10 +613,16 @@ export class Limiter {
     options: DecideOptions,
     sync: boolean,
   ): CheckResult | Promise<CheckResult> {
+    // The caller's budget covers the whole check: the stages' store calls and the
+    // check's own (see `budget`).
     const ctx: StageContext = {
       nowMs,
+      gateway: this.#gateway,
       ...(requestId === undefined ? {} : { requestId }),
       ...(options.signal === undefined ? {} : { signal: options.signal }),
+      ...(options.timeoutMs === undefined
+        ? {}
+        : { deadlineAtMs: performance.now() + options.timeoutMs }),
     };
     let entering: Promise<void> | undefined;
     try {
@@ -739,9 +728,10 @@ export class Limiter {
     let policyMs = MAX_TIMER_MS;
     for (let i = 0; i < batch.length; i++)
       policyMs = Math.min(policyMs, batch[i]!.policy.timeoutMs);
-    const callerMs = options.timeoutMs ?? Infinity;
-    const timeoutMs = Math.min(policyMs, callerMs);
-    const endedBy = callerMs < policyMs ? 'deadline' : 'store';
+    const deadlineAtMs =
+      ctx?.deadlineAtMs ??
+      (options.timeoutMs === undefined ? undefined : performance.now() + options.timeoutMs);
+    const { ms: timeoutMs, endedBy } = budget(policyMs, deadlineAtMs);
     return this.#apply(
       items,
       batch,
@@ -846,9 +836,8 @@ export class Limiter {
   }
 
   /**
-   * Runs the batch with a deadline and finishes it into the check's result; a late, thrown
-   * or failed answer becomes per-item errors. One promise per check: no timer of its own
-   * (see {@link Deadlines}) and no race.
+   * Runs the batch through the store gateway with a deadline and finishes it into the
+   * check's result. The items are held until the store's own call ends.
    */
   #apply(
     items: readonly PreparedItem[],
@@ -862,87 +851,13 @@ export class Limiter {
     signal: AbortSignal | undefined,
     ctx: StageContext | undefined,
   ): Promise<CheckResult> {
-    const metrics = this.#metrics;
-    const startedAt = metrics === undefined ? 0 : performance.now();
-    return new Promise<CheckResult>((resolve, reject) => {
-      const call = new StoreCall(nowMs, requestId, independent);
-      let deadline: Deadline | undefined;
-      let done = false;
-      const finish = (results: readonly StoreResult[], endedBy: StoreCallEnd = 'store'): void => {
-        if (done) return;
-        done = true;
-        deadline?.clear();
-        signal?.removeEventListener('abort', onAbort);
-        const observer = this.#observer;
-        if (observer !== undefined || metrics !== undefined) {
-          const failed = results.find((r) => !r.ok);
-          if (failed === undefined) observer?.answered();
-          else observer?.failed(failed.error, endedBy);
-          metrics?.storeCall(performance.now() - startedAt, failed?.error, endedBy);
-        }
-        try {
-          resolve(this.#finish(nowMs, items, batch, results, independent, ctx));
-        } catch (error) {
-          reject(error as Error);
-        }
-      };
-      const fail = (cause: unknown, endedBy: StoreCallEnd = 'store'): void => {
-        const error = asStoreError(cause);
-        finish(
-          batch.map(() => ({ ok: false as const, error })),
-          endedBy,
-        );
-      };
-      const onAbort = (): void => {
-        call.abort();
-        fail(
-          new StoreError(
-            'SLUICE_ERR_STORE_TIMEOUT',
-            'the caller cancelled the check before the store answered; the request may or may not have been applied',
-          ),
-          'cancel',
-        );
-      };
-      if (signal !== undefined) {
-        if (signal.aborted) {
-          onAbort();
-          return;
-        }
-        signal.addEventListener('abort', onAbort, { once: true });
-      }
-      if (Number.isFinite(timeoutMs)) {
-        deadline = this.#deadlines.add(timeoutMs, () => {
-          call.abort();
-          fail(
-            new StoreError(
-              'SLUICE_ERR_STORE_TIMEOUT',
-              deadlineEnds === 'deadline'
-                ? `store did not answer within the caller's ${timeoutMs}ms; the request may or may not have been applied`
-                : `store did not answer within ${timeoutMs}ms; the request may or may not have been applied`,
-            ),
-            deadlineEnds,
-          );
-        });
-      }
-      // The store may read the items until its call ends, even past the deadline.
-      for (let i = 0; i < batch.length; i++) batch[i]!.hold();
-      const ended = (): void => release(batch);
-      try {
-        this.#store.apply(batch, call).then(
-          (results) => {
-            ended();
-            finish(results);
-          },
-          (cause: unknown) => {
-            ended();
-            fail(cause);
-          },
-        );
-      } catch (cause) {
-        ended();
-        fail(cause);
-      }
-    });
+    // The store may read the items until its call ends, even past the deadline.
+    for (let i = 0; i < batch.length; i++) batch[i]!.hold();
+    return this.#gateway
+      .call(batch, nowMs, requestId, independent, timeoutMs, deadlineEnds, signal, () =>
+        release(batch),
+      )
+      .then((results) => this.#finish(nowMs, items, batch, results, independent, ctx));
   }
 
   /**
@@ -1024,36 +939,6 @@ export class Limiter {
 }
 
 /**
- * The options of one store call. The abort signal is made only if the store reads it
- * (most calls never wait on anything abortable: an AbortController per check cost more
- * than the check); once the deadline has passed, a signal read later is already aborted.
- */
-class StoreCall implements StoreApplyOptions {
-  readonly nowMs: number;
-  readonly requestId?: string;
-  readonly independent?: boolean;
-  #controller: AbortController | undefined;
-  #aborted = false;
-
-  constructor(nowMs: number, requestId: string | undefined, independent: boolean) {
-    this.nowMs = nowMs;
-    if (requestId !== undefined) this.requestId = requestId;
-    if (independent) this.independent = true;
-  }
-
-  get signal(): AbortSignal {
-    this.#controller ??= new AbortController();
-    if (this.#aborted) this.#controller.abort();
-    return this.#controller.signal;
-  }
-
-  abort(): void {
-    this.#aborted = true;
-    this.#controller?.abort();
-  }
-}
-
-/**
  * The options of a synchronous store call, reused. `nowMs` starts as a non-number so that
  * V8 keeps the field tagged: a double field would box a new number on every read.
  */
@@ -1088,12 +973,6 @@ function syncCallOf(
     ...(requestId === undefined ? {} : { requestId }),
     ...(independent ? { independent } : {}),
   };
-}
-
-/** Every request of `batch` failed with `cause` (as a `StoreError`). */
-function failedResults(batch: readonly PreparedItem[], cause: unknown): StoreResult[] {
-  const error = asStoreError(cause);
-  return batch.map(() => ({ ok: false as const, error }));
 }
 
 /** The default of `options`: one shared object, not a new one per check. */
@@ -1174,9 +1053,6 @@ function recorded(
   );
 }
 
-/** The longest delay a Node timer takes (2^31-1 ms, ~24.8 days); past it, it fires at 1ms. */
-const MAX_TIMER_MS = 2_147_483_647;
-
 function validateTimeout(timeoutMs: number | undefined): void {
   if (timeoutMs !== undefined && !(timeoutMs > 0)) {
     throw new PolicyError(
@@ -1193,16 +1069,6 @@ function validateCost(cost: unknown): void {
       `cost must be a non-negative safe integer, got ${typeof cost === 'number' ? String(cost) : typeof cost}`,
     );
   }
-}
-
-function asStoreError(cause: unknown): StoreError {
-  return cause instanceof StoreError
-    ? cause
-    : new StoreError(
-        'SLUICE_ERR_STORE_UNAVAILABLE',
-        `store failed: ${(cause as Error)?.message ?? String(cause)}`,
-        { cause },
-      );
 }
 
 function costExceeds(cost: number, capacity: number, policy: Policy): PolicyError {
