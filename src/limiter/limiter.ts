@@ -1,7 +1,7 @@
 import { localStages } from '../local/stages.js';
 import { systemClock, type Clock } from '../core/clock.js';
-import type { AlgorithmDecision, Decision } from '../core/decision.js';
-import { toDescriptor, type Descriptor, type DescriptorInput } from '../core/descriptor.js';
+import type { Decision } from '../core/decision.js';
+import type { Descriptor, DescriptorInput } from '../core/descriptor.js';
 import { descriptorLimits, type DescriptorLimits } from '../core/descriptor-limits.js';
 import { PolicyError, StoreError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
@@ -10,20 +10,17 @@ import type { Registry } from 'prom-client';
 import type { CheckRecorder } from '../metrics/check-recorder.js';
 import type { StageRecorder } from '../metrics/stage-metrics.js';
 import { LimiterMetrics } from '../metrics/limiter-metrics.js';
-import { bucketKey, descriptorValues, type DescriptorValues } from '../stores/key.js';
+import { bucketKey } from '../stores/key.js';
 import type { Store, StoreApplyOptions, StoreResult } from '../stores/store.js';
 import { combineDecisions, type CheckResult } from './check-result.js';
-import {
-  matchedItems,
-  PolicyPlans,
-  type DescriptorRecord,
-  type RecordItem,
-  type RecordMatch,
-} from './plan.js';
-import { planOf, PreparedItem, takeItem, type PolicyPlan } from './policy-plan.js';
+import { PolicyPlans } from './plan.js';
+import { planOf, PreparedItem, release, type PolicyPlan } from './policy-plan.js';
 import { checkStages, enterStages, settleStages } from './pipeline.js';
 import type { Stage, StageContext } from './stage.js';
-import { StaleBudgets } from './stale-budgets.js';
+import { validOptions, validateCost } from './check-input.js';
+import { askedBuckets, inProcessCall, measured, recorded, settled } from './check-metrics.js';
+import { FailurePolicy, neverFits, notReached, withPolicy } from './failure-policy.js';
+import { Resolver } from './resolve.js';
 import {
   budget,
   failedResults,
@@ -137,33 +134,6 @@ function toPolicySet(p: PolicySet | readonly PolicyInput[]): PolicySet {
   return Array.isArray(p) ? parsePolicies(p) : (p as PolicySet);
 }
 
-function matches(policy: Policy, d: Descriptor): boolean {
-  return policy.match.every((m) => {
-    const e = d.find((x) => x.key === m.key);
-    return e !== undefined && (m.value === undefined || e.value === m.value);
-  });
-}
-
-/** The cost `policy`'s cost rules give a descriptor's values: the first rule that fits. */
-function costOf(policy: Policy, d: DescriptorValues): number {
-  const rules = policy.cost.rules;
-  for (let i = 0; i < rules.length; i++) {
-    const when = rules[i]!.when;
-    let all = true;
-    for (let j = 0; j < when.length; j++) {
-      const w = when[j]!;
-      if (!Object.hasOwn(d, w.key) || d[w.key] !== w.value) all = false;
-    }
-    if (all) return rules[i]!.cost;
-  }
-  return policy.cost.defaultCost;
-}
-
-/** Gives a check's items back (see `takeItem`). */
-function release(items: readonly PreparedItem[]): void {
-  for (let i = 0; i < items.length; i++) items[i]!.release();
-}
-
 /**
  * Decides requests against policies through a store. A check is resolved once into
  * prepared items (one per matched policy: its compiled plan, bucket key or key-space
@@ -173,13 +143,13 @@ function release(items: readonly PreparedItem[]): void {
 export class Limiter {
   readonly #store: Store;
   readonly #clock: Clock;
-  readonly #limits: DescriptorLimits;
+  readonly #resolver: Resolver;
   readonly #stages: readonly Stage[];
   /** The policies in force and their compiled resolution, swapped together. */
   #current: PolicyPlans;
   /** Plans of `decideAt` policies outside the set in force, by policy object. */
   readonly #loose = new WeakMap<Policy, PolicyPlan>();
-  readonly #stale = new StaleBudgets();
+  readonly #failure = new FailurePolicy();
   readonly #gateway: StoreGateway;
   readonly #metrics: CheckRecorder | undefined;
   /** The options of a synchronous store call with no request id, reused. */
@@ -188,7 +158,7 @@ export class Limiter {
   constructor(options: LimiterOptions) {
     this.#store = options.store;
     this.#clock = options.clock ?? systemClock;
-    this.#limits = descriptorLimits(options);
+    this.#resolver = new Resolver(descriptorLimits(options));
     this.#metrics =
       options.metrics ??
       (options.registry === undefined
@@ -375,163 +345,9 @@ export class Limiter {
     options: CheckOptions,
     sync: boolean,
   ): CheckResult | Promise<CheckResult> {
-    const plans = this.#current; // one read: reloads never mix sets within a check
-    if (
-      options.policies === undefined &&
-      typeof descriptor === 'object' &&
-      descriptor !== null &&
-      !Array.isArray(descriptor)
-    ) {
-      const items = this.#prepareRecord(descriptor as DescriptorRecord, plans, options);
-      // Anything unusual takes the general path, which reports it exactly.
-      if (items !== undefined) return this.#run(nowMs, items, options, sync);
-    }
-    const d = toDescriptor(descriptor, this.#limits);
-    const selected = this.#select(plans, d, options.policies);
-    const override = options.cost;
-    if (override !== undefined) validateCost(override);
-    const values = descriptorValues(d);
-    const items: PreparedItem[] = [];
-    for (const plan of selected) {
-      const cost = override ?? costOf(plan.policy, values);
-      if (cost > plan.capacity) {
-        release(items);
-        throw costExceeds(cost, plan.capacity, plan.policy);
-      }
-      items.push(takeItem(plan).prepare(cost, plan.key(values), undefined, undefined));
-    }
+    // One read of the set in force: reloads never mix sets within a check.
+    const items = this.#resolver.resolve(this.#current, descriptor, options);
     return this.#run(nowMs, items, options, sync);
-  }
-
-  /**
-   * The items of a record descriptor, through the compiled plans: a remembered frozen
-   * record by what it resolved to; a record whose shape matches one policy with no key
-   * text (its key is built only if read); anything else resolved afresh. `undefined`
-   * when `toDescriptor` would not accept the record as is.
-   */
-  #prepareRecord(
-    record: DescriptorRecord,
-    plans: PolicyPlans,
-    options: CheckOptions,
-  ): readonly PreparedItem[] | undefined {
-    const frozen = Object.isFrozen(record);
-    let match = frozen ? plans.recall(record) : undefined;
-    if (match === undefined) {
-      const keys = Object.keys(record);
-      if (!this.#plainRecord(record, keys)) return undefined;
-      const candidates = plans.forShape(keys);
-      if (candidates.length === 1 && !frozen)
-        return this.#prepareOne(candidates[0]!, record, options);
-      match = this.#resolveRecord(record, keys, candidates, plans);
-    }
-    const override = options.cost;
-    if (override !== undefined) validateCost(override);
-    if (!Array.isArray(match)) {
-      const one = match as RecordItem;
-      const plan = one.plan;
-      const cost = override ?? one.cost;
-      if (cost > plan.capacity) throw costExceeds(cost, plan.capacity, plan.policy);
-      const item = takeItem(plan).prepare(cost, one.key, undefined, one.value);
-      return item === plan.spare ? plan.alone : [item];
-    }
-    return this.#prepareMatched(matchedItems(match), override);
-  }
-
-  /** The items of a record that matched several policies (or none). */
-  #prepareMatched(matched: readonly RecordItem[], override: number | undefined): PreparedItem[] {
-    for (const m of matched) {
-      const cost = override ?? m.cost;
-      if (cost > m.plan.capacity) throw costExceeds(cost, m.plan.capacity, m.plan.policy);
-    }
-    const items: PreparedItem[] = [];
-    for (const m of matched) {
-      items.push(takeItem(m.plan).prepare(override ?? m.cost, m.key, undefined, m.value));
-    }
-    return items;
-  }
-
-  /**
-   * The item of a record whose shape matches one policy: no key text unless something
-   * reads it (the store finds the bucket in its key space by the value). `undefined` when
-   * a property changed between reads (a getter), for the general path to report.
-   */
-  #prepareOne(
-    plan: PolicyPlan,
-    record: DescriptorRecord,
-    options: CheckOptions,
-  ): readonly PreparedItem[] | undefined {
-    const override = options.cost;
-    if (override !== undefined) validateCost(override);
-    const fixed = plan.fixed;
-    for (let j = 0; j < fixed.length; j++) {
-      if (record[fixed[j]!.key] !== fixed[j]!.value) return NO_ITEMS;
-    }
-    let value: string | undefined;
-    if (plan.valueKey !== undefined) {
-      value = record[plan.valueKey];
-      if (typeof value !== 'string') return undefined; // a getter that changed its mind
-    }
-    const policy = plan.policy;
-    const cost = override ?? costOf(policy, record);
-    if (cost > plan.capacity) throw costExceeds(cost, plan.capacity, policy);
-    const item = takeItem(plan).prepare(cost, undefined, record, value);
-    return item === plan.spare ? plan.alone : [item];
-  }
-
-  /** Whether `toDescriptor` would accept the record as is (so the fast path may skip it). */
-  #plainRecord(record: DescriptorRecord, keys: readonly string[]): boolean {
-    const limits = this.#limits;
-    if (keys.length === 0 || keys.length > limits.maxDescriptorEntries) return false;
-    const maxKey = limits.maxDescriptorKeyLength;
-    const max = limits.maxDescriptorValueLength;
-    for (let i = 0; i < keys.length; i++) {
-      const k = keys[i]!;
-      const v = record[k];
-      if (
-        k.length === 0 ||
-        k.length > maxKey ||
-        typeof v !== 'string' ||
-        v.length > max ||
-        !k.isWellFormed() ||
-        !v.isWellFormed()
-      ) {
-        return false;
-      }
-    }
-    return true;
-  }
-
-  /**
-   * The policies a valid record descriptor (own keys `keys`) matches among `candidates`
-   * (the plans of its shape), with bucket keys and costs; remembered when the record
-   * cannot change.
-   */
-  #resolveRecord(
-    record: DescriptorRecord,
-    keys: readonly string[],
-    candidates: readonly PolicyPlan[],
-    plans: PolicyPlans,
-  ): RecordMatch {
-    const items: RecordItem[] = [];
-    for (let i = 0; i < candidates.length; i++) {
-      const plan = candidates[i]!;
-      let fits = true;
-      for (let j = 0; j < plan.fixed.length; j++) {
-        const f = plan.fixed[j]!;
-        if (record[f.key] !== f.value) fits = false;
-      }
-      if (fits) {
-        items.push({
-          plan,
-          key: plan.key(record),
-          value: plan.valueKey === undefined ? undefined : record[plan.valueKey],
-          cost: costOf(plan.policy, record),
-        });
-      }
-    }
-    const match = items.length === 1 ? items[0]! : items;
-    plans.remember(record, keys, match);
-    return match;
   }
 
   /** {@link Limiter.decideAt}: the items prepared as given, then the same run as a check. */
@@ -803,15 +619,15 @@ export class Limiter {
     if (batch.length === 0 || result === undefined) return notReached(item);
     if (!result.ok) {
       item.storeError = result.error;
-      const d = this.#withoutStore(item, nowMs);
-      if (d.path === 'stale' && d.allowed) this.#stale.spend(item.key, policy, item.cost, nowMs);
+      const d = this.#failure.withoutStore(item, nowMs);
+      if (d.path === 'stale' && d.allowed) this.#failure.spendStale(item, nowMs);
       return d;
     }
     let decision = result.decision;
     // INVALID_POLICY from a transition: the cost is above capacity (decideAt lets such
     // costs through), so it can never fit.
     if (decision.status === 'INVALID_POLICY') decision = neverFits(decision);
-    if (policy.failureMode === 'stale') this.#stale.record(item.key, decision, nowMs);
+    this.#failure.remember(item, decision, nowMs);
     return withPolicy(decision, policy.name, policy.shadow ? 'shadow' : 'store');
   }
 
@@ -882,7 +698,7 @@ export class Limiter {
         );
       } else {
         item.storeError = error;
-        decisions.push(this.#withoutStore(item, nowMs));
+        decisions.push(this.#failure.withoutStore(item, nowMs));
       }
     }
     if (combineDecisions(decisions).allowed) {
@@ -890,51 +706,11 @@ export class Limiter {
         const item = items[i]!;
         const d = decisions[i]!;
         if (item.answer === undefined && d.path === 'stale' && d.allowed) {
-          this.#stale.spend(item.key, item.plan.policy, item.cost, nowMs);
+          this.#failure.spendStale(item, nowMs);
         }
       }
     }
     return this.#decided(items, decisions, false, ctx);
-  }
-
-  /** One item's decision without the store: its stale budget, else its failure mode. */
-  #withoutStore(item: PreparedItem, nowMs: number): Decision {
-    const policy = item.plan.policy;
-    if (policy.failureMode === 'stale') {
-      const d = this.#stale.peek(item.key, policy, item.cost, nowMs);
-      if (d !== undefined)
-        return { ...d, policy: policy.name, path: policy.shadow ? 'shadow' : 'stale' };
-    }
-    return failureDecision(policy, item.plan.capacity);
-  }
-
-  /** The plans of the policies a validated descriptor selects: the named ones, else every match. */
-  #select(
-    plans: PolicyPlans,
-    d: Descriptor,
-    names: readonly string[] | undefined,
-  ): readonly PolicyPlan[] {
-    if (names === undefined) return plans.plans.filter((p) => matches(p.policy, d));
-    return names.map((name) => {
-      const plan = plans.byName(name);
-      if (plan === undefined) {
-        throw new PolicyError(
-          'SLUICE_ERR_POLICY_UNKNOWN',
-          `unknown policy "${name}"; loaded: ${plans.policies.map((x) => x.name).join(', ') || '(none)'}`,
-        );
-      }
-      const p = plan.policy;
-      if (!matches(p, d)) {
-        const need = p.match
-          .map((m) => (m.value === undefined ? m.key : `${m.key}=${m.value}`))
-          .join(', ');
-        throw new PolicyError(
-          'SLUICE_ERR_DESCRIPTOR_UNMATCHED',
-          `descriptor does not match policy "${name}", which needs: ${need}`,
-        );
-      }
-      return plan;
-    });
   }
 }
 
@@ -944,22 +720,6 @@ export class Limiter {
  */
 class SyncCall {
   nowMs = null as unknown as number;
-}
-
-/**
- * Validates a check's request id and timeout (the one place), giving the items back when
- * either is invalid. The valid request id, if any.
- */
-function validOptions(options: DecideOptions, items: readonly PreparedItem[]): string | undefined {
-  try {
-    const requestId =
-      options.requestId === undefined ? undefined : validateRequestId(options.requestId);
-    validateTimeout(options.timeoutMs);
-    return requestId;
-  } catch (error) {
-    release(items);
-    throw error;
-  }
 }
 
 /** The options of a synchronous store call with a request id or `independent`. */
@@ -979,181 +739,11 @@ function syncCallOf(
 const NO_OPTIONS: CheckOptions = Object.freeze({});
 
 /** No items (a record whose shape fits one policy but not its fixed values). */
-const NO_ITEMS: readonly PreparedItem[] = Object.freeze([]);
-const EMPTY: readonly PreparedItem[] = NO_ITEMS;
+const EMPTY: readonly PreparedItem[] = Object.freeze([]);
 const EMPTY_RESULTS: readonly StoreResult[] = Object.freeze([]);
 
 /** `performance.timeOrigin` is a getter with argument checks: read it once. */
 const TIME_ORIGIN = performance.timeOrigin;
-
-/** A result or a promise of one as a promise; a throw becomes a rejection. */
-function settled<T>(run: () => T | Promise<T>): Promise<T> {
-  try {
-    const result = run();
-    return result instanceof Promise ? result : Promise.resolve(result);
-  } catch (error) {
-    return Promise.reject(error as Error);
-  }
-}
-
-/** Runs one check and tells `m` how it ended and how long it took. */
-function measured(
-  m: CheckRecorder,
-  run: () => CheckResult | Promise<CheckResult>,
-): CheckResult | Promise<CheckResult> {
-  const t0 = performance.now();
-  let result: CheckResult | Promise<CheckResult>;
-  try {
-    result = run();
-  } catch (error) {
-    m.refused(error, performance.now() - t0);
-    throw error;
-  }
-  return recorded(m, result, t0);
-}
-
-/** Tells `m` every bucket a check asks for, before any stage or the store answers it. */
-function askedBuckets(m: CheckRecorder, items: readonly PreparedItem[], nowMs: number): void {
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i]!;
-    m.bucket(item.plan.policy.name, item.key, item.cost, nowMs);
-  }
-}
-
-/** An in-process store call is not timed (it is the check); a failure of it is counted. */
-function inProcessCall(m: CheckRecorder, results: readonly StoreResult[]): void {
-  for (let i = 0; i < results.length; i++) {
-    const r = results[i]!;
-    if (!r.ok) {
-      m.storeCall(0, r.error);
-      return;
-    }
-  }
-}
-
-/** Tells `m` how a check started at `t0` ended (now, or when its promise settles). */
-function recorded(
-  m: CheckRecorder,
-  result: CheckResult | Promise<CheckResult>,
-  t0: number,
-): CheckResult | Promise<CheckResult> {
-  if (!(result instanceof Promise)) {
-    m.decided(result.status, result.decisions, performance.now() - t0);
-    return result;
-  }
-  return result.then(
-    (r) => {
-      m.decided(r.status, r.decisions, performance.now() - t0);
-      return r;
-    },
-    (error: unknown) => {
-      m.refused(error, performance.now() - t0);
-      throw error;
-    },
-  );
-}
-
-function validateTimeout(timeoutMs: number | undefined): void {
-  if (timeoutMs !== undefined && !(timeoutMs > 0)) {
-    throw new PolicyError(
-      'SLUICE_ERR_TIMEOUT_INVALID',
-      `timeoutMs must be a positive number of ms, got ${String(timeoutMs)}`,
-    );
-  }
-}
-
-function validateCost(cost: unknown): void {
-  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
-    throw new PolicyError(
-      'SLUICE_ERR_COST_INVALID',
-      `cost must be a non-negative safe integer, got ${typeof cost === 'number' ? String(cost) : typeof cost}`,
-    );
-  }
-}
-
-function costExceeds(cost: number, capacity: number, policy: Policy): PolicyError {
-  return new PolicyError(
-    'SLUICE_ERR_COST_EXCEEDS_CAPACITY',
-    `cost ${cost} exceeds the capacity ${capacity} of policy "${policy.name}": it could never be admitted`,
-  );
-}
-
-/** A decision for a cost that can never fit: over the limit, and no wait makes it fit. */
-function neverFits(d: AlgorithmDecision): AlgorithmDecision {
-  return { ...d, status: 'OVER_LIMIT', allowed: false, retryAfterMs: Infinity };
-}
-
-/** A store decision with the policy's name and the path it took (a plain literal: no spread). */
-function withPolicy(d: AlgorithmDecision, policy: string, path: Decision['path']): Decision {
-  return d.delayMs === undefined
-    ? {
-        status: d.status,
-        allowed: d.allowed,
-        limit: d.limit,
-        remaining: d.remaining,
-        retryAfterMs: d.retryAfterMs,
-        resetAfterMs: d.resetAfterMs,
-        policy,
-        path,
-      }
-    : {
-        status: d.status,
-        allowed: d.allowed,
-        limit: d.limit,
-        remaining: d.remaining,
-        retryAfterMs: d.retryAfterMs,
-        resetAfterMs: d.resetAfterMs,
-        delayMs: d.delayMs,
-        policy,
-        path,
-      };
-}
-
-function validateRequestId(id: unknown): string {
-  if (typeof id !== 'string' || id.length === 0 || id.length > 128 || !id.isWellFormed()) {
-    throw new PolicyError(
-      'SLUICE_ERR_REQUEST_ID_INVALID',
-      `requestId must be a non-empty, well-formed string of at most 128 characters, got ${typeof id === 'string' ? `${id.length} characters` : typeof id}`,
-    );
-  }
-  return id;
-}
-
-/**
- * The decision of an item the check never decided: a stage denied another policy of an
- * all-or-nothing check first, so the store was not asked. Nothing is known about its
- * bucket: allowed as far as known, with no remaining capacity claimed.
- */
-function notReached(item: PreparedItem): Decision {
-  const policy = item.plan.policy;
-  return {
-    status: 'OK',
-    allowed: true,
-    limit: item.plan.capacity,
-    remaining: 0,
-    retryAfterMs: 0,
-    resetAfterMs: 0,
-    policy: policy.name,
-    path: policy.shadow ? 'shadow' : 'store',
-  };
-}
-
-function failureDecision(policy: Policy, limit: number): Decision {
-  const base = { limit, retryAfterMs: 0, resetAfterMs: 0, policy: policy.name };
-  const mode =
-    policy.failureMode === 'stale' ? (policy.stale?.fallback ?? 'closed') : policy.failureMode;
-  if (policy.shadow || mode === 'open') {
-    // Nothing is known about the bucket; report no remaining capacity rather than invent some.
-    return {
-      ...base,
-      status: 'OK',
-      allowed: true,
-      remaining: 0,
-      path: policy.shadow ? 'shadow' : 'fail-open',
-    };
-  }
-  return { ...base, status: 'UNAVAILABLE', allowed: false, remaining: 0, path: 'fail-closed' };
-}
 
 /** Creates a {@link Limiter}. Throws a `PolicyError` when plain policy inputs are invalid. */
 export function createLimiter(options: LimiterOptions): Limiter {
