@@ -18,16 +18,10 @@ import { planOf, PreparedItem, release, type PolicyPlan } from './policy-plan.js
 import { checkStages, enterStages, settleStages } from './pipeline.js';
 import type { Stage, StageContext } from './stage.js';
 import { validOptions, validateCost } from './check-input.js';
-import { askedBuckets, inProcessCall, measured, recorded, settled } from './check-metrics.js';
+import { askedBuckets, measured, recorded, settled } from './check-metrics.js';
 import { FailurePolicy, neverFits, notReached, withPolicy } from './failure-policy.js';
 import { Resolver } from './resolve.js';
-import {
-  budget,
-  failedResults,
-  MAX_TIMER_MS,
-  StoreGateway,
-  type StoreCallObserver,
-} from './store-gateway.js';
+import { budget, MAX_TIMER_MS, StoreGateway, type StoreCallObserver } from './store-gateway.js';
 
 /**
  * Options of {@link createLimiter}. The descriptor limits (`maxDescriptorEntries`,
@@ -227,7 +221,7 @@ export class Limiter {
    * does), so {@link Limiter.checkSync} can be used.
    */
   get synchronous(): boolean {
-    return this.#store.applySync !== undefined;
+    return this.#gateway.synchronous;
   }
 
   /** {@link Limiter.checkSyncAt} at the limiter clock's current time. */
@@ -505,8 +499,7 @@ export class Limiter {
     ctx: StageContext | undefined,
   ): CheckResult | Promise<CheckResult> {
     const independent = options.independent === true;
-    const store = this.#store;
-    if (store.applySync === undefined) {
+    if (!this.#gateway.synchronous) {
       return this.#toAsyncStore(nowMs, items, batch, requestId, options, ctx);
     }
     let call: StoreApplyOptions;
@@ -516,14 +509,7 @@ export class Limiter {
     } else {
       call = syncCallOf(nowMs, requestId, independent);
     }
-    let results: readonly StoreResult[];
-    try {
-      results = store.applySync(batch, call);
-    } catch (cause) {
-      results = failedResults(batch, cause);
-    }
-    const m = this.#metrics;
-    if (m !== undefined) inProcessCall(m, results);
+    const results = this.#gateway.inProcess(batch, call);
     return this.#finish(nowMs, items, batch, results, independent, ctx);
   }
 

@@ -7,6 +7,7 @@ import type {
   StoreRequest,
   StoreResult,
 } from '../stores/store.js';
+import { inProcessCall } from './check-metrics.js';
 import { Deadlines, type Deadline } from './deadlines.js';
 import type { StageContext, StageGateway } from './stage.js';
 
@@ -56,6 +57,28 @@ export class StoreGateway implements StageGateway {
     this.#store = store;
     this.#observer = observer;
     this.#metrics = metrics;
+  }
+
+  /** Whether the store decides in process (`Store.applySync`, as MemoryStore does). */
+  get synchronous(): boolean {
+    return this.#store.applySync !== undefined;
+  }
+
+  /**
+   * One call to a store that decides in process (see {@link StoreGateway.synchronous}):
+   * no deadline, timer or promise. A throw becomes per-request errors; a failure is
+   * counted in the metrics (an in-process call is not timed: it is the check).
+   */
+  inProcess(batch: readonly StoreRequest[], options: StoreApplyOptions): readonly StoreResult[] {
+    let results: readonly StoreResult[];
+    try {
+      results = this.#store.applySync!(batch, options);
+    } catch (cause) {
+      results = failedResults(batch, cause);
+    }
+    const m = this.#metrics;
+    if (m !== undefined) inProcessCall(m, results);
+    return results;
   }
 
   /**
