@@ -25,6 +25,8 @@ import { createLimiter } from '../src/limiter/limiter.js';
 import type { Policy } from '../src/core/policy.js';
 import type { StageItem } from '../src/limiter/stage.js';
 import { policyBounds } from '../src/local/bounds.js';
+import type { StageGateway } from '../src/limiter/stage.js';
+import { StoreGateway } from '../src/limiter/store-gateway.js';
 import { TokenBatchStage } from '../src/local/token-batch.js';
 import { RedisStore } from '../src/stores/redis/redis-store.js';
 import type { Store } from '../src/stores/store.js';
@@ -54,8 +56,13 @@ function policy(raw: Record<string, unknown>): Policy {
 }
 
 /** One decision through the stage as the pipeline runs it: enter, then settle. */
-async function decide(stage: TokenBatchStage, item: StageItem, nowMs: number): Promise<boolean> {
-  const ctx = { nowMs };
+async function decide(
+  stage: TokenBatchStage,
+  gateway: StageGateway,
+  item: StageItem,
+  nowMs: number,
+): Promise<boolean> {
+  const ctx = { nowMs, gateway };
   const got = stage.enter(item, ctx);
   const v = got instanceof Promise ? await got : got;
   const allowed = v?.kind === 'answer' && v.decision.allowed;
@@ -81,11 +88,12 @@ async function hotKey(
   });
   const store = new Counting(RedisStore.connect(`redis://127.0.0.1:${port}`, { prefix: 'bench' }));
   await store.inner.ready();
-  const stage = new TokenBatchStage({ store });
+  const stage = new TokenBatchStage();
+  const gateway = new StoreGateway(store, undefined, undefined);
   const item: StageItem = { policy: p, key: '{hot}:hot', capacity: 10_000_000, cost: 1 };
   const durationMs = quick ? 1_000 : 3_000;
   // Warm up (JIT, slow start), then measure.
-  for (let i = 0; i < 200_000; i++) await decide(stage, item, Date.now());
+  for (let i = 0; i < 200_000; i++) await decide(stage, gateway, item, Date.now());
   const calls0 = store.calls;
   let decisions = 0;
   const t0 = performance.now();
@@ -93,7 +101,7 @@ async function hotKey(
     // Read the clock once per 1,000 decisions: a check's nowMs is the caller's reading.
     const now = Date.now();
     for (let i = 0; i < 1_000; i++) {
-      const got = stage.enter(item, { nowMs: now });
+      const got = stage.enter(item, { nowMs: now, gateway });
       if (got instanceof Promise) await got;
       decisions++;
     }
@@ -164,9 +172,11 @@ async function fleet(port: number, clientClock: boolean) {
       ),
   );
   await Promise.all(stores.map((s) => s.inner.ready()));
-  const stages = stores.map((store) => new TokenBatchStage({ store }));
+  const stages = stores.map(() => new TokenBatchStage());
+  const gateways = stores.map((store) => new StoreGateway(store, undefined, undefined));
   return {
     stages,
+    gateways,
     calls: () => stores.reduce((a, s) => a + s.calls, 0),
     close: async () => {
       for (const s of stages) await s.close();
@@ -188,14 +198,16 @@ async function throughput(port: number, size: number) {
   const durationMs = quick ? 1_000 : 2_000;
   let decisions = 0;
   const t0 = performance.now();
-  const worker = async (stage: TokenBatchStage): Promise<void> => {
+  const worker = async (stage: TokenBatchStage, gateway: StageGateway): Promise<void> => {
     while (performance.now() - t0 < durationMs) {
-      await decide(stage, item, Date.now());
+      await decide(stage, gateway, item, Date.now());
       decisions++;
       if (decisions % 256 === 0) await new Promise((r) => setImmediate(r));
     }
   };
-  await Promise.all(f.stages.flatMap((s) => Array.from({ length: 32 }, () => worker(s))));
+  await Promise.all(
+    f.stages.flatMap((s, i) => Array.from({ length: 32 }, () => worker(s, f.gateways[i]!))),
+  );
   const seconds = (performance.now() - t0) / 1_000;
   const calls = f.calls();
   await f.close();
@@ -238,7 +250,7 @@ async function openLoop(port: number, size: number, rps: number, tag: string, bu
       first = Math.min(first, now);
       last = Math.max(last, now);
       const stage = f.stages[sent % INSTANCES]!;
-      const d = decide(stage, item, now).then((ok) => {
+      const d = decide(stage, f.gateways[sent % INSTANCES]!, item, now).then((ok) => {
         maxRoundTripMs = Math.max(maxRoundTripMs, Date.now() - now);
         if (ok) admitted.push(now);
         else denied++;

@@ -1,182 +1,32 @@
 import { localStages } from '../local/stages.js';
 import { systemClock, type Clock } from '../core/clock.js';
-import type { AlgorithmDecision, Decision } from '../core/decision.js';
-import { toDescriptor, type Descriptor, type DescriptorInput } from '../core/descriptor.js';
-import { descriptorLimits, type DescriptorLimits } from '../core/descriptor-limits.js';
+import type { Decision } from '../core/decision.js';
+import type { DescriptorInput } from '../core/descriptor.js';
+import { descriptorLimits } from '../core/descriptor-limits.js';
 import { PolicyError, StoreError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
 import { parsePolicies, type PolicyInput, type PolicySet } from '../config/policies.js';
-import type { Registry } from 'prom-client';
 import type { CheckRecorder } from '../metrics/check-recorder.js';
-import type { StageRecorder } from '../metrics/stage-metrics.js';
 import { LimiterMetrics } from '../metrics/limiter-metrics.js';
-import { bucketKey, descriptorValues, type DescriptorValues } from '../stores/key.js';
+import { bucketKey } from '../stores/key.js';
 import type { Store, StoreApplyOptions, StoreResult } from '../stores/store.js';
 import { combineDecisions, type CheckResult } from './check-result.js';
-import {
-  matchedItems,
-  PolicyPlans,
-  type DescriptorRecord,
-  type RecordItem,
-  type RecordMatch,
-} from './plan.js';
-import { planOf, PreparedItem, takeItem, type PolicyPlan } from './policy-plan.js';
+import { PolicyPlans } from './plan.js';
+import { planOf, PreparedItem, release, type PolicyPlan } from './policy-plan.js';
 import { checkStages, enterStages, settleStages } from './pipeline.js';
 import type { Stage, StageContext } from './stage.js';
-import { StaleBudgets } from './stale-budgets.js';
-import { Deadlines, type Deadline } from './deadlines.js';
+import { validOptions, validateCost } from './check-input.js';
+import { askedBuckets, measured, recorded, settled } from './check-metrics.js';
+import { FailurePolicy, neverFits, notReached, withPolicy } from './failure-policy.js';
+import { Resolver } from './resolve.js';
+import { budget, MAX_TIMER_MS, StoreGateway } from './store-gateway.js';
+import type { CheckItem, CheckOptions, DecideOptions, LimiterOptions } from './limiter-options.js';
 
-/**
- * Options of {@link createLimiter}. The descriptor limits (`maxDescriptorEntries`,
- * `maxDescriptorKeyLength`, `maxDescriptorValueLength`; see `DescriptorLimits`) bound
- * what `check` accepts; their defaults are 32 entries, 256 and 1024 UTF-16 code units.
- */
-export interface LimiterOptions extends Partial<Omit<DescriptorLimits, 'maxDescriptors'>> {
-  readonly store: Store;
-  /** Validated policies (`loadPolicyFile`, `parsePolicies`) or plain inputs, validated here. */
-  readonly policies: PolicySet | readonly PolicyInput[];
-  /** @default the system clock (monotonic, wall-aligned) */
-  readonly clock?: Clock;
-  /** Told how each call to an asynchronous store ended. @default none */
-  readonly storeObserver?: StoreCallObserver;
-  /**
-   * The pipeline's stages, in order (a local bucket, an over-limit cache, a token batch, a
-   * quota lease; see `Stage`). Each check's items pass them before the store; a stage
-   * applies only to the policies its `appliesTo` accepts, asked once per policy set.
-   * {@link Limiter.close} closes them. @default the local stages (`localStages`): the local
-   * bucket and the token batch, which take part only in checks of policies with `local`
-   * or `batch`, and the over-limit cache when `overLimitCacheBytes` is above 0
-   */
-  readonly stages?: readonly Stage[];
-  /**
-   * Bytes of the over-limit cache among the default stages (a bucket the store just denied
-   * is denied in process until its retry time; envoyproxy/ratelimit's
-   * `LOCAL_CACHE_SIZE_IN_BYTES`). Unused when `stages` is given. @default 0 (no cache)
-   */
-  readonly overLimitCacheBytes?: number;
-  /**
-   * Where the limiter's metrics go: a `LimiterMetrics` (keep it to read `hotKeys()`), or
-   * any `CheckRecorder`. Decisions answered by a stage are counted with the stage's path
-   * (`local`, `cache`, `batch`, `lease`). See docs/metrics.md. @default none, or one made
-   * in `registry`
-   */
-  readonly metrics?: CheckRecorder;
-  /**
-   * A prom-client registry to register the limiter's metrics in (a `LimiterMetrics` with
-   * default options, read back from {@link Limiter.metrics}). Ignored with `metrics`.
-   * @default none: no metrics
-   */
-  readonly registry?: Registry;
-  /**
-   * Told the units the default stages' token batch reserves, spends and gives back
-   * (`StageMetrics`; see docs/metrics.md). Unused when `stages` is given: pass it to those
-   * stages' own options. @default none
-   */
-  readonly stageMetrics?: StageRecorder;
-}
-
-/** What ended a failed store call. */
-export type StoreCallEnd =
-  /** The store failed, or did not answer within the policies' timeout. */
-  | 'store'
-  /** The caller's `timeoutMs`, shorter than the policies' timeout, ran out first. */
-  | 'deadline'
-  /** The caller's `signal` aborted the wait. */
-  | 'cancel';
-
-/**
- * Told how each store call ended, once per call (not per policy): for health tracking
- * and failure counters. Calls decided in process (MemoryStore) are not reported.
- */
-export interface StoreCallObserver {
-  /** The store answered: every request of the batch was decided. */
-  answered(): void;
-  /**
-   * The call gave no decision; the policies' failure modes decided. With `endedBy`
-   * `deadline` or `cancel` nothing is known about the store itself.
-   */
-  failed(error: StoreError, endedBy: StoreCallEnd): void;
-}
-
-/** One bucket decision of a {@link Limiter.decideAt} batch. */
-export interface CheckItem {
-  readonly policy: Policy;
-  readonly descriptor: Descriptor;
-  /** Units to consume: a non-negative safe integer within the policy's capacity. */
-  readonly cost: number;
-}
-
-export interface CheckOptions {
-  /**
-   * Units this call consumes in every matched policy, overriding the policies' cost
-   * rules. A non-negative safe integer; 0 reads without consuming.
-   */
-  readonly cost?: number;
-  /**
-   * Check only these policies (by name). Each must exist and match the descriptor;
-   * otherwise the check throws. @default every policy the descriptor matches
-   */
-  readonly policies?: readonly string[];
-  /**
-   * The caller's own budget for this check, in ms: the store is never waited on longer
-   * than this or than any matched policy's `timeout`.
-   */
-  readonly timeoutMs?: number;
-  /**
-   * The caller's cancellation: when it aborts, the check stops waiting for the store and
-   * the policies' failure modes decide (the store may still apply the consume).
-   */
-  readonly signal?: AbortSignal;
-  /**
-   * Makes the consume idempotent: a retry with the same id within the store's dedup TTL
-   * returns the first decision without charging again. Ids are scoped to the identity
-   * (hash tag) of the first matched policy's bucket: use ids unique per request. Up to 128
-   * characters. Without it, nothing is ever retried automatically.
-   */
-  readonly requestId?: string;
-}
-
-/** Options of {@link Limiter.decideAt}. */
-export interface DecideOptions extends Pick<CheckOptions, 'timeoutMs' | 'requestId' | 'signal'> {
-  /**
-   * Decide every item on its own instead of all-or-nothing: each is a batch of one, in
-   * item order, all in one store call, so a denial blocks nothing else and a later item on
-   * the same bucket sees what an earlier one consumed (envoyproxy/ratelimit's counting).
-   * A store failure then applies each item's failure mode on its own.
-   * @default false
-   */
-  readonly independent?: boolean;
-}
+export type { CheckItem, CheckOptions, DecideOptions, LimiterOptions } from './limiter-options.js';
+export type { StoreCallEnd, StoreCallObserver } from './store-gateway.js';
 
 function toPolicySet(p: PolicySet | readonly PolicyInput[]): PolicySet {
   return Array.isArray(p) ? parsePolicies(p) : (p as PolicySet);
-}
-
-function matches(policy: Policy, d: Descriptor): boolean {
-  return policy.match.every((m) => {
-    const e = d.find((x) => x.key === m.key);
-    return e !== undefined && (m.value === undefined || e.value === m.value);
-  });
-}
-
-/** The cost `policy`'s cost rules give a descriptor's values: the first rule that fits. */
-function costOf(policy: Policy, d: DescriptorValues): number {
-  const rules = policy.cost.rules;
-  for (let i = 0; i < rules.length; i++) {
-    const when = rules[i]!.when;
-    let all = true;
-    for (let j = 0; j < when.length; j++) {
-      const w = when[j]!;
-      if (!Object.hasOwn(d, w.key) || d[w.key] !== w.value) all = false;
-    }
-    if (all) return rules[i]!.cost;
-  }
-  return policy.cost.defaultCost;
-}
-
-/** Gives a check's items back (see `takeItem`). */
-function release(items: readonly PreparedItem[]): void {
-  for (let i = 0; i < items.length; i++) items[i]!.release();
 }
 
 /**
@@ -188,15 +38,14 @@ function release(items: readonly PreparedItem[]): void {
 export class Limiter {
   readonly #store: Store;
   readonly #clock: Clock;
-  readonly #limits: DescriptorLimits;
+  readonly #resolver: Resolver;
   readonly #stages: readonly Stage[];
   /** The policies in force and their compiled resolution, swapped together. */
   #current: PolicyPlans;
   /** Plans of `decideAt` policies outside the set in force, by policy object. */
   readonly #loose = new WeakMap<Policy, PolicyPlan>();
-  readonly #stale = new StaleBudgets();
-  readonly #deadlines = new Deadlines();
-  readonly #observer: StoreCallObserver | undefined;
+  readonly #failure = new FailurePolicy();
+  readonly #gateway: StoreGateway;
   readonly #metrics: CheckRecorder | undefined;
   /** The options of a synchronous store call with no request id, reused. */
   readonly #syncCall: { nowMs: number } = new SyncCall();
@@ -204,17 +53,16 @@ export class Limiter {
   constructor(options: LimiterOptions) {
     this.#store = options.store;
     this.#clock = options.clock ?? systemClock;
-    this.#limits = descriptorLimits(options);
-    this.#observer = options.storeObserver;
+    this.#resolver = new Resolver(descriptorLimits(options));
     this.#metrics =
       options.metrics ??
       (options.registry === undefined
         ? undefined
         : new LimiterMetrics({ registry: options.registry }));
+    this.#gateway = new StoreGateway(this.#store, options.storeObserver, this.#metrics);
     const stages =
       options.stages ??
       localStages({
-        store: this.#store,
         clock: this.#clock,
         overLimitCacheBytes: options.overLimitCacheBytes ?? 0,
         ...(options.stageMetrics === undefined ? {} : { metrics: options.stageMetrics }),
@@ -274,7 +122,7 @@ export class Limiter {
    * does), so {@link Limiter.checkSync} can be used.
    */
   get synchronous(): boolean {
-    return this.#store.applySync !== undefined;
+    return this.#gateway.synchronous;
   }
 
   /** {@link Limiter.checkSyncAt} at the limiter clock's current time. */
@@ -392,163 +240,9 @@ export class Limiter {
     options: CheckOptions,
     sync: boolean,
   ): CheckResult | Promise<CheckResult> {
-    const plans = this.#current; // one read: reloads never mix sets within a check
-    if (
-      options.policies === undefined &&
-      typeof descriptor === 'object' &&
-      descriptor !== null &&
-      !Array.isArray(descriptor)
-    ) {
-      const items = this.#prepareRecord(descriptor as DescriptorRecord, plans, options);
-      // Anything unusual takes the general path, which reports it exactly.
-      if (items !== undefined) return this.#run(nowMs, items, options, sync);
-    }
-    const d = toDescriptor(descriptor, this.#limits);
-    const selected = this.#select(plans, d, options.policies);
-    const override = options.cost;
-    if (override !== undefined) validateCost(override);
-    const values = descriptorValues(d);
-    const items: PreparedItem[] = [];
-    for (const plan of selected) {
-      const cost = override ?? costOf(plan.policy, values);
-      if (cost > plan.capacity) {
-        release(items);
-        throw costExceeds(cost, plan.capacity, plan.policy);
-      }
-      items.push(takeItem(plan).prepare(cost, plan.key(values), undefined, undefined));
-    }
+    // One read of the set in force: reloads never mix sets within a check.
+    const items = this.#resolver.resolve(this.#current, descriptor, options);
     return this.#run(nowMs, items, options, sync);
-  }
-
-  /**
-   * The items of a record descriptor, through the compiled plans: a remembered frozen
-   * record by what it resolved to; a record whose shape matches one policy with no key
-   * text (its key is built only if read); anything else resolved afresh. `undefined`
-   * when `toDescriptor` would not accept the record as is.
-   */
-  #prepareRecord(
-    record: DescriptorRecord,
-    plans: PolicyPlans,
-    options: CheckOptions,
-  ): readonly PreparedItem[] | undefined {
-    const frozen = Object.isFrozen(record);
-    let match = frozen ? plans.recall(record) : undefined;
-    if (match === undefined) {
-      const keys = Object.keys(record);
-      if (!this.#plainRecord(record, keys)) return undefined;
-      const candidates = plans.forShape(keys);
-      if (candidates.length === 1 && !frozen)
-        return this.#prepareOne(candidates[0]!, record, options);
-      match = this.#resolveRecord(record, keys, candidates, plans);
-    }
-    const override = options.cost;
-    if (override !== undefined) validateCost(override);
-    if (!Array.isArray(match)) {
-      const one = match as RecordItem;
-      const plan = one.plan;
-      const cost = override ?? one.cost;
-      if (cost > plan.capacity) throw costExceeds(cost, plan.capacity, plan.policy);
-      const item = takeItem(plan).prepare(cost, one.key, undefined, one.value);
-      return item === plan.spare ? plan.alone : [item];
-    }
-    return this.#prepareMatched(matchedItems(match), override);
-  }
-
-  /** The items of a record that matched several policies (or none). */
-  #prepareMatched(matched: readonly RecordItem[], override: number | undefined): PreparedItem[] {
-    for (const m of matched) {
-      const cost = override ?? m.cost;
-      if (cost > m.plan.capacity) throw costExceeds(cost, m.plan.capacity, m.plan.policy);
-    }
-    const items: PreparedItem[] = [];
-    for (const m of matched) {
-      items.push(takeItem(m.plan).prepare(override ?? m.cost, m.key, undefined, m.value));
-    }
-    return items;
-  }
-
-  /**
-   * The item of a record whose shape matches one policy: no key text unless something
-   * reads it (the store finds the bucket in its key space by the value). `undefined` when
-   * a property changed between reads (a getter), for the general path to report.
-   */
-  #prepareOne(
-    plan: PolicyPlan,
-    record: DescriptorRecord,
-    options: CheckOptions,
-  ): readonly PreparedItem[] | undefined {
-    const override = options.cost;
-    if (override !== undefined) validateCost(override);
-    const fixed = plan.fixed;
-    for (let j = 0; j < fixed.length; j++) {
-      if (record[fixed[j]!.key] !== fixed[j]!.value) return NO_ITEMS;
-    }
-    let value: string | undefined;
-    if (plan.valueKey !== undefined) {
-      value = record[plan.valueKey];
-      if (typeof value !== 'string') return undefined; // a getter that changed its mind
-    }
-    const policy = plan.policy;
-    const cost = override ?? costOf(policy, record);
-    if (cost > plan.capacity) throw costExceeds(cost, plan.capacity, policy);
-    const item = takeItem(plan).prepare(cost, undefined, record, value);
-    return item === plan.spare ? plan.alone : [item];
-  }
-
-  /** Whether `toDescriptor` would accept the record as is (so the fast path may skip it). */
-  #plainRecord(record: DescriptorRecord, keys: readonly string[]): boolean {
-    const limits = this.#limits;
-    if (keys.length === 0 || keys.length > limits.maxDescriptorEntries) return false;
-    const maxKey = limits.maxDescriptorKeyLength;
-    const max = limits.maxDescriptorValueLength;
-    for (let i = 0; i < keys.length; i++) {
-      const k = keys[i]!;
-      const v = record[k];
-      if (
-        k.length === 0 ||
-        k.length > maxKey ||
-        typeof v !== 'string' ||
-        v.length > max ||
-        !k.isWellFormed() ||
-        !v.isWellFormed()
-      ) {
-        return false;
-      }
-    }
-    return true;
-  }
-
-  /**
-   * The policies a valid record descriptor (own keys `keys`) matches among `candidates`
-   * (the plans of its shape), with bucket keys and costs; remembered when the record
-   * cannot change.
-   */
-  #resolveRecord(
-    record: DescriptorRecord,
-    keys: readonly string[],
-    candidates: readonly PolicyPlan[],
-    plans: PolicyPlans,
-  ): RecordMatch {
-    const items: RecordItem[] = [];
-    for (let i = 0; i < candidates.length; i++) {
-      const plan = candidates[i]!;
-      let fits = true;
-      for (let j = 0; j < plan.fixed.length; j++) {
-        const f = plan.fixed[j]!;
-        if (record[f.key] !== f.value) fits = false;
-      }
-      if (fits) {
-        items.push({
-          plan,
-          key: plan.key(record),
-          value: plan.valueKey === undefined ? undefined : record[plan.valueKey],
-          cost: costOf(plan.policy, record),
-        });
-      }
-    }
-    const match = items.length === 1 ? items[0]! : items;
-    plans.remember(record, keys, match);
-    return match;
   }
 
   /** {@link Limiter.decideAt}: the items prepared as given, then the same run as a check. */
@@ -630,10 +324,16 @@ export class Limiter {
     options: DecideOptions,
     sync: boolean,
   ): CheckResult | Promise<CheckResult> {
+    // The caller's budget covers the whole check: the stages' store calls and the
+    // check's own (see `budget`).
     const ctx: StageContext = {
       nowMs,
+      gateway: this.#gateway,
       ...(requestId === undefined ? {} : { requestId }),
       ...(options.signal === undefined ? {} : { signal: options.signal }),
+      ...(options.timeoutMs === undefined
+        ? {}
+        : { deadlineAtMs: performance.now() + options.timeoutMs }),
     };
     let entering: Promise<void> | undefined;
     try {
@@ -700,8 +400,7 @@ export class Limiter {
     ctx: StageContext | undefined,
   ): CheckResult | Promise<CheckResult> {
     const independent = options.independent === true;
-    const store = this.#store;
-    if (store.applySync === undefined) {
+    if (!this.#gateway.synchronous) {
       return this.#toAsyncStore(nowMs, items, batch, requestId, options, ctx);
     }
     let call: StoreApplyOptions;
@@ -711,14 +410,7 @@ export class Limiter {
     } else {
       call = syncCallOf(nowMs, requestId, independent);
     }
-    let results: readonly StoreResult[];
-    try {
-      results = store.applySync(batch, call);
-    } catch (cause) {
-      results = failedResults(batch, cause);
-    }
-    const m = this.#metrics;
-    if (m !== undefined) inProcessCall(m, results);
+    const results = this.#gateway.inProcess(batch, call);
     return this.#finish(nowMs, items, batch, results, independent, ctx);
   }
 
@@ -739,9 +431,10 @@ export class Limiter {
     let policyMs = MAX_TIMER_MS;
     for (let i = 0; i < batch.length; i++)
       policyMs = Math.min(policyMs, batch[i]!.policy.timeoutMs);
-    const callerMs = options.timeoutMs ?? Infinity;
-    const timeoutMs = Math.min(policyMs, callerMs);
-    const endedBy = callerMs < policyMs ? 'deadline' : 'store';
+    const deadlineAtMs =
+      ctx?.deadlineAtMs ??
+      (options.timeoutMs === undefined ? undefined : performance.now() + options.timeoutMs);
+    const { ms: timeoutMs, endedBy } = budget(policyMs, deadlineAtMs);
     return this.#apply(
       items,
       batch,
@@ -813,15 +506,15 @@ export class Limiter {
     if (batch.length === 0 || result === undefined) return notReached(item);
     if (!result.ok) {
       item.storeError = result.error;
-      const d = this.#withoutStore(item, nowMs);
-      if (d.path === 'stale' && d.allowed) this.#stale.spend(item.key, policy, item.cost, nowMs);
+      const d = this.#failure.withoutStore(item, nowMs);
+      if (d.path === 'stale' && d.allowed) this.#failure.spendStale(item, nowMs);
       return d;
     }
     let decision = result.decision;
     // INVALID_POLICY from a transition: the cost is above capacity (decideAt lets such
     // costs through), so it can never fit.
     if (decision.status === 'INVALID_POLICY') decision = neverFits(decision);
-    if (policy.failureMode === 'stale') this.#stale.record(item.key, decision, nowMs);
+    this.#failure.remember(item, decision, nowMs);
     return withPolicy(decision, policy.name, policy.shadow ? 'shadow' : 'store');
   }
 
@@ -846,9 +539,8 @@ export class Limiter {
   }
 
   /**
-   * Runs the batch with a deadline and finishes it into the check's result; a late, thrown
-   * or failed answer becomes per-item errors. One promise per check: no timer of its own
-   * (see {@link Deadlines}) and no race.
+   * Runs the batch through the store gateway with a deadline and finishes it into the
+   * check's result. The items are held until the store's own call ends.
    */
   #apply(
     items: readonly PreparedItem[],
@@ -862,87 +554,13 @@ export class Limiter {
     signal: AbortSignal | undefined,
     ctx: StageContext | undefined,
   ): Promise<CheckResult> {
-    const metrics = this.#metrics;
-    const startedAt = metrics === undefined ? 0 : performance.now();
-    return new Promise<CheckResult>((resolve, reject) => {
-      const call = new StoreCall(nowMs, requestId, independent);
-      let deadline: Deadline | undefined;
-      let done = false;
-      const finish = (results: readonly StoreResult[], endedBy: StoreCallEnd = 'store'): void => {
-        if (done) return;
-        done = true;
-        deadline?.clear();
-        signal?.removeEventListener('abort', onAbort);
-        const observer = this.#observer;
-        if (observer !== undefined || metrics !== undefined) {
-          const failed = results.find((r) => !r.ok);
-          if (failed === undefined) observer?.answered();
-          else observer?.failed(failed.error, endedBy);
-          metrics?.storeCall(performance.now() - startedAt, failed?.error, endedBy);
-        }
-        try {
-          resolve(this.#finish(nowMs, items, batch, results, independent, ctx));
-        } catch (error) {
-          reject(error as Error);
-        }
-      };
-      const fail = (cause: unknown, endedBy: StoreCallEnd = 'store'): void => {
-        const error = asStoreError(cause);
-        finish(
-          batch.map(() => ({ ok: false as const, error })),
-          endedBy,
-        );
-      };
-      const onAbort = (): void => {
-        call.abort();
-        fail(
-          new StoreError(
-            'SLUICE_ERR_STORE_TIMEOUT',
-            'the caller cancelled the check before the store answered; the request may or may not have been applied',
-          ),
-          'cancel',
-        );
-      };
-      if (signal !== undefined) {
-        if (signal.aborted) {
-          onAbort();
-          return;
-        }
-        signal.addEventListener('abort', onAbort, { once: true });
-      }
-      if (Number.isFinite(timeoutMs)) {
-        deadline = this.#deadlines.add(timeoutMs, () => {
-          call.abort();
-          fail(
-            new StoreError(
-              'SLUICE_ERR_STORE_TIMEOUT',
-              deadlineEnds === 'deadline'
-                ? `store did not answer within the caller's ${timeoutMs}ms; the request may or may not have been applied`
-                : `store did not answer within ${timeoutMs}ms; the request may or may not have been applied`,
-            ),
-            deadlineEnds,
-          );
-        });
-      }
-      // The store may read the items until its call ends, even past the deadline.
-      for (let i = 0; i < batch.length; i++) batch[i]!.hold();
-      const ended = (): void => release(batch);
-      try {
-        this.#store.apply(batch, call).then(
-          (results) => {
-            ended();
-            finish(results);
-          },
-          (cause: unknown) => {
-            ended();
-            fail(cause);
-          },
-        );
-      } catch (cause) {
-        ended();
-        fail(cause);
-      }
-    });
+    // The store may read the items until its call ends, even past the deadline.
+    for (let i = 0; i < batch.length; i++) batch[i]!.hold();
+    return this.#gateway
+      .call(batch, nowMs, requestId, independent, timeoutMs, deadlineEnds, signal, () =>
+        release(batch),
+      )
+      .then((results) => this.#finish(nowMs, items, batch, results, independent, ctx));
   }
 
   /**
@@ -967,7 +585,7 @@ export class Limiter {
         );
       } else {
         item.storeError = error;
-        decisions.push(this.#withoutStore(item, nowMs));
+        decisions.push(this.#failure.withoutStore(item, nowMs));
       }
     }
     if (combineDecisions(decisions).allowed) {
@@ -975,81 +593,11 @@ export class Limiter {
         const item = items[i]!;
         const d = decisions[i]!;
         if (item.answer === undefined && d.path === 'stale' && d.allowed) {
-          this.#stale.spend(item.key, item.plan.policy, item.cost, nowMs);
+          this.#failure.spendStale(item, nowMs);
         }
       }
     }
     return this.#decided(items, decisions, false, ctx);
-  }
-
-  /** One item's decision without the store: its stale budget, else its failure mode. */
-  #withoutStore(item: PreparedItem, nowMs: number): Decision {
-    const policy = item.plan.policy;
-    if (policy.failureMode === 'stale') {
-      const d = this.#stale.peek(item.key, policy, item.cost, nowMs);
-      if (d !== undefined)
-        return { ...d, policy: policy.name, path: policy.shadow ? 'shadow' : 'stale' };
-    }
-    return failureDecision(policy, item.plan.capacity);
-  }
-
-  /** The plans of the policies a validated descriptor selects: the named ones, else every match. */
-  #select(
-    plans: PolicyPlans,
-    d: Descriptor,
-    names: readonly string[] | undefined,
-  ): readonly PolicyPlan[] {
-    if (names === undefined) return plans.plans.filter((p) => matches(p.policy, d));
-    return names.map((name) => {
-      const plan = plans.byName(name);
-      if (plan === undefined) {
-        throw new PolicyError(
-          'SLUICE_ERR_POLICY_UNKNOWN',
-          `unknown policy "${name}"; loaded: ${plans.policies.map((x) => x.name).join(', ') || '(none)'}`,
-        );
-      }
-      const p = plan.policy;
-      if (!matches(p, d)) {
-        const need = p.match
-          .map((m) => (m.value === undefined ? m.key : `${m.key}=${m.value}`))
-          .join(', ');
-        throw new PolicyError(
-          'SLUICE_ERR_DESCRIPTOR_UNMATCHED',
-          `descriptor does not match policy "${name}", which needs: ${need}`,
-        );
-      }
-      return plan;
-    });
-  }
-}
-
-/**
- * The options of one store call. The abort signal is made only if the store reads it
- * (most calls never wait on anything abortable: an AbortController per check cost more
- * than the check); once the deadline has passed, a signal read later is already aborted.
- */
-class StoreCall implements StoreApplyOptions {
-  readonly nowMs: number;
-  readonly requestId?: string;
-  readonly independent?: boolean;
-  #controller: AbortController | undefined;
-  #aborted = false;
-
-  constructor(nowMs: number, requestId: string | undefined, independent: boolean) {
-    this.nowMs = nowMs;
-    if (requestId !== undefined) this.requestId = requestId;
-    if (independent) this.independent = true;
-  }
-
-  get signal(): AbortSignal {
-    this.#controller ??= new AbortController();
-    if (this.#aborted) this.#controller.abort();
-    return this.#controller.signal;
-  }
-
-  abort(): void {
-    this.#aborted = true;
-    this.#controller?.abort();
   }
 }
 
@@ -1059,22 +607,6 @@ class StoreCall implements StoreApplyOptions {
  */
 class SyncCall {
   nowMs = null as unknown as number;
-}
-
-/**
- * Validates a check's request id and timeout (the one place), giving the items back when
- * either is invalid. The valid request id, if any.
- */
-function validOptions(options: DecideOptions, items: readonly PreparedItem[]): string | undefined {
-  try {
-    const requestId =
-      options.requestId === undefined ? undefined : validateRequestId(options.requestId);
-    validateTimeout(options.timeoutMs);
-    return requestId;
-  } catch (error) {
-    release(items);
-    throw error;
-  }
 }
 
 /** The options of a synchronous store call with a request id or `independent`. */
@@ -1090,204 +622,15 @@ function syncCallOf(
   };
 }
 
-/** Every request of `batch` failed with `cause` (as a `StoreError`). */
-function failedResults(batch: readonly PreparedItem[], cause: unknown): StoreResult[] {
-  const error = asStoreError(cause);
-  return batch.map(() => ({ ok: false as const, error }));
-}
-
 /** The default of `options`: one shared object, not a new one per check. */
 const NO_OPTIONS: CheckOptions = Object.freeze({});
 
 /** No items (a record whose shape fits one policy but not its fixed values). */
-const NO_ITEMS: readonly PreparedItem[] = Object.freeze([]);
-const EMPTY: readonly PreparedItem[] = NO_ITEMS;
+const EMPTY: readonly PreparedItem[] = Object.freeze([]);
 const EMPTY_RESULTS: readonly StoreResult[] = Object.freeze([]);
 
 /** `performance.timeOrigin` is a getter with argument checks: read it once. */
 const TIME_ORIGIN = performance.timeOrigin;
-
-/** A result or a promise of one as a promise; a throw becomes a rejection. */
-function settled<T>(run: () => T | Promise<T>): Promise<T> {
-  try {
-    const result = run();
-    return result instanceof Promise ? result : Promise.resolve(result);
-  } catch (error) {
-    return Promise.reject(error as Error);
-  }
-}
-
-/** Runs one check and tells `m` how it ended and how long it took. */
-function measured(
-  m: CheckRecorder,
-  run: () => CheckResult | Promise<CheckResult>,
-): CheckResult | Promise<CheckResult> {
-  const t0 = performance.now();
-  let result: CheckResult | Promise<CheckResult>;
-  try {
-    result = run();
-  } catch (error) {
-    m.refused(error, performance.now() - t0);
-    throw error;
-  }
-  return recorded(m, result, t0);
-}
-
-/** Tells `m` every bucket a check asks for, before any stage or the store answers it. */
-function askedBuckets(m: CheckRecorder, items: readonly PreparedItem[], nowMs: number): void {
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i]!;
-    m.bucket(item.plan.policy.name, item.key, item.cost, nowMs);
-  }
-}
-
-/** An in-process store call is not timed (it is the check); a failure of it is counted. */
-function inProcessCall(m: CheckRecorder, results: readonly StoreResult[]): void {
-  for (let i = 0; i < results.length; i++) {
-    const r = results[i]!;
-    if (!r.ok) {
-      m.storeCall(0, r.error);
-      return;
-    }
-  }
-}
-
-/** Tells `m` how a check started at `t0` ended (now, or when its promise settles). */
-function recorded(
-  m: CheckRecorder,
-  result: CheckResult | Promise<CheckResult>,
-  t0: number,
-): CheckResult | Promise<CheckResult> {
-  if (!(result instanceof Promise)) {
-    m.decided(result.status, result.decisions, performance.now() - t0);
-    return result;
-  }
-  return result.then(
-    (r) => {
-      m.decided(r.status, r.decisions, performance.now() - t0);
-      return r;
-    },
-    (error: unknown) => {
-      m.refused(error, performance.now() - t0);
-      throw error;
-    },
-  );
-}
-
-/** The longest delay a Node timer takes (2^31-1 ms, ~24.8 days); past it, it fires at 1ms. */
-const MAX_TIMER_MS = 2_147_483_647;
-
-function validateTimeout(timeoutMs: number | undefined): void {
-  if (timeoutMs !== undefined && !(timeoutMs > 0)) {
-    throw new PolicyError(
-      'SLUICE_ERR_TIMEOUT_INVALID',
-      `timeoutMs must be a positive number of ms, got ${String(timeoutMs)}`,
-    );
-  }
-}
-
-function validateCost(cost: unknown): void {
-  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
-    throw new PolicyError(
-      'SLUICE_ERR_COST_INVALID',
-      `cost must be a non-negative safe integer, got ${typeof cost === 'number' ? String(cost) : typeof cost}`,
-    );
-  }
-}
-
-function asStoreError(cause: unknown): StoreError {
-  return cause instanceof StoreError
-    ? cause
-    : new StoreError(
-        'SLUICE_ERR_STORE_UNAVAILABLE',
-        `store failed: ${(cause as Error)?.message ?? String(cause)}`,
-        { cause },
-      );
-}
-
-function costExceeds(cost: number, capacity: number, policy: Policy): PolicyError {
-  return new PolicyError(
-    'SLUICE_ERR_COST_EXCEEDS_CAPACITY',
-    `cost ${cost} exceeds the capacity ${capacity} of policy "${policy.name}": it could never be admitted`,
-  );
-}
-
-/** A decision for a cost that can never fit: over the limit, and no wait makes it fit. */
-function neverFits(d: AlgorithmDecision): AlgorithmDecision {
-  return { ...d, status: 'OVER_LIMIT', allowed: false, retryAfterMs: Infinity };
-}
-
-/** A store decision with the policy's name and the path it took (a plain literal: no spread). */
-function withPolicy(d: AlgorithmDecision, policy: string, path: Decision['path']): Decision {
-  return d.delayMs === undefined
-    ? {
-        status: d.status,
-        allowed: d.allowed,
-        limit: d.limit,
-        remaining: d.remaining,
-        retryAfterMs: d.retryAfterMs,
-        resetAfterMs: d.resetAfterMs,
-        policy,
-        path,
-      }
-    : {
-        status: d.status,
-        allowed: d.allowed,
-        limit: d.limit,
-        remaining: d.remaining,
-        retryAfterMs: d.retryAfterMs,
-        resetAfterMs: d.resetAfterMs,
-        delayMs: d.delayMs,
-        policy,
-        path,
-      };
-}
-
-function validateRequestId(id: unknown): string {
-  if (typeof id !== 'string' || id.length === 0 || id.length > 128 || !id.isWellFormed()) {
-    throw new PolicyError(
-      'SLUICE_ERR_REQUEST_ID_INVALID',
-      `requestId must be a non-empty, well-formed string of at most 128 characters, got ${typeof id === 'string' ? `${id.length} characters` : typeof id}`,
-    );
-  }
-  return id;
-}
-
-/**
- * The decision of an item the check never decided: a stage denied another policy of an
- * all-or-nothing check first, so the store was not asked. Nothing is known about its
- * bucket: allowed as far as known, with no remaining capacity claimed.
- */
-function notReached(item: PreparedItem): Decision {
-  const policy = item.plan.policy;
-  return {
-    status: 'OK',
-    allowed: true,
-    limit: item.plan.capacity,
-    remaining: 0,
-    retryAfterMs: 0,
-    resetAfterMs: 0,
-    policy: policy.name,
-    path: policy.shadow ? 'shadow' : 'store',
-  };
-}
-
-function failureDecision(policy: Policy, limit: number): Decision {
-  const base = { limit, retryAfterMs: 0, resetAfterMs: 0, policy: policy.name };
-  const mode =
-    policy.failureMode === 'stale' ? (policy.stale?.fallback ?? 'closed') : policy.failureMode;
-  if (policy.shadow || mode === 'open') {
-    // Nothing is known about the bucket; report no remaining capacity rather than invent some.
-    return {
-      ...base,
-      status: 'OK',
-      allowed: true,
-      remaining: 0,
-      path: policy.shadow ? 'shadow' : 'fail-open',
-    };
-  }
-  return { ...base, status: 'UNAVAILABLE', allowed: false, remaining: 0, path: 'fail-closed' };
-}
 
 /** Creates a {@link Limiter}. Throws a `PolicyError` when plain policy inputs are invalid. */
 export function createLimiter(options: LimiterOptions): Limiter {

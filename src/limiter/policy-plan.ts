@@ -192,3 +192,8 @@ export class PreparedItem implements StageItem, StoreRequest {
     if (--this.#holds === 0) this.#values = undefined;
   }
 }
+
+/** Gives a check's items back (see `takeItem`). */
+export function release(items: readonly PreparedItem[]): void {
+  for (let i = 0; i < items.length; i++) items[i]!.release();
+}

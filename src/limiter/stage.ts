@@ -1,6 +1,7 @@
 import type { AlgorithmDecision, Decision } from '../core/decision.js';
 import type { StoreError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
+import type { StoreRefundOptions, StoreRequest, StoreResult } from '../stores/store.js';
 
 /**
  * The stage seam of the check pipeline (DESIGN.md §5, stages 5 and 6).
@@ -40,11 +41,44 @@ export interface StageItem {
   readonly cost: number;
 }
 
+/**
+ * The limiter's store gateway as a stage sees it: a stage that needs the store itself (a
+ * batch reservation, a refund) calls it here, never the store directly, so its calls run
+ * under the check's deadline and cancellation and reach the health observer and the
+ * metrics like the check's own store call.
+ */
+export interface StageGateway {
+  /**
+   * One all-or-nothing store call of `batch` for the check `ctx`, with `requestId` for
+   * the store's dedup. Waits at most `timeoutMs` and what is left of the caller's budget
+   * (`ctx.deadlineAtMs`); `ctx.signal` ends the wait. Never rejects: a failure, a timeout
+   * or a spent budget is a failed result per request.
+   */
+  apply(
+    batch: readonly StoreRequest[],
+    timeoutMs: number,
+    ctx: StageContext,
+    requestId?: string,
+  ): Promise<readonly StoreResult[]>;
+  /** `Store.refund` through the gateway; `undefined` when the store cannot refund. */
+  refund(
+    batch: readonly StoreRequest[],
+    options: StoreRefundOptions,
+  ): Promise<readonly StoreResult[]> | undefined;
+}
+
 /** What a stage knows about the check as a whole. */
 export interface StageContext {
   readonly nowMs: number;
   readonly requestId?: string;
   readonly signal?: AbortSignal;
+  /**
+   * When the caller's budget for the whole check ends, on the `performance.now()` clock;
+   * absent when the caller set none (the policies' timeouts bound each store call).
+   */
+  readonly deadlineAtMs?: number;
+  /** The limiter's store gateway; absent only for a stage entered outside a limiter. */
+  readonly gateway?: StageGateway;
 }
 
 /**

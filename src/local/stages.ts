@@ -1,15 +1,12 @@
 import type { Clock } from '../core/clock.js';
 import type { Stage } from '../limiter/stage.js';
 import type { StageRecorder } from '../metrics/stage-metrics.js';
-import type { Store } from '../stores/store.js';
 import { LocalStage } from './local-stage.js';
 import { OverLimitCache } from './over-limit-cache.js';
 import { TokenBatchStage } from './token-batch.js';
 
 /** Options of {@link localStages}. */
 export interface LocalStagesOptions {
-  /** The global store batches are reserved from. */
-  readonly store: Store;
   readonly clock?: Clock;
   /**
    * Bytes of the over-limit cache (upstream's `LOCAL_CACHE_SIZE_IN_BYTES`); 0 leaves the
@@ -36,7 +33,6 @@ export function localStages(options: LocalStagesOptions): Stage[] {
     new LocalStage(options.maxLocalKeys === undefined ? {} : { maxKeys: options.maxLocalKeys }),
     ...(bytes > 0 ? [new OverLimitCache({ maxBytes: bytes })] : []),
     new TokenBatchStage({
-      store: options.store,
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.maxBatchKeys === undefined ? {} : { maxKeys: options.maxBatchKeys }),
       ...(options.metrics === undefined ? {} : { metrics: options.metrics }),

@@ -3,22 +3,21 @@ import { algorithmOf } from '../algorithms/index.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { FIT_EPSILON } from '../algorithms/algorithm.js';
 import type { AlgorithmDecision } from '../core/decision.js';
-import { PolicyError, StoreError } from '../core/errors.js';
+import { PolicyError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
 import type {
   Stage,
   StageContext,
+  StageGateway,
   StageItem,
   StageOutcome,
   StageVerdict,
 } from '../limiter/stage.js';
 import type { StageRecorder } from '../metrics/stage-metrics.js';
-import type { Store, StoreRequest, StoreResult } from '../stores/store.js';
+import type { StoreRequest, StoreResult } from '../stores/store.js';
 
 /** Options of {@link TokenBatchStage}. */
 export interface TokenBatchOptions {
-  /** The global store reservations are taken from (and given back to on close). */
-  readonly store: Store;
   /**
    * Most bucket keys with a reserve at once; past it the oldest reserve is dropped with
    * its unspent units (under-use, counted in `stats().unitsDropped`). @default 10_000
@@ -124,7 +123,11 @@ interface Reserve {
  */
 export class TokenBatchStage implements Stage {
   readonly name = 'batch';
-  readonly #store: Store;
+  /**
+   * The store gateway of the limiter this stage serves, from the first check it entered:
+   * reservations and the refunds of `close` go through it, never to the store directly.
+   */
+  #gateway: StageGateway | undefined;
   readonly #maxKeys: number;
   readonly #retryAfterFailureMs: number;
   readonly #instanceId: string;
@@ -145,7 +148,7 @@ export class TokenBatchStage implements Stage {
     answered: 0,
   };
 
-  constructor(options: TokenBatchOptions) {
+  constructor(options: TokenBatchOptions = {}) {
     const maxKeys = options.maxKeys ?? 10_000;
     const retry = options.retryAfterFailureMs ?? 1_000;
     if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
@@ -160,7 +163,6 @@ export class TokenBatchStage implements Stage {
         `batch stage: retryAfterFailureMs must be a non-negative number; got ${String(retry)}`,
       );
     }
-    this.#store = options.store;
     this.#maxKeys = maxKeys;
     this.#retryAfterFailureMs = retry;
     this.#instanceId = options.instanceId ?? randomUUID();
@@ -173,9 +175,16 @@ export class TokenBatchStage implements Stage {
   }
 
   enter(item: StageItem, ctx: StageContext): StageVerdict | Promise<StageVerdict> {
-    if (item.cost === 0 || item.policy.batch === undefined || this.#closing !== undefined) {
+    const gateway = ctx.gateway;
+    if (
+      gateway === undefined ||
+      item.cost === 0 ||
+      item.policy.batch === undefined ||
+      this.#closing !== undefined
+    ) {
       return undefined;
     }
+    this.#gateway ??= gateway;
     const r = this.#reserve(item);
     const answer = this.#take(r, item, ctx.nowMs);
     if (answer !== undefined) return answer;
@@ -442,14 +451,13 @@ export class TokenBatchStage implements Stage {
       cost: n,
       enforce: true,
     };
+    const gateway = ctx.gateway!;
     let result: StoreResult | undefined;
     for (let attempt = 0; attempt < 2; attempt++) {
+      // The retry only within the caller's budget: the check's whole wait is bounded by it.
+      if (attempt > 0 && (ctx.signal?.aborted === true || spent(ctx))) break;
       this.stats.reservationCalls++;
-      result = await withinDeadline(
-        this.#store.apply([req], { nowMs: ctx.nowMs, requestId }),
-        r.policy.timeoutMs,
-        ctx.signal,
-      );
+      [result] = await gateway.apply([req], r.policy.timeoutMs, ctx, requestId);
       if (result === undefined || result.ok || result.error.code !== 'SLUICE_ERR_STORE_TIMEOUT') {
         break;
       }
@@ -458,15 +466,14 @@ export class TokenBatchStage implements Stage {
   }
 
   async #giveBack(): Promise<void> {
-    const store = this.#store;
-    const refund = store.refund?.bind(store);
+    const gateway = this.#gateway;
     await Promise.allSettled([...this.#inflight]);
     const nowMs = this.#clock.nowMs();
     const calls: Promise<unknown>[] = [];
     for (const r of this.#reserves.values()) {
       const units = Math.min(r.units, r.taken);
       r.units = 0;
-      if (refund === undefined || units <= 0 || nowMs >= r.expiresAtMs) continue;
+      if (gateway === undefined || units <= 0 || nowMs >= r.expiresAtMs) continue;
       const req: StoreRequest = {
         key: r.key,
         algorithm: algorithmOf(r.policy.algorithm),
@@ -474,14 +481,18 @@ export class TokenBatchStage implements Stage {
         cost: units,
         enforce: true,
       };
+      const refund = gateway.refund([req], {
+        nowMs,
+        consumedAtMs: r.reservedAtMs,
+        requestId: r.requestId,
+      });
+      if (refund === undefined) continue; // the store cannot give back
       calls.push(
-        refund([req], { nowMs, consumedAtMs: r.reservedAtMs, requestId: r.requestId }).then(
-          ([res]) => {
-            if (res?.ok !== true) return;
-            this.stats.unitsReturned += units;
-            this.#metrics?.returned('batch', r.policy.name, units);
-          },
-        ),
+        refund.then(([res]) => {
+          if (res?.ok !== true) return;
+          this.stats.unitsReturned += units;
+          this.#metrics?.returned('batch', r.policy.name, units);
+        }),
       );
     }
     await Promise.all(calls);
@@ -500,36 +511,7 @@ function denial(d: AlgorithmDecision, leftover: number): AlgorithmDecision {
   };
 }
 
-const TIMED_OUT: StoreResult = {
-  ok: false,
-  error: new StoreError(
-    'SLUICE_ERR_STORE_TIMEOUT',
-    'a reservation got no answer within the policy timeout; it may or may not have been applied',
-  ),
-};
-
-/**
- * The first result of a store call, or a timeout result once `timeoutMs` passes or the
- * caller aborts (the call's outcome is then unknown; it is left to finish on its own).
- */
-function withinDeadline(
-  call: Promise<readonly StoreResult[]>,
-  timeoutMs: number,
-  signal: AbortSignal | undefined,
-): Promise<StoreResult | undefined> {
-  return new Promise((resolve) => {
-    const done = (r: StoreResult | undefined): void => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      resolve(r);
-    };
-    const onAbort = (): void => done(TIMED_OUT);
-    const timer = setTimeout(onAbort, timeoutMs);
-    if (signal?.aborted === true) onAbort();
-    else signal?.addEventListener('abort', onAbort, { once: true });
-    call.then(
-      (results) => done(results[0]),
-      () => done(undefined),
-    );
-  });
+/** Whether the caller's budget for the check `ctx` has run out. */
+function spent(ctx: StageContext): boolean {
+  return ctx.deadlineAtMs !== undefined && performance.now() >= ctx.deadlineAtMs;
 }

@@ -159,7 +159,6 @@ export class RateLimitService {
         : {
             stages: [
               ...localStages({
-                store,
                 clock: this.#clock,
                 overLimitCacheBytes,
                 ...(stageMetrics === undefined ? {} : { metrics: stageMetrics }),
@@ -194,7 +193,9 @@ export class RateLimitService {
             policies: [],
             clock: this.#clock,
             ...options.descriptorLimits,
-            ...stages(options.perSecondStore, 0),
+            // The same stages as the main limiter's, over-limit cache included.
+            overLimitCacheBytes: options.localCacheSizeBytes ?? 0,
+            ...stages(options.perSecondStore, options.localCacheSizeBytes ?? 0),
             ...(options.metrics === undefined
               ? {}
               : { metrics: options.metrics.limiter, stageMetrics: options.metrics.stages }),
@@ -234,9 +235,12 @@ export class RateLimitService {
     );
   }
 
-  /** Closes the limiter's stages: unspent batch units go back to the store. Idempotent. */
-  close(): Promise<void> {
-    return this.#limiter.close();
+  /**
+   * Closes both limiters' stages: unspent batch units go back to the store they came from
+   * (the main one, and the per-second one when there is one). Idempotent.
+   */
+  async close(): Promise<void> {
+    await Promise.all([this.#limiter.close(), this.#perSecondLimiter?.close()]);
   }
 
   /** The envoy rules in force. */

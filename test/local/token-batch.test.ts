@@ -13,7 +13,7 @@ import type {
   StoreRequest,
   StoreResult,
 } from '../../src/stores/store.js';
-import { stageCheck } from './support/stage-check.js';
+import { gatewayOf, stageCheck } from './support/stage-check.js';
 
 const KEY = '{t1}:api';
 
@@ -68,7 +68,7 @@ class SlowAnswers implements Store {
 describe('TokenBatchStage', () => {
   it('reserves 1, 2, 4, 8, 8 on a busy key (slow start up to size) and answers from the reserve', async () => {
     const store = new MemoryStore();
-    const stage = new TokenBatchStage({ store });
+    const stage = new TokenBatchStage();
     const p = policy();
     const paths = new Set<string>();
     for (let i = 0; i < 23; i++) {
@@ -82,7 +82,7 @@ describe('TokenBatchStage', () => {
 
   it('makes ≤ 1 remote call per 100 decisions on a hot key with size 100', async () => {
     const store = new MemoryStore();
-    const stage = new TokenBatchStage({ store });
+    const stage = new TokenBatchStage();
     const p = policy({ batch: { size: 100, ttl: '1s' } });
     for (let i = 0; i < 1_000; i++) await stageCheck([stage], store, p, KEY, 1, { nowMs: i / 2 });
     // Warm-up 1+2+4+...+64 = 127 units in 7 calls, then 100 per call: 7 + 9 = 16.
@@ -92,7 +92,7 @@ describe('TokenBatchStage', () => {
 
   it('drops units unspent after ttl (under-use), and a cold key reserves what it spent', async () => {
     const store = new MemoryStore();
-    const stage = new TokenBatchStage({ store });
+    const stage = new TokenBatchStage();
     const p = policy();
     for (let i = 0; i < 7; i++) await stageCheck([stage], store, p, KEY, 1, { nowMs: 0 }); // 1+2+4
     await stageCheck([stage], store, p, KEY, 1, { nowMs: 0 }); // reserves 8, spends 1
@@ -105,7 +105,7 @@ describe('TokenBatchStage', () => {
 
   it('asks no more than the store holds; over the limit, denies in process until a whole reservation has refilled', async () => {
     const store = new MemoryStore();
-    const stage = new TokenBatchStage({ store });
+    const stage = new TokenBatchStage();
     // Global: 10/s, burst 10. Warm up to a reservation of 8.
     const p = policy({ rate: 10, burst: 10 });
     const paths: string[] = [];
@@ -130,7 +130,7 @@ describe('TokenBatchStage', () => {
 
   it('takes once when a timed-out reservation is retried under its id (store dedup)', async () => {
     const store = new SlowAnswers(new MemoryStore(), 1, 60);
-    const stage = new TokenBatchStage({ store, instanceId: 'i1' });
+    const stage = new TokenBatchStage({ instanceId: 'i1' });
     const p = policy({ timeout: 10 });
     const d = await stageCheck([stage], store, p, KEY, 1, { nowMs: 0 });
     expect(d).toMatchObject({ path: 'batch', allowed: true });
@@ -142,10 +142,10 @@ describe('TokenBatchStage', () => {
 
   it('adds nothing and gives nothing back when both tries time out', async () => {
     const store = new SlowAnswers(new MemoryStore(), 2, 60);
-    const stage = new TokenBatchStage({ store, instanceId: 'i1' });
+    const stage = new TokenBatchStage({ instanceId: 'i1' });
     const p = policy({ timeout: 10 });
     const item = { policy: p, key: KEY, capacity: 1_000, cost: 1 };
-    expect(await stage.enter(item, { nowMs: 0 })).toBeUndefined();
+    expect(await stage.enter(item, { nowMs: 0, gateway: gatewayOf(store) })).toBeUndefined();
     expect(stage.unitsHeld).toBe(0);
     await stage.close();
     expect(stage.stats.unitsReturned).toBe(0);
@@ -155,7 +155,7 @@ describe('TokenBatchStage', () => {
 
   it('gives unspent units back to the global bucket on close, once', async () => {
     const inner = new MemoryStore();
-    const stage = new TokenBatchStage({ store: inner, clock: new ManualClock(0) });
+    const stage = new TokenBatchStage({ clock: new ManualClock(0) });
     const p = policy();
     for (let i = 0; i < 10; i++) await stageCheck([stage], inner, p, KEY, 1, { nowMs: 0 }); // 1+2+4+8: 5 left
     expect(stage.unitsHeld).toBe(5);
@@ -172,11 +172,11 @@ describe('TokenBatchStage', () => {
 
   it('puts units back in the reserve when the check is denied elsewhere', () => {
     const store = new MemoryStore();
-    const stage = new TokenBatchStage({ store });
+    const stage = new TokenBatchStage();
     const p = policy();
     const item = { policy: p, key: KEY, capacity: 1_000, cost: 1 };
     return (async () => {
-      const verdict = await stage.enter(item, { nowMs: 0 });
+      const verdict = await stage.enter(item, { nowMs: 0, gateway: gatewayOf(store) });
       expect(stage.unitsHeld).toBe(0);
       stage.settle(
         item,
@@ -199,7 +199,7 @@ describe('TokenBatchStage', () => {
   it('passes items on to the store (and its failure mode) while reservations fail', async () => {
     const down = new MemoryStore();
     await down.close();
-    const stage = new TokenBatchStage({ store: down, retryAfterFailureMs: 1_000 });
+    const stage = new TokenBatchStage({ retryAfterFailureMs: 1_000 });
     const p = policy({ failureMode: 'open' });
     expect(await stageCheck([stage], down, p, KEY, 1, { nowMs: 0 })).toMatchObject({
       path: 'fail-open',
@@ -226,24 +226,24 @@ describe('TokenBatchStage', () => {
       close: () => inner.close(),
     };
     // Size 1: nothing spare, so 20 concurrent checks make 20 reservations at once.
-    const one = new TokenBatchStage({ store });
+    const one = new TokenBatchStage();
     const p1 = policy({ batch: { size: 1 } });
     const item1 = { policy: p1, key: KEY, capacity: 1_000, cost: 1 };
     const all1 = await Promise.all(
-      Array.from({ length: 20 }, () => one.enter(item1, { nowMs: 0 })),
+      Array.from({ length: 20 }, () => one.enter(item1, { nowMs: 0, gateway: gatewayOf(store) })),
     );
     expect(all1.every((v) => v?.kind === 'answer' && v.decision.allowed)).toBe(true);
     expect(most).toBe(20);
     most = 0;
     // Size 8, warmed to 8: 40 concurrent checks wait for reservations with spare units,
     // so about one call per 8; no reserve ever holds more than 8 spare.
-    const eight = new TokenBatchStage({ store });
+    const eight = new TokenBatchStage();
     const p8 = policy({ name: 'api8', batch: { size: 8 } });
     const item8 = { policy: p8, key: '{t1}:api8', capacity: 1_000, cost: 1 };
-    for (let i = 0; i < 15; i++) await eight.enter(item8, { nowMs: 0 });
+    for (let i = 0; i < 15; i++) await eight.enter(item8, { nowMs: 0, gateway: gatewayOf(store) });
     const before = eight.stats.reservationCalls;
     const all8 = await Promise.all(
-      Array.from({ length: 40 }, () => eight.enter(item8, { nowMs: 0 })),
+      Array.from({ length: 40 }, () => eight.enter(item8, { nowMs: 0, gateway: gatewayOf(store) })),
     );
     expect(all8.every((v) => v?.kind === 'answer' && v.decision.allowed)).toBe(true);
     expect(eight.stats.reservationCalls - before).toBeLessThanOrEqual(6);
@@ -252,11 +252,10 @@ describe('TokenBatchStage', () => {
   });
 
   it('refuses bad options with SLUICE_ERR_BATCH_INVALID', () => {
-    const store = new MemoryStore();
-    expect(() => new TokenBatchStage({ store, maxKeys: 1.5 })).toThrow(
+    expect(() => new TokenBatchStage({ maxKeys: 1.5 })).toThrow(
       expect.objectContaining({ code: 'SLUICE_ERR_BATCH_INVALID' }),
     );
-    expect(() => new TokenBatchStage({ store, retryAfterFailureMs: -1 })).toThrow(
+    expect(() => new TokenBatchStage({ retryAfterFailureMs: -1 })).toThrow(
       expect.objectContaining({ code: 'SLUICE_ERR_BATCH_INVALID' }),
     );
   });

@@ -105,13 +105,13 @@ function storeAt(port: number): CountingStore {
   );
 }
 
-function stagesOf(names: readonly StageName[], store: Store): Stage[] {
+function stagesOf(names: readonly StageName[]): Stage[] {
   return names.map((name) =>
     name === 'local'
       ? new LocalStage()
       : name === 'cache'
         ? new OverLimitCache({ maxBytes: 1 << 20 })
-        : new TokenBatchStage({ store }),
+        : new TokenBatchStage(),
   );
 }
 
@@ -119,7 +119,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function run(c: RunCommand): Promise<RunReport> {
   const store = storeAt(c.port);
-  const stages = stagesOf(c.stages, store);
+  const stages = stagesOf(c.stages);
   const limiter = createLimiter({ store, policies: [c.policy as PolicyInput], stages });
   const batchStage = stages.find((s): s is TokenBatchStage => s instanceof TokenBatchStage);
   const random = mulberry32(c.seed);
@@ -202,7 +202,7 @@ let holding: { limiter: Limiter; stage: TokenBatchStage; store: CountingStore } 
 async function hold(c: HoldCommand): Promise<HoldReport> {
   const store = storeAt(c.port);
   await store.inner.ready();
-  const stage = new TokenBatchStage({ store });
+  const stage = new TokenBatchStage();
   const limiter = createLimiter({ store, policies: [c.policy as PolicyInput], stages: [stage] });
   holding = { limiter, stage, store };
   let spent = 0;

@@ -3,7 +3,17 @@ import type { Decision } from '../../../src/core/decision.js';
 import { StoreError } from '../../../src/core/errors.js';
 import type { Policy } from '../../../src/core/policy.js';
 import type { Stage, StageContext, StageItem, StageVerdict } from '../../../src/limiter/stage.js';
+import { StoreGateway } from '../../../src/limiter/store-gateway.js';
 import type { Store, StoreResult } from '../../../src/stores/store.js';
+
+const gateways = new WeakMap<Store, StoreGateway>();
+
+/** One gateway per store, as one limiter has: what a limiter gives its stages. */
+export function gatewayOf(store: Store): StoreGateway {
+  let g = gateways.get(store);
+  if (g === undefined) gateways.set(store, (g = new StoreGateway(store, undefined, undefined)));
+  return g;
+}
 
 /**
  * One check of one policy item through `stages` and then `store`, as the stage seam
@@ -20,6 +30,8 @@ export async function stageCheck(
   cost: number,
   ctx: StageContext,
 ): Promise<Decision> {
+  // A stage's own store calls go through a store gateway, as the limiter gives them one.
+  if (ctx.gateway === undefined) ctx = { ...ctx, gateway: gatewayOf(store) };
   const entered: [Stage, StageItem, StageVerdict][] = [];
   let item: StageItem = {
     policy,

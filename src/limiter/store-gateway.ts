@@ -1,0 +1,279 @@
+import { StoreError } from '../core/errors.js';
+import type { CheckRecorder } from '../metrics/check-recorder.js';
+import type {
+  Store,
+  StoreApplyOptions,
+  StoreRefundOptions,
+  StoreRequest,
+  StoreResult,
+} from '../stores/store.js';
+import { inProcessCall } from './check-metrics.js';
+import { Deadlines, type Deadline } from './deadlines.js';
+import type { StageContext, StageGateway } from './stage.js';
+
+/** What ended a failed store call. */
+export type StoreCallEnd =
+  /** The store failed, or did not answer within the policies' timeout. */
+  | 'store'
+  /** The caller's `timeoutMs`, shorter than the policies' timeout, ran out first. */
+  | 'deadline'
+  /** The caller's `signal` aborted the wait. */
+  | 'cancel';
+
+/**
+ * Told how each store call ended, once per call (not per policy): for health tracking
+ * and failure counters. Calls decided in process (MemoryStore) are not reported.
+ */
+export interface StoreCallObserver {
+  /** The store answered: every request of the batch was decided. */
+  answered(): void;
+  /**
+   * The call gave no decision; the policies' failure modes decided. With `endedBy`
+   * `deadline` or `cancel` nothing is known about the store itself.
+   */
+  failed(error: StoreError, endedBy: StoreCallEnd): void;
+}
+
+/** The longest delay a Node timer takes (2^31-1 ms, ~24.8 days); past it, it fires at 1ms. */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * The one way to a store that is waited on (docs/design.md: the store gateway): the
+ * limiter's check calls and the stages' own calls (batch reservations, refunds) alike
+ * run under a deadline and the caller's cancellation, and are told to the health
+ * observer and the metrics. One promise and one pooled deadline entry per call.
+ */
+export class StoreGateway implements StageGateway {
+  readonly #store: Store;
+  readonly #observer: StoreCallObserver | undefined;
+  readonly #metrics: CheckRecorder | undefined;
+  readonly #deadlines = new Deadlines();
+
+  constructor(
+    store: Store,
+    observer: StoreCallObserver | undefined,
+    metrics: CheckRecorder | undefined,
+  ) {
+    this.#store = store;
+    this.#observer = observer;
+    this.#metrics = metrics;
+  }
+
+  /** Whether the store decides in process (`Store.applySync`, as MemoryStore does). */
+  get synchronous(): boolean {
+    return this.#store.applySync !== undefined;
+  }
+
+  /**
+   * One call to a store that decides in process (see {@link StoreGateway.synchronous}):
+   * no deadline, timer or promise. A throw becomes per-request errors; a failure is
+   * counted in the metrics (an in-process call is not timed: it is the check).
+   */
+  inProcess(batch: readonly StoreRequest[], options: StoreApplyOptions): readonly StoreResult[] {
+    let results: readonly StoreResult[];
+    try {
+      results = this.#store.applySync!(batch, options);
+    } catch (cause) {
+      results = failedResults(batch, cause);
+    }
+    const m = this.#metrics;
+    if (m !== undefined) inProcessCall(m, results);
+    return results;
+  }
+
+  /**
+   * One store call of `batch`, waited on at most `timeoutMs` (what `deadlineEnds` says
+   * that bound stands for) and until `signal` aborts. Never rejects: a late, thrown or
+   * failed answer becomes per-request errors. `timeoutMs` 0 or less: the caller's budget
+   * is already spent, and the store is not called. `onEnded` runs when the store's own
+   * call ends (the store may read `batch` until then, even past the deadline).
+   */
+  call(
+    batch: readonly StoreRequest[],
+    nowMs: number,
+    requestId: string | undefined,
+    independent: boolean,
+    timeoutMs: number,
+    deadlineEnds: 'store' | 'deadline',
+    signal: AbortSignal | undefined,
+    onEnded?: () => void,
+  ): Promise<readonly StoreResult[]> {
+    const metrics = this.#metrics;
+    const startedAt = metrics === undefined ? 0 : performance.now();
+    return new Promise<readonly StoreResult[]>((resolve) => {
+      const call = new StoreCall(nowMs, requestId, independent);
+      let deadline: Deadline | undefined;
+      let done = false;
+      const finish = (results: readonly StoreResult[], endedBy: StoreCallEnd = 'store'): void => {
+        if (done) return;
+        done = true;
+        deadline?.clear();
+        signal?.removeEventListener('abort', onAbort);
+        const observer = this.#observer;
+        if (observer !== undefined || metrics !== undefined) {
+          const failed = results.find((r) => !r.ok);
+          if (failed === undefined) observer?.answered();
+          else observer?.failed(failed.error, endedBy);
+          metrics?.storeCall(performance.now() - startedAt, failed?.error, endedBy);
+        }
+        resolve(results);
+      };
+      const fail = (cause: unknown, endedBy: StoreCallEnd = 'store'): void => {
+        finish(failedResults(batch, cause), endedBy);
+      };
+      const onAbort = (): void => {
+        call.abort();
+        fail(
+          new StoreError(
+            'SLUICE_ERR_STORE_TIMEOUT',
+            'the caller cancelled the check before the store answered; the request may or may not have been applied',
+          ),
+          'cancel',
+        );
+      };
+      if (signal !== undefined) {
+        if (signal.aborted) {
+          onAbort();
+          onEnded?.();
+          return;
+        }
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
+      if (!(timeoutMs > 0)) {
+        fail(
+          new StoreError(
+            'SLUICE_ERR_STORE_TIMEOUT',
+            "the caller's budget for the check was spent before the store was asked; nothing was applied",
+          ),
+          'deadline',
+        );
+        onEnded?.();
+        return;
+      }
+      if (Number.isFinite(timeoutMs)) {
+        deadline = this.#deadlines.add(timeoutMs, () => {
+          call.abort();
+          fail(
+            new StoreError(
+              'SLUICE_ERR_STORE_TIMEOUT',
+              deadlineEnds === 'deadline'
+                ? `store did not answer within the caller's ${timeoutMs}ms; the request may or may not have been applied`
+                : `store did not answer within ${timeoutMs}ms; the request may or may not have been applied`,
+            ),
+            deadlineEnds,
+          );
+        });
+      }
+      try {
+        this.#store.apply(batch, call).then(
+          (results) => {
+            onEnded?.();
+            finish(results);
+          },
+          (cause: unknown) => {
+            onEnded?.();
+            fail(cause);
+          },
+        );
+      } catch (cause) {
+        onEnded?.();
+        fail(cause);
+      }
+    });
+  }
+
+  /**
+   * A stage's own store call for the check `ctx` (see {@link StageGateway.apply}): under
+   * the shorter of `timeoutMs` and what is left of the caller's budget.
+   */
+  apply(
+    batch: readonly StoreRequest[],
+    timeoutMs: number,
+    ctx: StageContext,
+    requestId?: string,
+  ): Promise<readonly StoreResult[]> {
+    const { ms, endedBy } = budget(timeoutMs, ctx.deadlineAtMs);
+    return this.call(batch, ctx.nowMs, requestId, false, ms, endedBy, ctx.signal);
+  }
+
+  refund(
+    batch: readonly StoreRequest[],
+    options: StoreRefundOptions,
+  ): Promise<readonly StoreResult[]> | undefined {
+    const store = this.#store;
+    if (store.refund === undefined) return undefined;
+    const observer = this.#observer;
+    return store.refund(batch, options).then(
+      (results) => {
+        const failed = results.find((r) => !r.ok);
+        if (failed === undefined) observer?.answered();
+        else observer?.failed(failed.error, 'store');
+        return results;
+      },
+      (cause: unknown) => {
+        observer?.failed(asStoreError(cause), 'store');
+        return failedResults(batch, cause);
+      },
+    );
+  }
+}
+
+/**
+ * The wait a store call gets: the policies' `policyMs`, or what is left of the caller's
+ * budget (`deadlineAtMs`, on the `performance.now()` clock) when that is shorter, in
+ * whole ms (rounded up, so few distinct lengths reach the deadline queues).
+ */
+export function budget(
+  policyMs: number,
+  deadlineAtMs: number | undefined,
+): { ms: number; endedBy: 'store' | 'deadline' } {
+  if (deadlineAtMs === undefined) return { ms: policyMs, endedBy: 'store' };
+  const left = Math.max(0, Math.ceil(deadlineAtMs - performance.now()));
+  return left < policyMs ? { ms: left, endedBy: 'deadline' } : { ms: policyMs, endedBy: 'store' };
+}
+
+/**
+ * The options of one store call. The abort signal is made only if the store reads it
+ * (most calls never wait on anything abortable: an AbortController per check cost more
+ * than the check); once the deadline has passed, a signal read later is already aborted.
+ */
+class StoreCall implements StoreApplyOptions {
+  readonly nowMs: number;
+  readonly requestId?: string;
+  readonly independent?: boolean;
+  #controller: AbortController | undefined;
+  #aborted = false;
+
+  constructor(nowMs: number, requestId: string | undefined, independent: boolean) {
+    this.nowMs = nowMs;
+    if (requestId !== undefined) this.requestId = requestId;
+    if (independent) this.independent = true;
+  }
+
+  get signal(): AbortSignal {
+    this.#controller ??= new AbortController();
+    if (this.#aborted) this.#controller.abort();
+    return this.#controller.signal;
+  }
+
+  abort(): void {
+    this.#aborted = true;
+    this.#controller?.abort();
+  }
+}
+
+/** Every request of `batch` failed with `cause` (as a `StoreError`). */
+export function failedResults(batch: readonly unknown[], cause: unknown): StoreResult[] {
+  const error = asStoreError(cause);
+  return batch.map(() => ({ ok: false as const, error }));
+}
+
+export function asStoreError(cause: unknown): StoreError {
+  return cause instanceof StoreError
+    ? cause
+    : new StoreError(
+        'SLUICE_ERR_STORE_UNAVAILABLE',
+        `store failed: ${(cause as Error)?.message ?? String(cause)}`,
+        { cause },
+      );
+}
