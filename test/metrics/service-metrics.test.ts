@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { register as globalRegistry } from 'prom-client';
 import { ServiceMetrics } from '../../src/metrics/service-metrics.js';
+import { ControllerMetrics } from '../../src/metrics/controller-metrics.js';
 import { ruleMetricKey } from '../../src/metrics/rule-key.js';
 import { samplesOf, type Sample } from '../support/prometheus-text.js';
 
@@ -213,10 +214,27 @@ describe('ServiceMetrics', () => {
 });
 
 describe('docs/metrics.md', () => {
-  it('lists exactly the metrics ServiceMetrics exposes', async () => {
-    const doc = readFileSync(join(import.meta.dirname, '../../docs/metrics.md'), 'utf8');
-    const documented = [...doc.matchAll(/^\| `(sluice_[a-z_]+)`/gm)].map((m) => m[1]).sort();
+  const doc = readFileSync(join(import.meta.dirname, '../../docs/metrics.md'), 'utf8');
+  const controllerStart = doc.indexOf('\n## Quota controller');
+  const controllerEnd = doc.indexOf('\n## ', controllerStart + 1);
+  const familiesIn = (text: string) =>
+    [...text.matchAll(/^\| `(sluice_[a-z_]+)`/gm)].map((m) => m[1]).sort();
+
+  it('lists exactly the metrics ServiceMetrics exposes, outside the controller section', async () => {
+    expect(controllerStart).toBeGreaterThan(0);
+    const documented = familiesIn(doc.slice(0, controllerStart) + doc.slice(controllerEnd));
     const exposed = (await new ServiceMetrics().registry.getMetricsAsJSON())
+      .map((m) => m.name)
+      .sort();
+    expect(documented).toEqual(exposed);
+  });
+
+  it('lists exactly the metrics ControllerMetrics exposes in its section', async () => {
+    const documented = familiesIn(doc.slice(controllerStart, controllerEnd));
+    const idle = { connected: false, leading: false, term: 0, agents: {}, buckets: [] };
+    const exposed = (
+      await new ControllerMetrics({ status: () => idle }).registry.getMetricsAsJSON()
+    )
       .map((m) => m.name)
       .sort();
     expect(documented).toEqual(exposed);
