@@ -228,7 +228,7 @@ export class RlqsAgentClient {
           bucket: this.#key,
           rate: rate.rate,
           burst: rate.burst,
-          windowMs,
+          windowMs: rate.windowMs,
           ttlMs: Math.min(durationMs(a.assignmentTimeToLive), this.#o.maxTtlMs ?? Infinity),
           // Assignments on one stream arrive in order; the token orders streams.
           version: ++this.#version,
