@@ -65,10 +65,20 @@ export async function startQuotaController(
   });
   await redis.connect();
   const lease = new LeaderLease(redis, o.prefix ?? 'sluice-quota', o.id, electionTtlMs);
-  const service = new RlqsQuotaService({
+  // The lowest token the next term may take (above a term an agent reported seeing).
+  let termFloor = 0;
+  const service: RlqsQuotaService = new RlqsQuotaService({
     domain: o.domain,
     clock,
     log,
+    onHigherTerm: (seen) => {
+      termFloor = Math.max(termFloor, seen + 1);
+      const c = controller;
+      if (c === undefined) return;
+      stepDown(`an agent has seen term ${seen}`);
+      // Gives the key up so that the next campaign (here or elsewhere) takes a new term.
+      void lease.resign().catch(() => {});
+    },
     ...(o.strategy === undefined ? {} : { strategy: o.strategy }),
   });
   const server = new grpc.Server();
@@ -129,7 +139,8 @@ export async function startQuotaController(
       if (!(await lease.renew())) stepDown('term lost');
       return;
     }
-    const token = await lease.acquire();
+    // Time seeds the term, so that it grows even when Redis lost the stored token.
+    const token = await lease.acquire(Math.max(clock.nowMs(), termFloor));
     if (token === 0) return;
     const saved = await lease.readState();
     const state = saved === null ? undefined : (JSON.parse(saved) as ControllerState);

@@ -9,7 +9,7 @@ import {
   type WireQuotaResponse,
   type WireUsageReports,
 } from './protos.js';
-import { AGENT_METADATA, TOKEN_METADATA } from './quota-service.js';
+import { AGENT_METADATA, SEEN_TOKEN_METADATA, TOKEN_METADATA } from './quota-service.js';
 
 /** Options of {@link RlqsAgentClient}. */
 export interface RlqsAgentClientOptions {
@@ -152,6 +152,11 @@ export class RlqsAgentClient {
     this.#client = client;
     const md = new grpc.Metadata();
     md.set(AGENT_METADATA, this.#o.agent);
+    // A leader below this term (its Redis lost the counter) then takes a higher one,
+    // rather than be refused as stale by this agent for as long as it runs.
+    if (Number.isFinite(this.agent.highestToken)) {
+      md.set(SEEN_TOKEN_METADATA, String(this.agent.highestToken));
+    }
     const call = (
       client as unknown as {
         StreamRateLimitQuotas(
