@@ -110,10 +110,20 @@ export async function startQuotaController(
   const connecting = redis.connect().catch(() => undefined);
   let knownLeader: string | undefined;
   const lease = new LeaderLease(redis, o.prefix ?? 'sluice-quota', o.id, electionTtlMs);
-  const service = new RlqsQuotaService({
+  // The lowest token the next term may take (above a term an agent reported seeing).
+  let termFloor = 0;
+  const service: RlqsQuotaService = new RlqsQuotaService({
     domain: o.domain,
     clock,
     log,
+    onHigherTerm: (seen) => {
+      termFloor = Math.max(termFloor, seen + 1);
+      const c = controller;
+      if (c === undefined) return;
+      stepDown(`an agent has seen term ${seen}`);
+      // Gives the key up so that the next campaign (here or elsewhere) takes a new term.
+      void lease.resign().catch(() => {});
+    },
     ...(o.strategy === undefined ? {} : { strategy: o.strategy }),
     ...(o.onRefusal === undefined ? {} : { onRefusal: (r: string) => o.onRefusal?.(r) }),
     ...(o.onAuthFailure === undefined
@@ -185,7 +195,8 @@ export async function startQuotaController(
       if (!(await lease.renew())) stepDown('term lost');
       return;
     }
-    const token = await lease.acquire();
+    // Time seeds the term, so that it grows even when Redis lost the stored token.
+    const token = await lease.acquire(Math.max(clock.nowMs(), termFloor));
     if (token === 0) {
       knownLeader = (await lease.leader()) ?? undefined;
       return;

@@ -6,11 +6,15 @@ import type { Redis } from 'ioredis';
  *
  * - `{p}:leader` holds `<token>:<id>` while a controller leads; it expires after `ttlMs`
  *   unless renewed.
- * - `{p}:token` is a counter: each new leader INCRs it, so tokens only grow.
+ * - `{p}:token` holds the last fencing token. A new leader takes the larger of the stored
+ *   token + 1 and a floor it brings (its clock in ms, or a higher term an agent has seen,
+ *   whichever is larger), so the term does not go back when Redis loses the counter
+ *   (restart without persistence, FLUSHALL, a failover to a replica without the key, a
+ *   changed prefix): see docs/quota-leases.md, "Fencing across Redis loss".
  * - `{p}:state` is the controller state, written only by the holder of `{p}:leader`.
  *
- * Acquire is `SET {p}:leader NX PX ttl` and, when that succeeds, `INCR {p}:token`, in one
- * script. Renewal and state writes check that `{p}:leader` still holds this controller's
+ * Acquire is `SET {p}:leader NX PX ttl` and, when that succeeds, the token step above, in
+ * one script. Renewal and state writes check that `{p}:leader` still holds this controller's
  * value, in the same script that acts, so a deposed leader can neither extend its term
  * nor overwrite its successor's state. A leader persists a round's state before it sends
  * the round's leases, so its successor knows every lease it may have sent.
@@ -18,7 +22,9 @@ import type { Redis } from 'ioredis';
 
 const ACQUIRE = `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  local token = redis.call('INCR', KEYS[2])
+  local token = math.max((tonumber(redis.call('GET', KEYS[2])) or 0) + 1, tonumber(ARGV[3]))
+  token = string.format('%.0f', token)
+  redis.call('SET', KEYS[2], token)
   redis.call('SET', KEYS[1], token .. ':' .. ARGV[1], 'PX', ARGV[2])
   return token
 end
@@ -73,8 +79,11 @@ export class LeaderLease {
     return this.#value === undefined ? 0 : this.#token;
   }
 
-  /** Tries to become leader; returns the new fencing token, or 0 if another leads. */
-  async acquire(): Promise<number> {
+  /**
+   * Tries to become leader; returns the new fencing token, or 0 if another leads. The
+   * token is above the stored one and at least `floor` (a whole number below 2^53).
+   */
+  async acquire(floor = 0): Promise<number> {
     const token = Number(
       await this.#redis.eval(
         ACQUIRE,
@@ -83,6 +92,7 @@ export class LeaderLease {
         this.#keys.token,
         this.#id,
         this.#ttlMs,
+        String(Math.floor(floor)),
       ),
     );
     if (token > 0) {

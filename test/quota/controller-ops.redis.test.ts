@@ -43,6 +43,7 @@ describe('sluice controller operations', () => {
     const redis = await RedisServer.start();
     servers.push(redis);
     await redis.kill(); // its port is known, and nothing listens there now
+    const startedAtMs = Date.now();
     const c1 = controller('c1', redis.url);
     const listening = await c1.waitFor((l) => l['event'] === 'listening', 10_000);
     const http = listening['httpPort'] as number;
@@ -62,7 +63,8 @@ describe('sluice controller operations', () => {
 
     await redis.restart();
     const leader = await c1.waitFor((l) => l['event'] === 'leader', 10_000);
-    expect(leader['token']).toBe(1);
+    // Terms are seeded from the leader's clock (docs/quota-leases.md, fencing across Redis loss).
+    expect(leader['token']).toBeGreaterThanOrEqual(startedAtMs);
     await waitFor(async () => ((await get(http, '/ready')).status === 200 ? true : undefined), {
       what: 'c1 ready',
       timeoutMs: 5_000,
@@ -71,7 +73,7 @@ describe('sluice controller operations', () => {
     const after = (await get(http, '/metrics')).body;
     expect(sample(after, 'sluice_controller_redis_connected')).toBe(1);
     expect(sample(after, 'sluice_controller_leader')).toBe(1);
-    expect(sample(after, 'sluice_controller_term')).toBe(1);
+    expect(sample(after, 'sluice_controller_term')).toBe(leader['token']);
     expect(sample(after, 'sluice_controller_budget_units_per_second{bucket="name=api"}')).toBe(100);
     expect(sample(after, 'sluice_controller_committed_units_per_second{bucket="name=api"}')).toBe(
       0,
@@ -89,7 +91,12 @@ describe('sluice controller operations', () => {
       intervalMs: 50,
     });
     const ready2 = JSON.parse((await get(http2, '/ready')).body) as Record<string, unknown>;
-    expect(ready2).toMatchObject({ ready: true, leading: false, leader: '1:c1', term: 1 });
+    expect(ready2).toMatchObject({
+      ready: true,
+      leading: false,
+      leader: `${String(leader['token'])}:c1`,
+      term: leader['token'],
+    });
     expect(sample((await get(http2, '/metrics')).body, 'sluice_controller_leader')).toBe(0);
 
     // Every line was JSON with a level and a message; nothing carried a stack.

@@ -5,6 +5,7 @@ import {
   bucketKey,
   leaseStrategy,
   strategyRate,
+  tokenFill,
 } from '../../src/quota/rlqs/mapping.js';
 
 const lease = (rate: number, burst = rate): Lease => ({
@@ -31,7 +32,7 @@ describe('RLQS mapping', () => {
     );
   });
 
-  it('sends a lease as a token bucket filled every second, rounded down; under 1/s is DENY_ALL', () => {
+  it('sends a lease as a token bucket, rounded down; under 1/s with a longer fill, not DENY_ALL', () => {
     expect(leaseStrategy(lease(99.9, 99.9), 'token_bucket')).toEqual({
       tokenBucket: {
         maxTokens: 99,
@@ -39,7 +40,21 @@ describe('RLQS mapping', () => {
         fillInterval: { seconds: 1, nanos: 0 },
       },
     });
-    expect(leaseStrategy(lease(0.9), 'token_bucket')).toEqual({ blanketRule: 'DENY_ALL' });
+    // 0.9/s: 1 per 1 s is 0, … 4 per 5 s is 0.8 (< 90%), 5 per 6 s is 0.833 (≥ 0.81).
+    expect(leaseStrategy(lease(0.9), 'token_bucket')).toEqual({
+      tokenBucket: {
+        maxTokens: 5,
+        tokensPerFill: { value: 5 },
+        fillInterval: { seconds: 6, nanos: 0 },
+      },
+    });
+    // 1/3 per second: 1 per 3 s exactly (the tolerance keeps 1/3 × 3 at one token).
+    expect(tokenFill(1 / 3)).toEqual({ tokens: 1, seconds: 3 });
+    // Under 1 per 60 s, nothing whole fits: DENY_ALL.
+    expect(leaseStrategy(lease(0.01), 'token_bucket')).toEqual({ blanketRule: 'DENY_ALL' });
+    expect(leaseStrategy(lease(0.9), 'requests_per_time_unit')).toEqual({
+      blanketRule: 'DENY_ALL',
+    });
     expect(leaseStrategy(lease(42.5), 'requests_per_time_unit')).toEqual({
       requestsPerTimeUnit: { requestsPerTimeUnit: 42, timeUnit: 'SECOND' },
     });
@@ -49,18 +64,30 @@ describe('RLQS mapping', () => {
     expect(strategyRate(leaseStrategy(lease(50), 'token_bucket'), 1_000)).toEqual({
       rate: 50,
       burst: 50,
+      windowMs: 1_000,
     });
     expect(strategyRate(leaseStrategy(lease(50), 'requests_per_time_unit'), 500)).toEqual({
       rate: 50,
       burst: 25,
+      windowMs: 500,
+    });
+    // A fill longer than the window is the window: 5 per 6 s is 5 units per 6 s window.
+    expect(strategyRate(leaseStrategy(lease(0.9), 'token_bucket'), 1_000)).toEqual({
+      rate: 5 / 6,
+      burst: 5,
+      windowMs: 6_000,
     });
     expect(
       strategyRate(
         { requestsPerTimeUnit: { requestsPerTimeUnit: 120, timeUnit: 'MINUTE' } },
         1_000,
       ),
-    ).toEqual({ rate: 2, burst: 2 });
-    expect(strategyRate({ blanketRule: 'DENY_ALL' }, 1_000)).toEqual({ rate: 0, burst: 0 });
+    ).toEqual({ rate: 2, burst: 2, windowMs: 1_000 });
+    expect(strategyRate({ blanketRule: 'DENY_ALL' }, 1_000)).toEqual({
+      rate: 0,
+      burst: 0,
+      windowMs: 1_000,
+    });
     expect(strategyRate({ blanketRule: 'ALLOW_ALL' }, 1_000)).toBeUndefined();
     expect(strategyRate(null, 1_000)).toBeUndefined();
   });

@@ -131,7 +131,7 @@ describe('RLQS: envoy.service.rate_limit_quota.v3.RateLimitQuotaService', () => 
     c.report('api', 0, 0, true);
     c.report('batch', 0, 0);
     const first = await c.next(of('api'), 0);
-    expect(c.token()).toBe('1');
+    expect(c.token()).toBe(String(controller.token()));
     expect(first.action.bucket_action).toBe('quota_assignment_action');
     expect(first.action.quota_assignment_action!.assignment_time_to_live).toEqual({
       seconds: 2,

@@ -209,7 +209,7 @@ describe('sluice serve as a quota lease agent', () => {
       ...['--redis', redis.url, '--domain', 'sluice', '--budget', `policy=global-api@${C}`],
       ...['--port', String(port), '--refresh-ms', String(R), '--lease-ttl-ms', String(L)],
     ]);
-    await controller.waitFor((l) => l['event'] === 'leader', 10_000);
+    const term = (await controller.waitFor((l) => l['event'] === 'leader', 10_000))['token'];
     const serveArgs = [
       ...['--config', join(dir, 'envoy'), '--lease-policies', 'global-api'],
       ...['--lease-fallback', `${FALLBACK}`],
@@ -254,7 +254,7 @@ describe('sluice serve as a quota lease agent', () => {
       policy: 'global-api',
       mode: 'lease',
       controller: `127.0.0.1:${port}`,
-      fencingToken: 1,
+      fencingToken: term,
     });
     const upGauges = await leaseGauges(live[0]!);
     expect(upGauges.inForce).toBe(1);

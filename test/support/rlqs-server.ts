@@ -22,9 +22,14 @@ export async function startRlqsServer(
     readonly domain: string;
     readonly clock: Clock;
     readonly credentials?: grpc.ServerCredentials;
+    readonly log?: (event: Record<string, unknown>) => void;
   },
 ): Promise<RlqsTestServer> {
-  const service = new RlqsQuotaService({ domain: options.domain, clock: options.clock });
+  const service = new RlqsQuotaService({
+    domain: options.domain,
+    clock: options.clock,
+    ...(options.log === undefined ? {} : { log: options.log }),
+  });
   service.lead(controller);
   const server = new grpc.Server();
   server.addService(RLQS_SERVICE, service.handlers());

@@ -9,7 +9,12 @@ import {
   type WireQuotaResponse,
   type WireUsageReports,
 } from './protos.js';
-import { AGENT_METADATA, REFRESH_METADATA, TOKEN_METADATA } from './quota-service.js';
+import {
+  AGENT_METADATA,
+  REFRESH_METADATA,
+  SEEN_TOKEN_METADATA,
+  TOKEN_METADATA,
+} from './quota-service.js';
 
 /** Options of {@link RlqsAgentClient}. */
 export interface RlqsAgentClientOptions {
@@ -196,6 +201,11 @@ export class RlqsAgentClient {
     const md = new grpc.Metadata();
     md.set(AGENT_METADATA, this.#o.agent);
     md.set(REFRESH_METADATA, String(this.#o.refreshMs ?? 1_000));
+    // A leader below this term (its Redis lost the counter) then takes a higher one,
+    // rather than be refused as stale by this agent for as long as it runs.
+    if (Number.isFinite(this.agent.highestToken)) {
+      md.set(SEEN_TOKEN_METADATA, String(this.agent.highestToken));
+    }
     const call = (
       client as unknown as {
         StreamRateLimitQuotas(
@@ -273,7 +283,7 @@ export class RlqsAgentClient {
           bucket: this.#key,
           rate: rate.rate,
           burst: rate.burst,
-          windowMs,
+          windowMs: rate.windowMs,
           ttlMs: Math.min(durationMs(a.assignmentTimeToLive), this.#o.maxTtlMs ?? Infinity),
           // Assignments on one stream arrive in order; the token orders streams.
           version: ++this.#version,

@@ -42,26 +42,52 @@ export function durationMs(d: WireDuration | null | undefined): number {
 /** Which RLQS strategy a controller sends. */
 export type RlqsStrategyKind = 'token_bucket' | 'requests_per_time_unit';
 
+/** The longest fill interval sent, in seconds: a share smaller than 1 unit per this is DENY_ALL. */
+export const MAX_FILL_SECONDS = 60;
+
+/**
+ * The whole-second fill interval and whole tokens per fill that express `rate` (units/s)
+ * best without exceeding it: Envoy reads `fill_interval` in whole seconds and tokens are
+ * whole. The smallest interval that keeps at least 90% of the rate wins, so a large rate
+ * keeps a 1 s fill (49.75/s → 49 per 1 s) and a small one is not floored to nothing
+ * (0.66/s → 3 per 5 s, not DENY_ALL). `undefined` when even
+ * {@link MAX_FILL_SECONDS} holds less than one token.
+ */
+export function tokenFill(rate: number): { tokens: number; seconds: number } | undefined {
+  let best: { tokens: number; seconds: number } | undefined;
+  for (let seconds = 1; seconds <= MAX_FILL_SECONDS; seconds++) {
+    // A hair of tolerance, so that 1/3 × 3 counts as 1 token.
+    const tokens = Math.floor(rate * seconds + 1e-9);
+    if (tokens < 1) continue;
+    if (best === undefined || tokens / seconds > best.tokens / best.seconds)
+      best = { tokens, seconds };
+    if (tokens / seconds >= 0.9 * rate) return { tokens, seconds };
+  }
+  return best;
+}
+
 /**
  * A lease as an RLQS strategy, rounded down so that a client never admits more than the
- * ledger counts. A lease under one unit per second is DENY_ALL (token_bucket needs
- * tokens_per_fill > 0); ALLOW_ALL is never sent.
+ * ledger counts; ALLOW_ALL is never sent.
  *
- * token_bucket: `fill_interval` is 1 s (Envoy reads whole seconds only) and the rate is in
- * `tokens_per_fill`; `max_tokens` is the lease's burst. requests_per_time_unit: the rate
- * per SECOND.
+ * token_bucket: `tokens_per_fill` every `fill_interval` (whole seconds, {@link tokenFill}),
+ * so a share under 1 unit/s is still a share; `max_tokens` is the larger of the lease's
+ * burst and one fill. Only a share under 1 unit per {@link MAX_FILL_SECONDS} is DENY_ALL.
+ * requests_per_time_unit: the rate per SECOND, so under 1/s it is DENY_ALL.
  */
 export function leaseStrategy(lease: Lease, kind: RlqsStrategyKind): WireStrategy {
-  const perSecond = Math.floor(lease.rate);
-  if (perSecond < 1) return { blanketRule: 'DENY_ALL' };
   if (kind === 'requests_per_time_unit') {
+    const perSecond = Math.floor(lease.rate);
+    if (perSecond < 1) return { blanketRule: 'DENY_ALL' };
     return { requestsPerTimeUnit: { requestsPerTimeUnit: perSecond, timeUnit: 'SECOND' } };
   }
+  const fill = tokenFill(lease.rate);
+  if (fill === undefined) return { blanketRule: 'DENY_ALL' };
   return {
     tokenBucket: {
-      maxTokens: Math.max(1, Math.floor(lease.burst)),
-      tokensPerFill: { value: perSecond },
-      fillInterval: { seconds: 1, nanos: 0 },
+      maxTokens: Math.max(fill.tokens, Math.floor(lease.burst)),
+      tokensPerFill: { value: fill.tokens },
+      fillInterval: { seconds: fill.seconds, nanos: 0 },
     },
   };
 }
@@ -74,14 +100,16 @@ const UNIT_MS: Record<string, number> = {
 };
 
 /**
- * An RLQS strategy as (rate per second, burst per window of `windowMs`), for an agent that
+ * An RLQS strategy as (rate per second, burst per window, window) for an agent that
  * enforces it; `undefined` for ALLOW_ALL or a strategy it cannot bound, which a Sluice
- * agent refuses.
+ * agent refuses. The window is `windowMs`, or a token bucket's fill interval when that is
+ * longer: 2 tokens per 3 s is enforced as 2 units per 3 s window, never as 0.67 of a unit
+ * per 1 s window (which admits nothing).
  */
 export function strategyRate(
   s: WireStrategy | null | undefined,
   windowMs: number,
-): { rate: number; burst: number } | undefined {
+): { rate: number; burst: number; windowMs: number } | undefined {
   if (s === null || s === undefined) return undefined;
   // Decoded messages name the set member in `strategy` (the loader's `oneofs` option);
   // objects built in process are told apart by which member they hold.
@@ -93,20 +121,21 @@ export function strategyRate(
         ? 'requestsPerTimeUnit'
         : 'blanketRule');
   if (which === 'blanketRule' && 'blanketRule' in s) {
-    return s.blanketRule === 'DENY_ALL' ? { rate: 0, burst: 0 } : undefined;
+    return s.blanketRule === 'DENY_ALL' ? { rate: 0, burst: 0, windowMs } : undefined;
   }
   if (which === 'tokenBucket' && 'tokenBucket' in s && s.tokenBucket) {
     const t = s.tokenBucket;
     const fillMs = durationMs(t.fillInterval);
     if (fillMs <= 0) return undefined;
     const rate = ((t.tokensPerFill?.value ?? 1) * 1000) / fillMs;
-    return { rate, burst: Math.min(t.maxTokens, (rate * windowMs) / 1000) };
+    const w = Math.max(windowMs, fillMs);
+    return { rate, burst: Math.min(t.maxTokens, (rate * w) / 1000), windowMs: w };
   }
   if (which === 'requestsPerTimeUnit' && 'requestsPerTimeUnit' in s && s.requestsPerTimeUnit) {
     const unitMs = UNIT_MS[s.requestsPerTimeUnit.timeUnit];
     if (unitMs === undefined) return undefined;
     const rate = (s.requestsPerTimeUnit.requestsPerTimeUnit * 1000) / unitMs;
-    return { rate, burst: (rate * windowMs) / 1000 };
+    return { rate, burst: (rate * windowMs) / 1000, windowMs };
   }
   return undefined;
 }

@@ -29,6 +29,13 @@ export const TOKEN_METADATA = 'sluice-fencing-token';
  */
 export const REFRESH_METADATA = 'sluice-refresh-ms';
 
+/**
+ * Metadata a Sluice agent sends when it opens a stream: the highest fencing token it has
+ * seen. A leader whose own token is lower (its Redis lost the counter, and its clock is
+ * behind the one that issued that token) refuses the stream and takes a higher term.
+ */
+export const SEEN_TOKEN_METADATA = 'sluice-seen-token';
+
 type Stream = grpc.ServerDuplexStream<WireUsageReports, WireQuotaResponse>;
 
 const notLeader = (message: string) =>
@@ -89,6 +96,12 @@ export interface RlqsQuotaServiceOptions {
   onDuplicateAgent?(agent: string): void;
   /** An agent configured with another setting than the controller's (`refresh-ms`). @default ignore */
   onSettingsMismatch?(setting: string): void;
+  /**
+   * An agent has seen the fencing token `seen`, above this leader's: the leader must step
+   * down and lead again under a token above `seen` (the stream was refused with
+   * UNAVAILABLE, so the agent comes back). @default ignore
+   */
+  readonly onHigherTerm?: (seen: number) => void;
 }
 
 /**
@@ -178,6 +191,18 @@ export class RlqsQuotaService {
     if (controller === undefined) {
       this.#o.onRefusal?.('not-leader');
       fail(call, notLeader('this controller does not lead'));
+      return;
+    }
+    const seen = Number(call.metadata.get(SEEN_TOKEN_METADATA)[0] ?? 0);
+    if (Number.isSafeInteger(seen) && seen > controller.fencingToken) {
+      this.#o.log?.({ event: 'higher_term_seen', seen, token: controller.fencingToken });
+      fail(
+        call,
+        notLeader(
+          `this controller's term ${controller.fencingToken} is below term ${seen} the agent has seen; it takes a higher one`,
+        ),
+      );
+      this.#o.onHigherTerm?.(seen);
       return;
     }
     const named = call.metadata.get(AGENT_METADATA)[0];

@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  startQuotaController,
+  type QuotaControllerProcess,
+} from '../../src/quota/controller-process.js';
+import { RlqsAgentClient } from '../../src/quota/rlqs/agent-client.js';
+import { RedisServer } from '../support/redis-server.js';
+import { waitFor } from '../support/wait.js';
+
+// A budget of 2/s over three agents that all want more: each share is about 0.66/s. A
+// share under 1/s is sent as a token bucket with a longer fill interval (3 per 5 s here,
+// see tokenFill), never DENY_ALL, and the agents enforce it as 3 units per 5 s window.
+// Real controller (gRPC server, leader election on a real redis-server), real agents on
+// the RLQS stream.
+const BUDGET = 2;
+let redis: RedisServer;
+let controller: QuotaControllerProcess;
+const agents: RlqsAgentClient[] = [];
+beforeAll(async () => {
+  redis = await RedisServer.start();
+  controller = await startQuotaController({
+    redisUrl: redis.url,
+    id: 'fractional',
+    domain: 'd',
+    port: 0,
+    budgets: [{ bucket: 'name=api', ratePerSecond: BUDGET }],
+    refreshMs: 1_000,
+  });
+});
+afterAll(async () => {
+  await Promise.all(agents.map((a) => a.close()));
+  await controller.close();
+  await redis.stop();
+});
+
+describe('fractional shares', () => {
+  it('a 2/s budget over three agents admits close to 2/s and never more', async () => {
+    const fills = new Set<number>();
+    for (const name of ['a', 'b', 'c']) {
+      const a = new RlqsAgentClient({
+        controllers: [`127.0.0.1:${controller.port}`],
+        agent: name,
+        domain: 'd',
+        bucket: { name: 'api' },
+        fallback: { kind: 'deny' },
+        refreshMs: 1_000,
+        log: (e) => {
+          if (e['event'] === 'lease' && e['outcome'] === 'applied') fills.add(Number(e['rate']));
+        },
+      });
+      agents.push(a);
+      a.start();
+    }
+    // Each agent wants 50/s; admitted units are counted per aligned window of 5 s, the
+    // fill interval of a 0.66/s share, so that every window holds whole fills.
+    const W = 5_000;
+    const admitted = new Map<number, number>();
+    const demand = setInterval(() => {
+      for (const a of agents) {
+        if (a.take() === 'allowed') {
+          const w = Math.floor(Date.now() / W);
+          admitted.set(w, (admitted.get(w) ?? 0) + 1);
+        }
+      }
+    }, 20);
+    try {
+      // Settled once every agent holds a share under 1/s (the round after all three report).
+      await waitFor(
+        () => (agents.every((a) => (a.agent.lease(Date.now())?.rate ?? 1) < 1) ? true : undefined),
+        {
+          what: 'three shares under 1/s',
+          timeoutMs: 20_000,
+        },
+      );
+      const first = Math.floor(Date.now() / W) + 1;
+      const windows = 3;
+      await waitFor(() => (Math.floor(Date.now() / W) >= first + windows ? true : undefined), {
+        what: `${windows} whole windows of ${W} ms`,
+        timeoutMs: (windows + 2) * W,
+        intervalMs: 200,
+      });
+      const counts = Array.from({ length: windows }, (_, i) => admitted.get(first + i) ?? 0);
+      const perWindow = (BUDGET * W) / 1000;
+      for (const c of counts) expect(c).toBeLessThanOrEqual(perWindow);
+      const utilization = counts.reduce((s, c) => s + c, 0) / (perWindow * windows);
+      // Each share is 0.663/s, sent as 3 per 5 s (0.6/s): 9 of 10 units per window.
+      expect(utilization, `admitted per ${W} ms: ${counts.join(', ')}`).toBeGreaterThanOrEqual(
+        0.85,
+      );
+      console.log(
+        `fractional shares: admitted ${counts.join(', ')} per 5 s (budget 10), utilization ${(utilization * 100).toFixed(0)}%`,
+      );
+    } finally {
+      clearInterval(demand);
+    }
+  }, 60_000);
+});
