@@ -22,7 +22,9 @@ afterAll(async () => {
   for (const c of cleanup.reverse()) await c();
 });
 
-async function rlqsServer(credentials = grpc.ServerCredentials.createInsecure()): Promise<number> {
+async function rlqsServer(
+  credentials = grpc.ServerCredentials.createInsecure(),
+): Promise<{ port: number; controller: QuotaController }> {
   const controller = new QuotaController(
     {
       budgets: [
@@ -38,7 +40,7 @@ async function rlqsServer(credentials = grpc.ServerCredentials.createInsecure())
     credentials,
   });
   cleanup.push(stop);
-  return port;
+  return { port, controller };
 }
 
 const CONFIG = `domain: edge
@@ -55,7 +57,7 @@ descriptors:
 
 describe('startService with quota leases', () => {
   it('keeps one stream per leased rule, and decides each rule from its own lease', async () => {
-    const port = await rlqsServer();
+    const { port, controller } = await rlqsServer();
     const dir = await mkdtemp(join(tmpdir(), 'sluice-lease-agents-'));
     cleanup.push(() => rm(dir, { recursive: true, force: true }));
     await writeFile(join(dir, 'config.yaml'), CONFIG);
@@ -116,9 +118,25 @@ describe('startService with quota leases', () => {
         pinned.after.units - pinned.after.usedInWindow,
       );
     }
-    // Two refreshes later, still one stream each: neither replaced the other's.
+    // Two refreshes later, still one stream each: neither replaced the other's. A refresh
+    // is a report the controller received (its record's lastReportMs moves), so the wait
+    // counts two of each agent's reports, however late a busy machine sends them.
     const mark = log.lines.length;
-    await new Promise((r) => setTimeout(r, 2_100));
+    const lastReport = (policy: string) =>
+      controller.record(`policy=${policy}`, `i1/${policy}`)?.lastReportMs;
+    const twoReports = async (policy: string) => {
+      let seen = lastReport(policy);
+      for (const n of [1, 2]) {
+        const before = seen;
+        seen = await waitFor(
+          () => (lastReport(policy) !== before ? lastReport(policy) : undefined),
+          { what: `report ${n} of ${policy} after the mark`, timeoutMs: 15_000, intervalMs: 20 },
+        );
+      }
+    };
+    const startedMs = Date.now();
+    await Promise.all([twoReports('alpha'), twoReports('beta')]);
+    console.log(`two reports of each agent after the mark in ${Date.now() - startedMs} ms`);
     const streams = log.lines
       .slice(mark)
       .filter((l) => typeof l.msg === 'string' && l.msg === 'quota lease stream');
@@ -127,7 +145,7 @@ describe('startService with quota leases', () => {
   });
 
   it('without SLUICE_LEASE_AGENT, two instances on one host and pid pick different agent names (host, pid, a random part)', async () => {
-    const port = await rlqsServer();
+    const { port } = await rlqsServer();
     const dir = await mkdtemp(join(tmpdir(), 'sluice-lease-agents-'));
     cleanup.push(() => rm(dir, { recursive: true, force: true }));
     await writeFile(join(dir, 'config.yaml'), CONFIG);
@@ -166,7 +184,7 @@ describe('startService with quota leases', () => {
     // The controller's certificate names quota.internal, not the address dialled.
     const server = await issueCert(dir, ca, 'controller', { dns: ['quota.internal'] });
     const client = await issueCert(dir, ca, 'agent', { dns: ['sluice'], usages: ['clientAuth'] });
-    const port = await rlqsServer(
+    const { port } = await rlqsServer(
       grpc.ServerCredentials.createSsl(
         ca.cert,
         [{ cert_chain: server.cert, private_key: server.key }],
