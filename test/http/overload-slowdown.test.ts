@@ -1,47 +1,48 @@
 /**
- * A real service behind sluice/http whose downstream slows 10x partway through, run
- * twice on real servers on 127.0.0.1: without the admission boundary and with it.
+ * A real service behind sluice/http (Express, real HTTP on 127.0.0.1) whose downstream
+ * slows 10x partway through, run twice: without the admission boundary and with it.
  *
- * The model (all delays are real timers in real servers):
+ * Time is virtual: the boundary, the service's own work, the downstream and the load
+ * all run on one ManualClock and ManualTimer. The driver moves the clock from one event
+ * (a request due, a timer due) to the next, and only once every request sent is settled: answered at the client, or parked on the
+ * virtual timer (own work, the downstream, the boundary's queue) with every admitted
+ * permit held by a parked request. HTTP therefore takes no virtual time, and a busy
+ * machine (a stall, a slow scheduler) changes how long the test takes, never what it
+ * measures: the verdict is the same on a quiet machine and with both cores busy.
+ *
+ * The model:
  * - downstream: one worker, FIFO; each call holds the worker 1 ms, then 10 ms once
- *   slowed: its capacity falls from about 1000/s to about 90/s;
- * - service (Express): per request 50 ms of its own (an uncontended timer: templating,
- *   other backends) and one downstream call, behind a rate limit it stays under
- *   (10,000/s) and, in the second run, the admission boundary;
+ *   slowed: its capacity falls from 1000/s to 100/s;
+ * - service: per request 50 ms of its own (templating, other backends) and one
+ *   downstream call, behind a rate limit it stays under (10,000/s) and, in the second
+ *   run, the admission boundary;
  * - load: open loop at 140 requests/s (sent on schedule whatever the answers), 30 %
- *   CRITICAL and 70 % SHEDDABLE; healthy for 4.5 s, then slowed for 4 s: about 1.5x what
- *   the slowed downstream can serve.
+ *   CRITICAL and 70 % SHEDDABLE; healthy for 4.5 s, then slowed for 4 s: 1.4x what the
+ *   slowed downstream can serve.
  *
- * Without the boundary the downstream queue grows by about 50 requests per second and
+ * Without the boundary the downstream queue grows by about 40 requests per second and
  * latency climbs with it for as long as the slowdown lasts. With it, the concurrency
  * limit keeps the downstream queue short, sheddable traffic is refused first (503,
  * Retry-After, reason), and admitted latency stays near the healthy latency. The
- * boundary's settings are stated where it is built: a gradient limit with tolerance
- * 1.5 (above the 1.2x that the slower call adds to an unqueued request, so the slowdown
- * alone does not shed), half steps per window (smoothing 0.5: less overshoot around the
- * slowed equilibrium) and a floor of 8 (room for the critical traffic, 42/s × ~80 ms ≈
- * 3.4 in flight, with a margin for event-loop stalls on a busy machine), SHEDDABLE
- * limited to 40 % of the limit, and a LIFO queue of 10 ms.
- *
- * Every bound is derived from the same run's healthy phase, so a loaded machine (which
- * slows every phase alike) moves the baseline and the bound together. The healthy
- * window (4 s after a 0.5 s warm-up) is as long as the slowed one. An event-loop stall
- * holds up every request in flight in this process, and lands in one window or the
- * other, so the latency bound with the boundary is measured on the requests no stall held
- * up, in both phases.
+ * boundary: a gradient limit with tolerance 1.5 (above the 1.2x that the slower call
+ * adds to an unqueued request, so the slowdown alone does not shed), half steps per
+ * window (smoothing 0.5), a floor of 8, SHEDDABLE limited to 40 % of the limit, and a
+ * LIFO queue of 10 ms.
  */
 import { createServer, request, Agent, type Server } from 'node:http';
-import { setTimeout as sleep } from 'node:timers/promises';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/core/clock.js';
 import { createLimiter } from '../../src/limiter/limiter.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
 import { createHttpRateLimit } from '../../src/http.js';
 import {
   createAdmissionBoundary,
+  ManualTimer,
   parseCriticality,
   type AdmissionBoundary,
   type Criticality,
+  type Timer,
 } from '../../src/overload.js';
 import { listen, type Listening } from '../support/listen.js';
 
@@ -49,18 +50,12 @@ const RATE_PER_S = 140;
 const HEALTHY_MS = 4_500;
 const SLOW_MS = 4_000;
 const OWN_WORK_MS = 50;
-const WORKERS = 1;
 const FAST_CALL_MS = 1;
 const SLOW_CALL_MS = 10;
-/** After the load stops, how long unfinished requests are still awaited. */
+/** After the load stops, how long (virtual) unfinished requests are still awaited. */
 const GRACE_MS = 1_000;
-/** The event loop's tick while a run lasts; a longer gap than {@link STALL_MS} is a stall. */
-const TICK_MS = 5;
-/**
- * A gap between ticks this long means the process was held up (not scheduled, or a long
- * GC) for at least 15 ms: every request in flight then waited too, whatever Sluice did.
- */
-const STALL_MS = 20;
+/** Real time one virtual millisecond may take to settle: only a hung request reaches it. */
+const SETTLE_DEADLINE_MS = 10_000;
 
 const running: Listening[] = [];
 afterEach(async () => {
@@ -73,30 +68,34 @@ async function serve(server: Server): Promise<string> {
   return s.url;
 }
 
-/** The downstream: `WORKERS` workers, FIFO; each call holds one for `callMs()` (a real timer). */
-function downstream(callMs: () => number): Server {
+/** Where requests are parked on the virtual timer. */
+interface Parked {
+  ownWork: number;
+  downstream: number;
+}
+
+/** The downstream: one worker, FIFO; each call holds it for `callMs()` virtual ms. */
+function downstream(timer: Timer, parked: Parked, callMs: () => number): () => Promise<void> {
   const waiting: (() => void)[] = [];
-  let idle = WORKERS;
+  let busy = false;
   const next = (): void => {
     const job = waiting.shift();
-    if (job === undefined) {
-      idle++;
-      return;
-    }
-    job();
+    busy = job !== undefined;
+    job?.();
   };
-  return createServer((_req, res) => {
-    waiting.push(() => {
-      setTimeout(() => {
-        res.end('ok');
-        next();
-      }, callMs());
+  return () => {
+    parked.downstream++;
+    return new Promise<void>((resolve) => {
+      waiting.push(() =>
+        timer.set(() => {
+          parked.downstream--;
+          resolve();
+          next();
+        }, callMs()),
+      );
+      if (!busy) next();
     });
-    if (idle > 0) {
-      idle--;
-      next();
-    }
-  });
+  };
 }
 
 function get(
@@ -128,20 +127,64 @@ interface Sample {
   readonly sentMs: number;
   readonly criticality: Criticality;
   readonly slowPhase: boolean;
-  status: number | 'unfinished';
+  status: number | 'unfinished' | 'error';
   latencyMs: number;
-  /** In flight while the event loop stalled (see {@link STALL_MS}). */
-  stalled: boolean;
   reason?: string;
   retryAfter?: string;
 }
 
-async function runScenario(boundary: AdmissionBoundary | undefined): Promise<Sample[]> {
+/**
+ * A {@link ManualTimer} that knows when its next callback is due, so the driver can move
+ * the clock straight to the next event instead of 1 ms at a time (the same instants).
+ */
+class SteppedTimer implements Timer {
+  readonly #inner: ManualTimer;
+  readonly #due = new Map<unknown, number>();
+
+  constructor(readonly clock: ManualClock) {
+    this.#inner = new ManualTimer(clock);
+  }
+
+  set(callback: () => void, delayMs: number): unknown {
+    const handle: unknown = this.#inner.set(() => {
+      this.#due.delete(handle);
+      callback();
+    }, delayMs);
+    this.#due.set(handle, this.clock.nowMs() + Math.max(0, delayMs));
+    return handle;
+  }
+
+  clear(handle: unknown): void {
+    this.#due.delete(handle);
+    this.#inner.clear(handle);
+  }
+
+  /** When the next callback is due; Infinity when none is. */
+  nextDueMs(): number {
+    let next = Infinity;
+    for (const atMs of this.#due.values()) next = Math.min(next, atMs);
+    return next;
+  }
+
+  advance(deltaMs: number): void {
+    this.#inner.advance(deltaMs);
+  }
+}
+
+/** Lets I/O and promise callbacks run (one turn of the event loop). */
+const turn = () => new Promise<void>((r) => setImmediate(r));
+
+async function runScenario(
+  timer: SteppedTimer,
+  boundary: AdmissionBoundary | undefined,
+): Promise<Sample[]> {
+  const clock = timer.clock;
   let slowed = false;
-  const down = await serve(downstream(() => (slowed ? SLOW_CALL_MS : FAST_CALL_MS)));
-  const toDownstream = new Agent({ keepAlive: true, maxSockets: 64 });
+  const parked: Parked = { ownWork: 0, downstream: 0 };
+  const call = downstream(timer, parked, () => (slowed ? SLOW_CALL_MS : FAST_CALL_MS));
   const limiter = createLimiter({
     store: new MemoryStore(),
+    clock,
     policies: [{ name: 'tenant', match: ['tenant'], rate: 10_000, burst: 10_000 }],
   });
   const limits = createHttpRateLimit({
@@ -153,77 +196,96 @@ async function runScenario(boundary: AdmissionBoundary | undefined): Promise<Sam
   });
   const app = express();
   app.get('/work', limits.route(), async (_req, res) => {
-    await sleep(OWN_WORK_MS);
-    const r = await get(toDownstream, `${down}/call`);
-    res.status(r.status === 200 ? 200 : 502).json({ ok: r.status === 200 });
+    parked.ownWork++;
+    await new Promise<void>((resolve) =>
+      timer.set(() => {
+        parked.ownWork--;
+        resolve();
+      }, OWN_WORK_MS),
+    );
+    await call();
+    res.status(200).json({ ok: true });
   });
   const url = await serve(createServer(app));
   const client = new Agent({ keepAlive: true });
 
   const samples: Sample[] = [];
-  const pending = new Set<Promise<void>>();
-  const start = performance.now();
+  let answered = 0;
+  // Settled: no request between two parked states (on the wire, in the rate check, in
+  // a handler's synchronous step, or admitted with its permit not yet back).
+  const settled = () => {
+    const st = boundary?.stats();
+    const atTimer = parked.ownWork + parked.downstream;
+    return (
+      answered + atTimer + (st?.queued ?? 0) === samples.length &&
+      (st === undefined || st.inflight === atTimer)
+    );
+  };
+  const settle = async () => {
+    const deadline = performance.now() + SETTLE_DEADLINE_MS;
+    while (!settled()) {
+      if (performance.now() > deadline) {
+        throw new Error(
+          `not settled at ${clock.nowMs()} ms: ${answered} answered, ${JSON.stringify(parked)}, ${JSON.stringify(boundary?.stats())} of ${samples.length}`,
+        );
+      }
+      await turn();
+    }
+  };
   // The limit, in flight and queued every 500 ms, printed with the run.
   const trace: string[] = [];
-  const tracer = setInterval(() => {
-    const st = boundary?.stats();
-    if (st !== undefined) trace.push(`${st.limit}/${st.inflight}/${st.queued}`);
-  }, 500);
-  // Client, service and downstream share this process: when it stalls, every request in
-  // flight waits, whatever Sluice does. The stalls, as [from, to] ms after start.
-  const stalls: [number, number][] = [];
-  let lastTick = start;
-  const ticker = setInterval(() => {
-    const now = performance.now();
-    if (now - lastTick >= STALL_MS) stalls.push([lastTick - start, now - start]);
-    lastTick = now;
-  }, TICK_MS);
   const total = ((HEALTHY_MS + SLOW_MS) * RATE_PER_S) / 1000;
-  for (let i = 0; i < total; i++) {
-    const dueMs = (i * 1000) / RATE_PER_S;
-    const waitMs = start + dueMs - performance.now();
-    if (waitMs > 0) await sleep(waitMs);
-    if (!slowed && dueMs >= HEALTHY_MS) slowed = true;
-    const criticality: Criticality = i % 10 < 3 ? 'CRITICAL' : 'SHEDDABLE';
-    const sample: Sample = {
-      sentMs: performance.now() - start,
-      criticality,
-      slowPhase: slowed,
-      status: 'unfinished',
-      latencyMs: 0,
-      stalled: false,
-    };
-    samples.push(sample);
-    const sent = performance.now();
-    const p = get(client, `${url}/work`, { 'x-criticality': criticality })
-      .then((r) => {
-        sample.status = r.status;
-        sample.latencyMs = performance.now() - sent;
-        if (r.status === 503) {
-          sample.reason = (JSON.parse(r.body) as { reason: string }).reason;
-          if (r.retryAfter !== undefined) sample.retryAfter = r.retryAfter;
-        }
-      })
-      .catch(() => undefined)
-      .finally(() => pending.delete(p));
-    pending.add(p);
+  const endMs = HEALTHY_MS + SLOW_MS + GRACE_MS;
+  const dueMs = (i: number) => Math.ceil((i * 1000) / RATE_PER_S);
+  let i = 0;
+  let traceMs = 0;
+  for (;;) {
+    const nowMs = clock.nowMs();
+    if (!slowed && nowMs >= HEALTHY_MS) slowed = true;
+    for (; i < total && dueMs(i) <= nowMs; i++) {
+      const criticality: Criticality = i % 10 < 3 ? 'CRITICAL' : 'SHEDDABLE';
+      const sample: Sample = {
+        sentMs: nowMs,
+        criticality,
+        slowPhase: slowed,
+        status: 'unfinished',
+        latencyMs: 0,
+      };
+      samples.push(sample);
+      void get(client, `${url}/work`, { 'x-criticality': criticality })
+        .then((r) => {
+          sample.status = r.status;
+          sample.latencyMs = clock.nowMs() - sample.sentMs;
+          if (r.status === 503) {
+            sample.reason = (JSON.parse(r.body) as { reason: string }).reason;
+            if (r.retryAfter !== undefined) sample.retryAfter = r.retryAfter;
+          }
+        })
+        .catch(() => {
+          sample.status = 'error';
+        })
+        .finally(() => answered++);
+    }
+    await settle();
+    if (i >= total && answered === samples.length) break;
+    for (; boundary !== undefined && traceMs <= nowMs; traceMs += 500) {
+      const st = boundary.stats();
+      trace.push(`${st.limit}/${st.inflight}/${st.queued}`);
+    }
+    // The next event: a request due, a timer due, the slowdown, or the end.
+    const nextMs = Math.min(
+      i < total ? dueMs(i) : Infinity,
+      timer.nextDueMs(),
+      slowed ? Infinity : HEALTHY_MS,
+      endMs,
+    );
+    if (nextMs >= endMs) break;
+    timer.advance(Math.max(1, nextMs - nowMs));
   }
-  await Promise.race([Promise.all(pending), sleep(GRACE_MS)]);
-  const endMs = performance.now();
   for (const s of samples) {
-    if (s.status === 'unfinished') s.latencyMs = endMs - start - s.sentMs; // a lower bound
+    if (s.status === 'unfinished') s.latencyMs = endMs - s.sentMs; // a lower bound
   }
   client.destroy();
-  toDownstream.destroy();
-  clearInterval(tracer);
-  clearInterval(ticker);
-  for (const s of samples) {
-    const end = s.sentMs + s.latencyMs;
-    s.stalled = stalls.some(([from, to]) => s.sentMs < to && end > from);
-  }
-  console.log(
-    `  event-loop stalls of ${STALL_MS} ms or more: ${stalls.length} (${stalls.map(([from, to]) => `${from.toFixed(0)}+${(to - from).toFixed(0)}`).join(' ')} ms)`,
-  );
   if (trace.length > 0) console.log(`  limit/in flight/queued every 500 ms: ${trace.join(' ')}`);
   return samples;
 }
@@ -238,14 +300,6 @@ interface Summary {
   readonly healthyP50: number;
   readonly healthyP99: number;
   readonly slowAdmittedP99: number;
-  /** Healthy p99 of the requests no stall held up, and how many of them there were. */
-  readonly healthyClearP99: number;
-  readonly healthyClear: number;
-  readonly healthyServed: number;
-  /** Slowed-phase admitted p99 of the requests no stall held up, and how many. */
-  readonly slowClearP99: number;
-  readonly slowClear: number;
-  readonly slowAdmitted: number;
   readonly perSecondP50: readonly number[];
   readonly criticalSuccess: number;
   readonly sheddableSuccess: number;
@@ -294,18 +348,6 @@ function summarize(name: string, samples: readonly Sample[]): Summary {
       slow.filter(admitted).map((s) => s.latencyMs),
       99,
     ),
-    healthyClearP99: percentile(
-      healthy.filter((s) => !s.stalled).map((s) => s.latencyMs),
-      99,
-    ),
-    healthyClear: healthy.filter((s) => !s.stalled).length,
-    healthyServed: healthy.length,
-    slowClearP99: percentile(
-      slow.filter((s) => admitted(s) && !s.stalled).map((s) => s.latencyMs),
-      99,
-    ),
-    slowClear: slow.filter((s) => admitted(s) && !s.stalled).length,
-    slowAdmitted: slow.filter(admitted).length,
     perSecondP50,
     criticalSuccess: rate('CRITICAL'),
     sheddableSuccess: rate('SHEDDABLE'),
@@ -315,7 +357,6 @@ function summarize(name: string, samples: readonly Sample[]): Summary {
     [
       `${name}: ${samples.length} requests at ${RATE_PER_S}/s; downstream ${FAST_CALL_MS} ms -> ${SLOW_CALL_MS} ms per call at ${HEALTHY_MS} ms`,
       `  healthy p50 ${summary.healthyP50.toFixed(1)} ms, p99 ${summary.healthyP99.toFixed(1)} ms (served, after 500 ms warm-up); slowed-phase admitted p99 ${summary.slowAdmittedP99.toFixed(1)} ms (${(summary.slowAdmittedP99 / summary.healthyP99).toFixed(2)}x)`,
-      `  clear of stalls: healthy p99 ${summary.healthyClearP99.toFixed(1)} ms (${summary.healthyClear} of ${summary.healthyServed}); slowed-phase admitted p99 ${summary.slowClearP99.toFixed(1)} ms (${summary.slowClear} of ${summary.slowAdmitted}; ${(summary.slowClearP99 / summary.healthyClearP99).toFixed(2)}x)`,
       `  median latency of admitted requests by second sent: ${summary.perSecondP50.join(', ')} ms`,
       `  slowed phase success: CRITICAL ${(summary.criticalSuccess * 100).toFixed(1)} %, SHEDDABLE ${(summary.sheddableSuccess * 100).toFixed(1)} %; unfinished at the end ${summary.unfinished}`,
       `  refusals: healthy phase ${healthyRefused}; slowed phase ${JSON.stringify(reasons)}`,
@@ -324,10 +365,16 @@ function summarize(name: string, samples: readonly Sample[]): Summary {
   return summary;
 }
 
-describe('a downstream that slows 10x under a steady load', () => {
+describe('a downstream that slows 10x under a steady load (virtual time)', () => {
   it('without the boundary latency climbs for as long as it lasts; with it admitted p99 stays within 2x of healthy and CRITICAL keeps >= 95 % while SHEDDABLE is shed first', async () => {
-    const without = summarize('without the boundary', await runScenario(undefined));
+    const without = summarize(
+      'without the boundary',
+      await runScenario(new SteppedTimer(new ManualClock(0)), undefined),
+    );
+    const timer = new SteppedTimer(new ManualClock(0));
     const boundary = createAdmissionBoundary({
+      clock: timer.clock,
+      timer,
       limit: {
         algorithm: 'gradient',
         initial: 20,
@@ -339,13 +386,12 @@ describe('a downstream that slows 10x under a steady load', () => {
       shares: { SHEDDABLE: 0.4 },
       queue: { size: 50, maxWait: '10ms', order: 'lifo' },
     });
-    const samples = await runScenario(boundary);
+    const samples = await runScenario(timer, boundary);
     const withBoundary = summarize('with the boundary', samples);
 
     // Without: each slowed second is slower than the one before, and far beyond the
     // healthy latency. (The last second is left out: requests still unfinished when the
-    // run stops count only their age so far. The healthy median is the yardstick here: a
-    // stall on a busy machine can lift the healthy p99 far above it.)
+    // run stops count only their age so far.)
     const slowSeconds = without.perSecondP50.slice(Math.ceil(HEALTHY_MS / 1000), -1);
     for (let i = 1; i < slowSeconds.length; i++) {
       expect(slowSeconds[i]).toBeGreaterThan(slowSeconds[i - 1] as number);
@@ -353,22 +399,17 @@ describe('a downstream that slows 10x under a steady load', () => {
     expect(slowSeconds.at(-1)).toBeGreaterThan(10 * without.healthyP50);
     expect(without.slowAdmittedP99).toBeGreaterThan(2 * without.healthyP99);
 
-    // With: admitted latency bounded, critical traffic served, sheddable shed first. The
-    // latency bound is measured on the requests no event-loop stall held up, in both
-    // phases: a stall of 50 ms in the slowed phase alone added 50 ms to a dozen requests
-    // and so to the p99, which measured the machine (a 2x bound leaves ~40 ms). Most
-    // requests of each phase must be clear of stalls for the figure to mean anything.
-    expect(withBoundary.healthyClear).toBeGreaterThanOrEqual(0.5 * withBoundary.healthyServed);
-    expect(withBoundary.slowClear).toBeGreaterThanOrEqual(0.5 * withBoundary.slowAdmitted);
-    expect(withBoundary.slowClearP99).toBeLessThanOrEqual(2 * withBoundary.healthyClearP99);
+    // With: admitted latency bounded, critical traffic served, sheddable shed first.
+    expect(withBoundary.slowAdmittedP99).toBeLessThanOrEqual(2 * withBoundary.healthyP99);
     expect(withBoundary.criticalSuccess).toBeGreaterThanOrEqual(0.95);
     expect(withBoundary.sheddableSuccess).toBeLessThan(withBoundary.criticalSuccess);
     expect(withBoundary.unfinished).toBe(0);
+    expect(samples.filter((s) => s.status === 'error')).toEqual([]);
     const refused = samples.filter((s) => s.status === 503);
     expect(refused.length).toBeGreaterThan(0);
     for (const s of refused) {
       expect(['shed', 'queue-full', 'queue-timeout', 'deadline']).toContain(s.reason);
       expect(Number(s.retryAfter)).toBeGreaterThanOrEqual(1);
     }
-  }, 30_000);
+  }, 120_000);
 });
