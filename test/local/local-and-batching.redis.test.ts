@@ -8,11 +8,17 @@
  * the local stage still holds its coarse limit.
  *
  * Decisions use the client clock: each is made at the instant its instance stamped it,
- * so admissions are counted at the instants the buckets counted them. What remains is
- * the store round trip, G × (longest round trip + one 2 ms tick) units: requests from
- * different processes reach Redis out of stamp order (a bucket never goes back in time),
- * and a check in flight holds its local units (explain's local under-use names this
- * term). On this shared 2-core machine round trips reach hundreds of ms under the load.
+ * but requests from different processes reach Redis out of stamp order, and the bucket
+ * never goes back in time: it decides a late request at the latest stamp it has seen.
+ * So the bucket's time for an admission lies between its stamp and its answer (one
+ * machine, one clock: no stamp seen is later than the instant Redis decides). Overshoot
+ * is measured on what that proves, so it needs no tolerance for round trips however
+ * long a busy machine makes them: over the whole run (every bucket time lies within the
+ * run's first and last stamp), and in any 500 ms window, counting the admissions stamped
+ * at or after its start and answered by its end. Each is asserted within explain's
+ * overshoot bound exactly (0 for the local stage alone). Under-use keeps the term that
+ * explain names beside its bound: G × the store round trip (a check in flight holds its
+ * local units).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -85,25 +91,36 @@ interface Measured {
   readonly spanMs: number;
   readonly overshootWhole: number;
   readonly overshootWindow: number;
+  /** The most admissions proven decided within one window. */
+  readonly windowMax: number;
   readonly underUse: number;
   readonly zipfOvershoot: number;
   /** The hot tenant's store calls per decision. */
   readonly callsPerDecision: number;
-  readonly resolution: number;
+  /** What the bucket refills in the longest round trip (+ one 2 ms tick): under-use's in-flight term. */
+  readonly inFlightUnits: number;
   readonly paths: Record<string, number>;
 }
 
 function measure(reports: readonly RunReport[], b: PolicyBounds): Measured {
   const { atOnce: B, perSecond: G } = b.global;
-  const stamps = reports.flatMap((r) => r.hotAdmitted).sort((x, y) => x - y);
+  const admissions = reports
+    .flatMap((r) => r.hotAdmitted.map((stampMs, k) => [stampMs, r.hotAnswered[k]!] as const))
+    .sort((x, y) => x[0] - y[0]);
   const first = Math.min(...reports.map((r) => r.firstSendMs));
   const last = Math.max(...reports.map((r) => r.lastSendMs));
   const spanMs = last - first;
   const ideal = B + (G * spanMs) / 1_000;
+  // Windows [t, t + WINDOW_MS] from each admission's stamp: those stamped in it and
+  // answered by its end were decided at a bucket time within it.
   let windowMax = 0;
-  for (let lo = 0, hi = 0; hi < stamps.length; hi++) {
-    while (stamps[hi]! - stamps[lo]! > WINDOW_MS) lo++;
-    windowMax = Math.max(windowMax, hi - lo + 1);
+  for (let lo = 0; lo < admissions.length; lo++) {
+    const end = admissions[lo]![0] + WINDOW_MS;
+    let inside = 0;
+    for (let k = lo; k < admissions.length && admissions[k]![0] <= end; k++) {
+      if (admissions[k]![1] <= end) inside++;
+    }
+    windowMax = Math.max(windowMax, inside);
   }
   const tenants = new Map<string, number>();
   for (const r of reports) {
@@ -115,15 +132,16 @@ function measure(reports: readonly RunReport[], b: PolicyBounds): Measured {
     for (const [p, n] of Object.entries(r.paths)) paths[p] = (paths[p] ?? 0) + n;
   const maxLatencyMs = Math.max(...reports.map((r) => r.maxLatencyMs));
   return {
-    admitted: stamps.length,
+    admitted: admissions.length,
     spanMs,
-    overshootWhole: Math.max(0, stamps.length - ideal),
+    overshootWhole: Math.max(0, admissions.length - ideal),
     overshootWindow: Math.max(0, windowMax - (B + (G * WINDOW_MS) / 1_000)),
-    underUse: Math.max(0, ideal - stamps.length),
+    windowMax,
+    underUse: Math.max(0, ideal - admissions.length),
     zipfOvershoot: Math.max(0, ...[...tenants.values()].map((n) => n - ideal)),
     callsPerDecision:
       reports.reduce((a, r) => a + r.hotCalls, 0) / reports.reduce((a, r) => a + r.hotDecisions, 0),
-    resolution: Math.ceil((G * (maxLatencyMs + 2)) / 1_000),
+    inFlightUnits: Math.ceil((G * (maxLatencyMs + 2)) / 1_000),
     paths,
   };
 }
@@ -139,7 +157,7 @@ describe('local protection and token batching: accuracy against the bound (10 pr
   afterAll(() => {
     console.log(
       [
-        'setup / load            | admitted | overshoot (window, whole) ≤ bound | under-use ≤ bound | hot calls/decision | resolution | paths',
+        'setup / load            | admitted | overshoot (window, whole) ≤ bound | under-use ≤ bound + in flight | hot calls/decision | paths',
         ...rows,
       ].join('\n'),
     );
@@ -174,14 +192,18 @@ describe('local protection and token batching: accuracy against the bound (10 pr
           (bounds.underUse.perSecond * m.spanMs) / 1_000 +
           bounds.underUse.batchUnits;
         rows.push(
-          `${`${name} / ${pattern}`.padEnd(23)} | ${String(m.admitted).padStart(8)} | ${m.overshootWindow.toFixed(1)}, ${m.overshootWhole.toFixed(1)} ≤ ${bounds.overshootUnits} | ${m.underUse.toFixed(1)} ≤ ${underBound.toFixed(1)} | ${m.callsPerDecision.toFixed(3)} (explain ${(bounds.remoteCallsPerSecond! / (N * HOT_RPS)).toFixed(3)}) | ${m.resolution} | ${JSON.stringify(m.paths)}`,
+          `${`${name} / ${pattern}`.padEnd(23)} | ${String(m.admitted).padStart(8)} | ${m.overshootWindow.toFixed(1)} (${m.windowMax} in a window), ${m.overshootWhole.toFixed(1)} ≤ ${bounds.overshootUnits} | ${m.underUse.toFixed(1)} ≤ ${underBound.toFixed(1)} + ${m.inFlightUnits} | ${m.callsPerDecision.toFixed(3)} (explain ${(bounds.remoteCallsPerSecond! / (N * HOT_RPS)).toFixed(3)}) | ${JSON.stringify(m.paths)}`,
         );
-        // The hot tenant was over its limit: the fleet admitted about the global rate.
-        expect(m.admitted).toBeGreaterThan(0.8 * (100 + (500 * m.spanMs) / 1_000));
-        expect(m.overshootWindow).toBeLessThanOrEqual(bounds.overshootUnits + m.resolution);
-        expect(m.overshootWhole).toBeLessThanOrEqual(bounds.overshootUnits + m.resolution);
-        expect(m.zipfOvershoot).toBeLessThanOrEqual(bounds.overshootUnits + m.resolution);
-        expect(m.underUse).toBeLessThanOrEqual(underBound + m.resolution);
+        // The hot tenant was over its limit: sent above what the global policy admits.
+        // (What was admitted is bounded below by the under-use bound, whose in-flight
+        // term grows with the round trips of a busy machine.)
+        const hotSent = reports.reduce((a, r) => a + r.hotSent, 0);
+        expect(hotSent).toBeGreaterThan(100 + (500 * m.spanMs) / 1_000);
+        // Overshoot within explain's bound, with no tolerance: 0 is 0.
+        const overshoot = [m.overshootWindow, m.overshootWhole, m.zipfOvershoot];
+        if (bounds.overshootUnits === 0) expect(overshoot).toEqual([0, 0, 0]);
+        for (const o of overshoot) expect(o).toBeLessThanOrEqual(bounds.overshootUnits);
+        expect(m.underUse).toBeLessThanOrEqual(underBound + m.inFlightUnits);
         expect(Object.keys(m.paths).filter((p) => p.startsWith('fail-'))).toEqual([]);
         // Bursts of 10 per instance pass a local burst of 15 only while it has refilled:
         // the local stage answers some. (Under steady load it gives back the units of

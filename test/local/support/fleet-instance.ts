@@ -41,6 +41,12 @@ export interface RunReport {
   readonly id: number;
   /** Stamps (ms after startAtMs) of the hot tenant's admitted requests. */
   readonly hotAdmitted: number[];
+  /**
+   * When each of them was answered (ms after startAtMs), in the same order. The bucket's
+   * time for a request lies between its stamp and its answer: it never goes back, and no
+   * stamp it has seen is later than the instant it decides (one machine, one clock).
+   */
+  readonly hotAnswered: number[];
   readonly firstSendMs: number;
   readonly lastSendMs: number;
   readonly hotSent: number;
@@ -131,6 +137,7 @@ async function run(c: RunCommand): Promise<RunReport> {
     return `z${weights.length - 1}`;
   };
   const hotAdmitted: number[] = [];
+  const hotAnswered: number[] = [];
   const paths: Record<string, number> = {};
   const tenantAdmitted: Record<string, number> = {};
   let firstSendMs = Infinity;
@@ -153,8 +160,10 @@ async function run(c: RunCommand): Promise<RunReport> {
       maxLatencyMs = Math.max(maxLatencyMs, Date.now() - nowMs);
       if (hot) paths[`${d.path}:${d.status}`] = (paths[`${d.path}:${d.status}`] ?? 0) + 1;
       if (!d.allowed) return;
-      if (hot) hotAdmitted.push(nowMs - c.startAtMs);
-      else tenantAdmitted[tenant] = (tenantAdmitted[tenant] ?? 0) + 1;
+      if (hot) {
+        hotAdmitted.push(nowMs - c.startAtMs);
+        hotAnswered.push(Date.now() - c.startAtMs);
+      } else tenantAdmitted[tenant] = (tenantAdmitted[tenant] ?? 0) + 1;
     });
     inFlight.add(p);
     void p.finally(() => inFlight.delete(p));
@@ -181,6 +190,7 @@ async function run(c: RunCommand): Promise<RunReport> {
   const report: RunReport = {
     id: c.id,
     hotAdmitted,
+    hotAnswered,
     firstSendMs,
     lastSendMs,
     hotSent,
