@@ -65,7 +65,7 @@ describe('Limiter surface', () => {
       policies: [{ name: 'p', match: ['t'], rate: 1_000, burst: 1 }],
     });
     expect((await limiter.check({ t: 'a' })).allowed).toBe(true);
-    await sleep(20);
+    await sleep(20); // the behaviour: the system clock moves (>= 1 ms refills the 1 unit)
     expect((await limiter.check({ t: 'a' })).allowed).toBe(true);
   });
 

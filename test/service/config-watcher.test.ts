@@ -3,12 +3,12 @@
  * cannot time: a directory learnt from a load is watched only after that load, so a file
  * written into it in between raises no event.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigWatcher, type WatchedPath } from '../../src/service/config-watcher.js';
-import { sleep, waitFor } from '../support/wait.js';
+import { waitFor } from '../support/wait.js';
 
 const base = mkdtempSync(join(tmpdir(), 'sluice-watcher-'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
@@ -19,10 +19,14 @@ describe('ConfigWatcher', () => {
     const team = join(base, 'team'); // outside every watched directory until a load names it
     mkdirSync(config);
     let loads = 0;
+    let sentinelAt: number | undefined; // the load that first saw sentinel.yaml
     const watcher = new ConfigWatcher(
       [{ path: config, entries: true }],
       async (): Promise<WatchedPath[]> => {
         loads++;
+        if (sentinelAt === undefined && existsSync(join(config, 'sentinel.yaml'))) {
+          sentinelAt = loads;
+        }
         if (loads === 1) {
           // The load lists `team` (empty), then a file lands there before it is watched.
           mkdirSync(team);
@@ -47,8 +51,13 @@ describe('ConfigWatcher', () => {
         what: 'a second load that reads team/deep.yaml',
         timeoutMs: 5_000,
       });
-      await sleep(300); // past the debounce: the second load read everything, so no third
-      expect(loads).toBe(2);
+      // The second load read everything, so no third before the next change: one more
+      // change (a sentinel) is made and awaited, and loads run in order, so a late
+      // duplicate would have been counted before the sentinel's load. No fixed sleep: on
+      // a busy machine it may end before a late duplicate shows.
+      writeFileSync(join(config, 'sentinel.yaml'), 'domain: sentinel\n');
+      await waitFor(() => sentinelAt, { what: 'a load that reads the sentinel', timeoutMs: 5_000 });
+      expect(sentinelAt).toBe(3);
     } finally {
       watcher.close();
     }

@@ -118,7 +118,7 @@ describe('RedisStore request-id dedup', () => {
     const k = keysOf(limiter, 'p', { tenant: 'a' }, 'r1');
     await limiter.check({ tenant: 'a' }, { cost: 3, requestId: 'r1' });
     const t0 = performance.now(); // the record was written before this
-    await sleep(150);
+    await sleep(150); // the behaviour: real time passes on Redis's TTL clock, which no event shows
     await limiter.check({ tenant: 'a' }, { cost: 3, requestId: 'r1' });
     // PTTL is read after this instant, so the record is at least this old by then.
     const elapsed = performance.now() - t0;

@@ -100,7 +100,7 @@ describe('RedisStore: server clock (Redis TIME)', () => {
     const taken = decisionOf(await store.apply([tbReq(p, key, 20)], { nowMs: 0 }));
     const t1 = performance.now();
     expect(taken).toMatchObject({ allowed: true, remaining: 0 });
-    await sleep(100);
+    await sleep(100); // the behaviour: time passes on the server's clock; the bounds use t0..t3, not 100
     const t2 = performance.now();
     const peek = decisionOf(await store.apply([tbReq(p, key, 0)], { nowMs: 0 }));
     const t3 = performance.now();
