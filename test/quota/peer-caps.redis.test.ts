@@ -120,9 +120,7 @@ describe('peer caps against a real controller', () => {
     expect(leaderChanges).toBe(0);
     expect(termAfter).toBe(termBefore);
     expect(honestWindows.every((w) => w.startsWith('lease:'))).toBe(true);
-    expect(
-      sample(text, 'sluice_controller_refusals_total{reason="buckets-per-message"}'),
-    ).toBe(5);
+    expect(sample(text, 'sluice_controller_refusals_total{reason="buckets-per-message"}')).toBe(5);
     expect(sample(text, 'sluice_controller_refusals_total{reason="bucket-value-bytes"}')).toBe(1);
   }, 120_000);
 });
