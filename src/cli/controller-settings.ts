@@ -89,7 +89,8 @@ export function checkControllerFlags(f: ControllerFlags): void {
 function capIssues(caps: PeerCaps, budgets: readonly QuotaBudget[], refreshMs: number) {
   const issues: PolicyIssue[] = [];
   const perSecond = 1_000 / refreshMs;
-  if (caps.maxReportsPerSecond < perSecond)
+  // Said only for a refresh that can run: under MIN_REFRESH_MS that flag is the problem.
+  if (refreshMs >= MIN_REFRESH_MS && caps.maxReportsPerSecond < perSecond)
     issues.push({
       path: CAP_FLAGS.maxReportsPerSecond,
       message: `must be at least ${Math.ceil(perSecond)}: agents report every --refresh-ms (${refreshMs}), got ${caps.maxReportsPerSecond}`,
