@@ -2,7 +2,7 @@
  * 2,000 agents at the default agents cap (issue 27): a real `sluice controller` (dist/,
  * spawned, default caps) on a real redis-server, three honest agents in their own
  * processes, and 2,000 raw RLQS streams from this process (20 channels of 100 streams),
- * each naming its own agent and claiming demand every second. Those past the cap are
+ * each naming its own agent and claiming demand every second, opened 100 at a time. Those past the cap are
  * refused with RESOURCE_EXHAUSTED naming it; the honest agents keep a lease above 0
  * (never DENY_ALL); the controller's memory stays bounded.
  */
@@ -16,6 +16,7 @@ import { rawRlqs, type RawEnd, type RawStream } from './fixtures/raw-rlqs.js';
 const RESOURCE_EXHAUSTED = 8;
 const AGENTS = 2_000;
 const CHANNELS = 20;
+const BATCH = 100;
 
 const started: JsonProcess[] = [];
 const servers: RedisServer[] = [];
@@ -67,11 +68,25 @@ describe('agents cap against a real controller', () => {
     for (const ch of channels) closers.push(() => ch.close());
     const streams: RawStream[] = [];
     const ends: (RawEnd | undefined)[] = Array.from({ length: AGENTS });
-    for (let i = 0; i < AGENTS; i++) {
-      const s = channels[i % CHANNELS]!.open(`fake-${i}`);
-      s.send(usage(50, 50), 'test');
-      streams.push(s);
-      void s.ended(600_000).then((e) => (ends[i] = e));
+    // In batches of 100, each answered (an assignment or a refusal) before the next: all
+    // 2,000 at once held the leader's event loop past its term on the shared machine
+    // (see the report of this branch).
+    for (let batch = 0; batch < AGENTS; batch += BATCH) {
+      for (let i = batch; i < batch + BATCH; i++) {
+        const s = channels[i % CHANNELS]!.open(`fake-${i}`);
+        s.send(usage(50, 50), 'test');
+        streams.push(s);
+        void s.ended(600_000).then((e) => (ends[i] = e));
+      }
+      await waitFor(
+        () =>
+          streams
+            .slice(batch)
+            .every((s, k) => s.actions.length > 0 || ends[batch + k] !== undefined)
+            ? true
+            : undefined,
+        { what: `batch ${batch / BATCH} answered`, timeoutMs: 30_000, intervalMs: 50 },
+      );
     }
     const claims = setInterval(() => {
       for (let i = 0; i < AGENTS; i++) if (ends[i] === undefined) streams[i]!.send(usage(50, 50));
