@@ -8,7 +8,6 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { RedisServer } from '../support/redis-server.js';
-import { waitFor } from '../support/wait.js';
 import { agentProcess, controllerProcess, type JsonProcess } from './fixtures/json-process.js';
 import { manyBuckets, rawRlqs, type RawEnd } from './fixtures/raw-rlqs.js';
 
@@ -80,6 +79,7 @@ describe('peer caps against a real controller', () => {
     );
     const attackLines = c.lines.slice(linesBefore);
     const logBytes = attackLines.reduce((n, l) => n + JSON.stringify(l).length + 1, 0);
+    const leaderLines = c.lines.filter((l) => l['event'] === 'leader').length;
     const leaderChanges = attackLines.filter(
       (l) => l['event'] === 'leader' || l['event'] === 'step_down',
     ).length;
@@ -99,6 +99,7 @@ describe('peer caps against a real controller', () => {
         controllerLogLines: attackLines.length,
         logBytes,
         leaderChanges,
+        leaderLines,
         termBefore,
         termAfter,
         honestWindows,
@@ -118,6 +119,7 @@ describe('peer caps against a real controller', () => {
     expect(refusalLines.length).toBeLessThanOrEqual(4);
     expect(attackLines.filter((l) => l['event'] === 'unknown_bucket')).toEqual([]);
     expect(leaderChanges).toBe(0);
+    expect(leaderLines).toBe(1);
     expect(termAfter).toBe(termBefore);
     expect(honestWindows.every((w) => w.startsWith('lease:'))).toBe(true);
     expect(sample(text, 'sluice_controller_refusals_total{reason="buckets-per-message"}')).toBe(5);
