@@ -5,6 +5,7 @@ import { startControllerHttp } from '../quota/controller-http.js';
 import { startQuotaController } from '../quota/controller-process.js';
 import type { QuotaBudget } from '../quota/lease.js';
 import type { RlqsStrategyKind } from '../quota/rlqs/mapping.js';
+import { CAP_FLAGS, DEFAULT_PEER_CAPS, type PeerCaps } from '../quota/rlqs/peer-caps.js';
 import { checkControllerFlags } from './controller-settings.js';
 import { waitForRedis } from '../service/redis-wait.js';
 import { wholeNumber } from './option-values.js';
@@ -26,9 +27,20 @@ function budget(v: string, previous: QuotaBudget[] = []): QuotaBudget[] {
   return [...previous, { bucket, ratePerSecond: rate }];
 }
 
+/** What each peer cap's flag says (docs/quota-leases.md, "Caps"). */
+const CAP_HELP: Readonly<Record<keyof PeerCaps, string>> = {
+  maxAgents: 'agents of the domain at once (streams plus agents in the ledger)',
+  maxBucketsPerMessage: 'buckets in one RLQS message',
+  maxBucketsPerAgent: 'distinct buckets one stream may report',
+  maxBucketPairs: 'pairs in one BucketId',
+  maxBucketKeyBytes: 'longest BucketId key, in UTF-8 bytes',
+  maxBucketValueBytes: 'longest BucketId value, in UTF-8 bytes',
+  maxReportsPerSecond: 'RLQS messages one stream may send per second',
+};
+
 /** `sluice controller`: the quota lease controller, serving RLQS (docs/quota-leases.md). */
 export function addControllerCommand(program: Command, fail: (error: unknown) => never): void {
-  program
+  const command = program
     .command('controller')
     .description(
       'Run a quota lease controller: elect a leader through Redis, share each budget by demand, serve envoy.service.rate_limit_quota.v3 (RLQS)',
@@ -65,9 +77,18 @@ export function addControllerCommand(program: Command, fail: (error: unknown) =>
       new Option('--strategy <kind>', 'RLQS strategy sent')
         .choices(['token_bucket', 'requests_per_time_unit'])
         .default('token_bucket'),
-    )
-    .action(
-      async (o: {
+    );
+  for (const cap of Object.keys(CAP_FLAGS) as (keyof PeerCaps)[]) {
+    command.option(
+      `${CAP_FLAGS[cap]} <n>`,
+      CAP_HELP[cap],
+      wholeNumber(CAP_FLAGS[cap], 1),
+      DEFAULT_PEER_CAPS[cap],
+    );
+  }
+  command.action(
+    async (
+      o: {
         redis: string;
         id: string;
         domain: string;
@@ -80,48 +101,53 @@ export function addControllerCommand(program: Command, fail: (error: unknown) =>
         electionTtlMs?: number;
         prefix: string;
         strategy: RlqsStrategyKind;
-      }) => {
-        try {
-          checkControllerFlags(o);
-          // JSON lines as `serve` writes them; each event keeps its fields, `msg` is its name.
-          const logger = pino({ name: 'sluice-controller' });
-          const log = (e: Record<string, unknown>) => logger.info(e, String(e['event']));
-          // Read at each scrape, so only once the controller below exists.
-          const metrics = new ControllerMetrics({ status: () => c.status() });
-          const c = await startQuotaController({
-            redisUrl: o.redis,
-            id: o.id,
-            domain: o.domain,
-            budgets: o.budget,
-            port: o.port,
-            host: o.host,
-            refreshMs: o.refreshMs,
-            prefix: o.prefix,
-            strategy: o.strategy,
-            log,
-            onRefusal: (reason) => metrics.refusal(reason),
-            onAuthFailure: (reason) => metrics.authFailure(reason),
-            onDuplicateAgent: () => metrics.duplicateAgent(),
-            onSettingsMismatch: (setting) => metrics.settingsMismatch(setting),
-            ...(o.leaseTtlMs === undefined ? {} : { leaseTtlMs: o.leaseTtlMs }),
-            ...(o.electionTtlMs === undefined ? {} : { electionTtlMs: o.electionTtlMs }),
-          });
-          const http = await startControllerHttp({
-            host: o.host,
-            port: o.httpPort,
-            status: () => c.status(),
-            metrics: () => metrics.text(),
-          });
-          // The ports are open whether Redis is there or not; `/ready` says 503 until it is.
-          const wait = waitForRedis(c, { log: logger, onReady: () => undefined });
-          log({ event: 'listening', id: o.id, port: c.port, httpPort: http.port });
-          process.once('SIGTERM', () => {
-            wait.stop();
-            void Promise.all([c.close(), http.close()]).then(() => process.exit(0));
-          });
-        } catch (error) {
-          fail(error);
-        }
-      },
-    );
+      } & PeerCaps,
+    ) => {
+      try {
+        const caps = Object.fromEntries(
+          (Object.keys(CAP_FLAGS) as (keyof PeerCaps)[]).map((k) => [k, o[k]]),
+        ) as unknown as PeerCaps;
+        checkControllerFlags({ ...o, caps });
+        // JSON lines as `serve` writes them; each event keeps its fields, `msg` is its name.
+        const logger = pino({ name: 'sluice-controller' });
+        const log = (e: Record<string, unknown>) => logger.info(e, String(e['event']));
+        // Read at each scrape, so only once the controller below exists.
+        const metrics = new ControllerMetrics({ status: () => c.status() });
+        const c = await startQuotaController({
+          redisUrl: o.redis,
+          id: o.id,
+          domain: o.domain,
+          budgets: o.budget,
+          port: o.port,
+          host: o.host,
+          refreshMs: o.refreshMs,
+          prefix: o.prefix,
+          strategy: o.strategy,
+          caps,
+          log,
+          onRefusal: (reason, count) => metrics.refusal(reason, count),
+          onAuthFailure: (reason) => metrics.authFailure(reason),
+          onDuplicateAgent: () => metrics.duplicateAgent(),
+          onSettingsMismatch: (setting) => metrics.settingsMismatch(setting),
+          ...(o.leaseTtlMs === undefined ? {} : { leaseTtlMs: o.leaseTtlMs }),
+          ...(o.electionTtlMs === undefined ? {} : { electionTtlMs: o.electionTtlMs }),
+        });
+        const http = await startControllerHttp({
+          host: o.host,
+          port: o.httpPort,
+          status: () => c.status(),
+          metrics: () => metrics.text(),
+        });
+        // The ports are open whether Redis is there or not; `/ready` says 503 until it is.
+        const wait = waitForRedis(c, { log: logger, onReady: () => undefined });
+        log({ event: 'listening', id: o.id, port: c.port, httpPort: http.port });
+        process.once('SIGTERM', () => {
+          wait.stop();
+          void Promise.all([c.close(), http.close()]).then(() => process.exit(0));
+        });
+      } catch (error) {
+        fail(error);
+      }
+    },
+  );
 }

@@ -1,5 +1,6 @@
 import { PolicyError, type PolicyIssue } from '../core/errors.js';
 import type { QuotaBudget } from '../quota/lease.js';
+import { CAP_FLAGS, type PeerCaps } from '../quota/rlqs/peer-caps.js';
 
 /** The `sluice controller` flags that must agree with each other, as parsed. */
 export interface ControllerFlags {
@@ -7,6 +8,8 @@ export interface ControllerFlags {
   readonly refreshMs: number;
   readonly leaseTtlMs?: number;
   readonly electionTtlMs?: number;
+  /** The peer caps, as parsed (each a whole number of at least 1). */
+  readonly caps?: PeerCaps;
 }
 
 /**
@@ -29,8 +32,9 @@ export const MAX_BUCKET_TOKENS = 4_294_967_295;
 /**
  * Refuses controller settings that cannot work, naming each flag at once: a refresh or
  * election TTL too short to run, a lease TTL below the refresh period or an election TTL
- * above the lease TTL (a successor would lead only after the leases ran out), and a budget
- * a lease cannot carry. Throws `SLUICE_ERR_QUOTA_CONFIG_INVALID`.
+ * above the lease TTL (a successor would lead only after the leases ran out), a budget
+ * a lease cannot carry, and peer caps that refuse honest agents (`capIssues`). Throws
+ * `SLUICE_ERR_QUOTA_CONFIG_INVALID`.
  */
 export function checkControllerFlags(f: ControllerFlags): void {
   const issues: PolicyIssue[] = [];
@@ -66,6 +70,7 @@ export function checkControllerFlags(f: ControllerFlags): void {
         message: `${b.bucket}@${b.ratePerSecond}: a lease cannot carry more than ${Math.floor(MAX_BUCKET_TOKENS / perFill)} units per second (RLQS token buckets hold at most ${MAX_BUCKET_TOKENS} tokens)`,
       });
   }
+  if (f.caps !== undefined) issues.push(...capIssues(f.caps, f.budget, f.refreshMs));
   if (issues.length > 0) {
     throw new PolicyError(
       'SLUICE_ERR_QUOTA_CONFIG_INVALID',
@@ -73,4 +78,47 @@ export function checkControllerFlags(f: ControllerFlags): void {
       { issues },
     );
   }
+}
+
+/**
+ * Caps that refuse what the controller must take: a budget's own BucketId over the pair
+ * or byte caps (its agents could never report it), fewer reports per second than an
+ * agent sends at the refresh period, or a per-agent bucket cap below the per-message one
+ * (a message the one allows, the other refuses).
+ */
+function capIssues(caps: PeerCaps, budgets: readonly QuotaBudget[], refreshMs: number) {
+  const issues: PolicyIssue[] = [];
+  const perSecond = 1_000 / refreshMs;
+  // Said only for a refresh that can run: under MIN_REFRESH_MS that flag is the problem.
+  if (refreshMs >= MIN_REFRESH_MS && caps.maxReportsPerSecond < perSecond)
+    issues.push({
+      path: CAP_FLAGS.maxReportsPerSecond,
+      message: `must be at least ${Math.ceil(perSecond)}: agents report every --refresh-ms (${refreshMs}), got ${caps.maxReportsPerSecond}`,
+    });
+  if (caps.maxBucketsPerAgent < caps.maxBucketsPerMessage)
+    issues.push({
+      path: CAP_FLAGS.maxBucketsPerAgent,
+      message: `must be at least ${CAP_FLAGS.maxBucketsPerMessage} (${caps.maxBucketsPerMessage}), got ${caps.maxBucketsPerAgent}`,
+    });
+  for (const b of budgets) {
+    const pairs = b.bucket.split(',').map((p) => p.split('='));
+    if (pairs.length > caps.maxBucketPairs)
+      issues.push({
+        path: CAP_FLAGS.maxBucketPairs,
+        message: `--budget ${b.bucket} has ${pairs.length} pairs: its agents could not report it under ${caps.maxBucketPairs}`,
+      });
+    for (const [k = '', v = ''] of pairs) {
+      if (Buffer.byteLength(k) > caps.maxBucketKeyBytes)
+        issues.push({
+          path: CAP_FLAGS.maxBucketKeyBytes,
+          message: `--budget ${b.bucket}: key "${k}" is ${Buffer.byteLength(k)} bytes, above ${caps.maxBucketKeyBytes}`,
+        });
+      if (Buffer.byteLength(v) > caps.maxBucketValueBytes)
+        issues.push({
+          path: CAP_FLAGS.maxBucketValueBytes,
+          message: `--budget ${b.bucket}: value "${v}" is ${Buffer.byteLength(v)} bytes, above ${caps.maxBucketValueBytes}`,
+        });
+    }
+  }
+  return issues;
 }

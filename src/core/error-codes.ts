@@ -19,6 +19,7 @@ export interface ErrorCodeInfo {
 // gRPC status numbers (grpc/grpc doc/statuscodes.md).
 const GRPC_INVALID_ARGUMENT = 3;
 const GRPC_DEADLINE_EXCEEDED = 4;
+const GRPC_RESOURCE_EXHAUSTED = 8;
 const GRPC_FAILED_PRECONDITION = 9;
 const GRPC_UNAVAILABLE = 14;
 
@@ -234,6 +235,13 @@ export const ERROR_CODES = Object.freeze({
     httpStatus: 400,
     grpcStatus: GRPC_INVALID_ARGUMENT,
     summary: 'An HTTP or gRPC request is malformed.',
+  },
+  SLUICE_ERR_QUOTA_CAP_EXCEEDED: {
+    family: 'protocol',
+    httpStatus: 429,
+    grpcStatus: GRPC_RESOURCE_EXHAUSTED,
+    summary:
+      'A quota controller refused an RLQS stream or message whole: too many agents, buckets in one message or per agent, or reports per second; the message names the cap and its value.',
   },
 } satisfies Record<string, ErrorCodeInfo>);
 

@@ -108,8 +108,8 @@ export class ControllerMetrics {
     });
   }
 
-  refusal(reason: string): void {
-    this.#refusals.inc({ reason });
+  refusal(reason: string, count = 1): void {
+    this.#refusals.inc({ reason }, count);
   }
 
   authFailure(reason: string): void {

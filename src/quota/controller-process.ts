@@ -6,7 +6,7 @@ import type { ControllerOptions } from './controller-config.js';
 import { controllerConfig } from './controller-config.js';
 import { LeaderLease } from './leader-lease.js';
 import type { RlqsStrategyKind } from './rlqs/mapping.js';
-import { RLQS_SERVICE } from './rlqs/protos.js';
+import type { PeerCaps } from './rlqs/peer-caps.js';
 import { RlqsQuotaService } from './rlqs/quota-service.js';
 
 /** How long the start waits for Redis before it serves without it, in ms (as `serve`). */
@@ -37,8 +37,10 @@ export interface QuotaControllerProcessOptions extends ControllerOptions {
   readonly clock?: Clock;
   /** One JSON object per event (leader, round, step-down). @default ignore */
   readonly log?: (event: Record<string, unknown>) => void;
-  /** A stream or message refused, by reason (`bad-request`, `not-leader`, …). @default ignore */
-  onRefusal?(reason: string): void;
+  /** Caps on what one peer may send (`rlqs/peer-caps.ts`). @default DEFAULT_PEER_CAPS */
+  readonly caps?: Partial<PeerCaps>;
+  /** A stream or message refused, by reason, `count` times (default 1). @default ignore */
+  onRefusal?(reason: string, count?: number): void;
   /** An agent that could not be authenticated, by reason. @default ignore */
   onAuthFailure?(reason: string): void;
   /** A second live stream under an agent name already streaming. @default ignore */
@@ -125,7 +127,10 @@ export async function startQuotaController(
       void lease.resign().catch(() => {});
     },
     ...(o.strategy === undefined ? {} : { strategy: o.strategy }),
-    ...(o.onRefusal === undefined ? {} : { onRefusal: (r: string) => o.onRefusal?.(r) }),
+    ...(o.caps === undefined ? {} : { caps: o.caps }),
+    ...(o.onRefusal === undefined
+      ? {}
+      : { onRefusal: (r: string, n?: number) => o.onRefusal?.(r, n) }),
     ...(o.onAuthFailure === undefined
       ? {}
       : { onAuthFailure: (r: string) => o.onAuthFailure?.(r) }),
@@ -137,7 +142,7 @@ export async function startQuotaController(
       : { onSettingsMismatch: (x: string) => o.onSettingsMismatch?.(x) }),
   });
   const server = new grpc.Server();
-  server.addService(RLQS_SERVICE, service.handlers());
+  server.addService(service.definition(), service.handlers());
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(
       `${o.host ?? '127.0.0.1'}:${o.port}`,

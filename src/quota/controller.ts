@@ -97,6 +97,13 @@ export class QuotaController {
     return { records, lastVersion: this.#lastVersion };
   }
 
+  /** The agents the ledger knows, on any bucket (for the agents cap; O(records)). */
+  agents(): Set<string> {
+    const names = new Set<string>();
+    for (const m of this.#buckets.values()) for (const agent of m.keys()) names.add(agent);
+    return names;
+  }
+
   /** Whether `bucket` has a budget here. */
   has(bucket: string): boolean {
     return this.#buckets.has(bucket);

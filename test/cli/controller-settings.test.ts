@@ -36,6 +36,18 @@ describe('sluice controller settings', () => {
       ['--budget', 'name=api@1e308'],
       '--budget: name=api@1e+308: a lease cannot carry more than 4294967295 units per second',
     ],
+    [
+      ['--budget', 'name=api@100', '--refresh-ms', '100', '--max-reports-per-second', '5'],
+      '--max-reports-per-second: must be at least 10: agents report every --refresh-ms (100)',
+    ],
+    [
+      ['--budget', 'name=api@100', '--max-buckets-per-agent', '10'],
+      '--max-buckets-per-agent: must be at least --max-buckets-per-message (1000)',
+    ],
+    [
+      ['--budget', 'name=api@100', '--max-bucket-value-bytes', '2'],
+      '--max-bucket-value-bytes: --budget name=api: value "api" is 3 bytes, above 2',
+    ],
   ])('refuses %j at start, naming the flag', async (flags, message) => {
     const r = await controller(...flags);
     expect(r.stderr).toContain(message);

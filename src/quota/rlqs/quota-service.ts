@@ -1,16 +1,21 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Clock } from '../../core/clock.js';
 import { ProtocolError, StoreError } from '../../core/errors.js';
+import { SampledLog } from '../../core/sampled-log.js';
 import { toCallError } from '../../service/grpc/call-error.js';
 import type { QuotaController } from '../controller.js';
 import type { Lease } from '../lease.js';
+import { duration, leaseStrategy, type RlqsStrategyKind } from './mapping.js';
 import {
-  bucketIdProblem,
-  bucketKey,
-  duration,
-  leaseStrategy,
-  type RlqsStrategyKind,
-} from './mapping.js';
+  agentsRefusal,
+  checkMessage,
+  peerCaps,
+  ReportRate,
+  type CapRefusal,
+  type PeerCaps,
+} from './peer-caps.js';
+import { RLQS_SERVICE, type RlqsServiceDefinition } from './protos.js';
+import { scanReports, type OverCaps } from './wire-scan.js';
 import type {
   WireBucketAction,
   WireBucketId,
@@ -36,10 +41,13 @@ export const REFRESH_METADATA = 'sluice-refresh-ms';
  */
 export const SEEN_TOKEN_METADATA = 'sluice-seen-token';
 
-type Stream = grpc.ServerDuplexStream<WireUsageReports, WireQuotaResponse>;
+type Stream = grpc.ServerDuplexStream<WireUsageReports | OverCaps, WireQuotaResponse>;
 
 const notLeader = (message: string) =>
   new StoreError('SLUICE_ERR_QUOTA_NOT_LEADER', message, { reason: 'connection' });
+
+/** At most one log line per reason per this long (refusals, unknown buckets, mismatches). */
+export const PEER_LOG_INTERVAL_MS = 10_000;
 
 /** Ends a stream with the error's status, message and `sluice-error-code` metadata. */
 function fail(call: Stream, error: ProtocolError | StoreError): void {
@@ -61,6 +69,9 @@ interface StreamState {
   domain: string | undefined;
   /** Canonical bucket text → its state. */
   readonly buckets: Map<string, BucketState>;
+  /** Every bucket the stream has reported, with a budget or not (at most the cap). */
+  readonly seen: Set<string>;
+  readonly rate: ReportRate;
 }
 
 /**
@@ -88,8 +99,13 @@ export interface RlqsQuotaServiceOptions {
   readonly clock: Clock;
   /** Reports and problems worth a log line. @default ignore */
   readonly log?: (event: Record<string, unknown>) => void;
-  /** A stream or message refused, by reason (`bad-request`, `not-leader`, …). @default ignore */
-  onRefusal?(reason: string): void;
+  /** Caps on what one peer may send (peer-caps.ts). @default DEFAULT_PEER_CAPS */
+  readonly caps?: Partial<PeerCaps>;
+  /**
+   * A stream or message refused, by reason (`bad-request`, `not-leader`, a cap's reason,
+   * `unknown-bucket` with the number of buckets given no budget). @default ignore
+   */
+  onRefusal?(reason: string, count?: number): void;
   /** An agent that could not be authenticated, by reason. @default ignore */
   onAuthFailure?(reason: string): void;
   /** A second live stream under an agent name already streaming. @default ignore */
@@ -117,12 +133,36 @@ export interface RlqsQuotaServiceOptions {
  */
 export class RlqsQuotaService {
   readonly #o: RlqsQuotaServiceOptions;
+  readonly #caps: PeerCaps;
+  // A peer can cause these at any rate: sampled, never one line per bucket or message.
+  readonly #sampled: SampledLog;
   readonly #streams = new Map<string, StreamState>();
   #controller: QuotaController | undefined;
   #nextStream = 0;
 
   constructor(options: RlqsQuotaServiceOptions) {
     this.#o = options;
+    this.#caps = peerCaps(options.caps);
+    this.#sampled = new SampledLog((e) => options.log?.(e), PEER_LOG_INTERVAL_MS, options.clock);
+  }
+
+  /** Counts and logs (sampled) a refusal, then ends the stream with its status. */
+  #refuse(call: Stream, agent: string, r: CapRefusal): void {
+    this.#o.onRefusal?.(r.reason);
+    this.#sampled.note(r.reason, {
+      event: 'refused',
+      reason: r.reason,
+      agent: agent.slice(0, 256),
+      details: r.error.message,
+    });
+    fail(call, r.error);
+  }
+
+  /** Distinct agents of the domain now: streams open, and `known` (the ledger's agents). */
+  #agents(known: ReadonlySet<string>): number {
+    let n = known.size;
+    for (const a of this.#streams.keys()) if (!known.has(a)) n++;
+    return n;
   }
 
   /** Starts serving under `controller` (after winning the election), or stops (`undefined`). */
@@ -141,7 +181,26 @@ export class RlqsQuotaService {
     return this.#streams.size;
   }
 
-  /** The handler map for `server.addService(RLQS_SERVICE, …)`. */
+  /**
+   * The RLQS service definition to serve with `handlers()`: the official one, with a
+   * deserializer that refuses a message over the caps from its bytes, before decoding.
+   */
+  definition(): grpc.ServiceDefinition {
+    const method = RLQS_SERVICE.StreamRateLimitQuotas;
+    const decode = method.requestDeserialize;
+    const caps = this.#caps;
+    const wrapped: RlqsServiceDefinition = {
+      ...RLQS_SERVICE,
+      StreamRateLimitQuotas: {
+        ...method,
+        requestDeserialize: ((buf: Buffer) =>
+          scanReports(buf, caps) ?? decode(buf)) as typeof decode,
+      },
+    };
+    return wrapped;
+  }
+
+  /** The handler map for `server.addService(definition(), …)`. */
   handlers(): grpc.UntypedServiceImplementation {
     return { StreamRateLimitQuotas: (call: Stream) => this.#open(call) };
   }
@@ -210,9 +269,25 @@ export class RlqsQuotaService {
       typeof named === 'string' && named !== ''
         ? named
         : `stream-${++this.#nextStream}@${call.getPeer()}`;
+    // An agent already known (a reconnect) is never refused by the agents cap.
+    const known = this.#streams.has(agent) ? undefined : controller.agents();
+    if (known !== undefined && !known.has(agent)) {
+      const refusal = agentsRefusal(this.#caps, this.#agents(known));
+      if (refusal !== undefined) {
+        this.#refuse(call, agent, refusal);
+        return;
+      }
+    }
     // A reconnecting agent replaces its older stream.
     this.#streams.get(agent)?.call.end();
-    const state: StreamState = { call, agent, domain: undefined, buckets: new Map() };
+    const state: StreamState = {
+      call,
+      agent,
+      domain: undefined,
+      buckets: new Map(),
+      seen: new Set(),
+      rate: new ReportRate(this.#caps, this.#o.clock.nowMs()),
+    };
     this.#streams.set(agent, state);
     const md = new grpc.Metadata();
     md.set(TOKEN_METADATA, String(controller.fencingToken));
@@ -221,7 +296,7 @@ export class RlqsQuotaService {
     if (agentRefresh > 0 && agentRefresh !== controller.config.refreshMs) {
       // The agent follows the period sent above; said here so an operator fixes the setting.
       this.#o.onSettingsMismatch?.('refresh-ms');
-      this.#o.log?.({
+      this.#sampled.note('settings_mismatch', {
         event: 'settings_mismatch',
         agent,
         setting: 'refresh-ms',
@@ -233,7 +308,7 @@ export class RlqsQuotaService {
     const forget = () => {
       if (this.#streams.get(agent) === state) this.#streams.delete(agent);
     };
-    call.on('data', (msg: WireUsageReports) => this.#reports(state, msg));
+    call.on('data', (msg: WireUsageReports | OverCaps) => this.#reports(state, msg));
     call.on('end', () => {
       // A Sluice agent (named) half-closes only when it leaves, after its last report
       // and once it has stopped deciding: its leases leave the ledger after the current
@@ -250,33 +325,44 @@ export class RlqsQuotaService {
     call.on('cancelled', forget);
   }
 
-  #reports(s: StreamState, msg: WireUsageReports): void {
+  #reports(s: StreamState, msg: WireUsageReports | OverCaps): void {
     const controller = this.#controller;
     if (controller === undefined) return;
-    const refuse = (details: string) => {
-      this.#o.onRefusal?.('bad-request');
-      this.#streams.delete(s.agent);
-      fail(s.call, new ProtocolError('SLUICE_ERR_PROTOCOL_BAD_REQUEST', details));
+    const refuse = (r: CapRefusal) => {
+      if (this.#streams.get(s.agent) === s) this.#streams.delete(s.agent);
+      this.#refuse(s.call, s.agent, r);
     };
-    if (s.domain === undefined) {
-      if (msg.domain !== this.#o.domain) {
-        refuse(`domain must be "${this.#o.domain}", got "${msg.domain}"`);
-        return;
-      }
-      s.domain = msg.domain;
-    }
     const nowMs = this.#o.clock.nowMs();
+    // Every check before anything is applied: a message is taken whole or refused whole.
+    const late = s.rate.take(nowMs);
+    if (late !== undefined) return refuse(late);
+    if ('overCaps' in msg) return refuse(msg.overCaps);
+    if (s.domain === undefined && msg.domain !== this.#o.domain) {
+      const got = msg.domain.slice(0, 256);
+      return refuse({
+        reason: 'bad-request',
+        error: new ProtocolError(
+          'SLUICE_ERR_PROTOCOL_BAD_REQUEST',
+          `domain must be "${this.#o.domain}", got "${got}"`,
+        ),
+      });
+    }
+    const checked = checkMessage(this.#caps, msg, s.seen);
+    if ('reason' in checked) return refuse(checked);
+    s.domain ??= msg.domain;
     const out: WireBucketAction[] = [];
+    let unknown = 0;
     for (const [i, u] of msg.bucketQuotaUsages.entries()) {
-      const problem = bucketIdProblem(u.bucketId);
-      if (problem !== undefined) {
-        refuse(`bucket_quota_usages[${i}]: ${problem}`);
-        return;
-      }
       const id = u.bucketId!;
-      const key = bucketKey(id);
+      const key = checked.keys[i]!;
+      s.seen.add(key);
       if (!controller.has(key)) {
-        this.#o.log?.({ event: 'unknown_bucket', agent: s.agent, bucket: key });
+        if (unknown++ === 0)
+          this.#sampled.note('unknown_bucket', {
+            event: 'unknown_bucket',
+            agent: s.agent,
+            bucket: key,
+          });
         continue;
       }
       const seen = s.buckets.get(key);
@@ -303,6 +389,7 @@ export class RlqsQuotaService {
         b.sent.push({ version: lease.version, atMs: nowMs });
       }
     }
+    if (unknown > 0) this.#o.onRefusal?.('unknown-bucket', unknown);
     if (out.length > 0) s.call.write({ bucketAction: out });
   }
 }
