@@ -19,6 +19,7 @@ export interface ErrorCodeInfo {
 // gRPC status numbers (grpc/grpc doc/statuscodes.md).
 const GRPC_INVALID_ARGUMENT = 3;
 const GRPC_DEADLINE_EXCEEDED = 4;
+const GRPC_ALREADY_EXISTS = 6;
 const GRPC_FAILED_PRECONDITION = 9;
 const GRPC_UNAVAILABLE = 14;
 
@@ -228,6 +229,13 @@ export const ERROR_CODES = Object.freeze({
     grpcStatus: GRPC_UNAVAILABLE,
     summary:
       'This quota controller does not lead (or just stopped leading); the client should try the next controller.',
+  },
+  SLUICE_ERR_QUOTA_DUPLICATE_AGENT: {
+    family: 'protocol',
+    httpStatus: 409,
+    grpcStatus: GRPC_ALREADY_EXISTS,
+    summary:
+      'A quota stream was opened under an agent name that already has a live stream; the first keeps its lease, the second is refused.',
   },
   SLUICE_ERR_PROTOCOL_BAD_REQUEST: {
     family: 'protocol',

@@ -136,7 +136,12 @@ export async function startQuotaController(
       ? {}
       : { onSettingsMismatch: (x: string) => o.onSettingsMismatch?.(x) }),
   });
-  const server = new grpc.Server();
+  // Pings find a peer that went away without closing: its stream ends, so the agent's
+  // name is free for its reconnect (one live stream per name).
+  const server = new grpc.Server({
+    'grpc.keepalive_time_ms': 10_000,
+    'grpc.keepalive_timeout_ms': 5_000,
+  });
   server.addService(RLQS_SERVICE, service.handlers());
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(

@@ -45,7 +45,7 @@ export function leaseBucket(policy: string): Record<string, string> {
 
 /**
  * The agent name of one leased policy's stream: `<agent>/<policy>`. A controller keeps one
- * stream per name (a new one replaces the old), so each policy's stream has its own.
+ * live stream per name (a second is refused), so each policy's stream has its own.
  */
 export function leaseAgentName(agent: string, policy: string): string {
   return `${agent}/${policy}`;

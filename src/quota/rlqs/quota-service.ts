@@ -4,6 +4,8 @@ import { ProtocolError, StoreError } from '../../core/errors.js';
 import { toCallError } from '../../service/grpc/call-error.js';
 import type { QuotaController } from '../controller.js';
 import type { Lease } from '../lease.js';
+import { claimedAgent, duplicateAgentError } from './agent-identity.js';
+import { SampledLog } from './sampled-log.js';
 import {
   bucketIdProblem,
   bucketKey,
@@ -18,8 +20,7 @@ import type {
   WireUsageReports,
 } from './protos.js';
 
-/** Metadata a Sluice agent may send to name itself; otherwise each stream is an agent. */
-export const AGENT_METADATA = 'sluice-agent';
+export { AGENT_METADATA } from './agent-identity.js';
 /** Initial metadata of every stream: the serving leader's fencing token. */
 export const TOKEN_METADATA = 'sluice-fencing-token';
 /**
@@ -94,6 +95,11 @@ export interface RlqsQuotaServiceOptions {
   onAuthFailure?(reason: string): void;
   /** A second live stream under an agent name already streaming. @default ignore */
   onDuplicateAgent?(agent: string): void;
+  /**
+   * Lines a peer can cause in a loop (a duplicate name, failed authentication) are written
+   * at most once per reason per this period, with a count of those left out. @default 10000
+   */
+  readonly logSampleMs?: number;
   /** An agent configured with another setting than the controller's (`refresh-ms`). @default ignore */
   onSettingsMismatch?(setting: string): void;
   /**
@@ -120,9 +126,16 @@ export class RlqsQuotaService {
   readonly #streams = new Map<string, StreamState>();
   #controller: QuotaController | undefined;
   #nextStream = 0;
+  /** Lines a peer can cause by looping (duplicates, failed authentication), sampled. */
+  readonly #sampled: SampledLog;
 
   constructor(options: RlqsQuotaServiceOptions) {
     this.#o = options;
+    this.#sampled = new SampledLog(
+      (e) => options.log?.(e),
+      options.logSampleMs ?? 10_000,
+      () => options.clock.nowMs(),
+    );
   }
 
   /** Starts serving under `controller` (after winning the election), or stops (`undefined`). */
@@ -205,13 +218,20 @@ export class RlqsQuotaService {
       this.#o.onHigherTerm?.(seen);
       return;
     }
-    const named = call.metadata.get(AGENT_METADATA)[0];
-    const agent =
-      typeof named === 'string' && named !== ''
-        ? named
-        : `stream-${++this.#nextStream}@${call.getPeer()}`;
-    // A reconnecting agent replaces its older stream.
-    this.#streams.get(agent)?.call.end();
+    const named = claimedAgent(call.metadata);
+    const agent = named ?? `stream-${++this.#nextStream}@${call.getPeer()}`;
+    // One live stream per name: a second is refused and the first keeps its lease. A
+    // reconnecting agent's old stream has ended (or its connection failed keepalive).
+    if (this.#streams.has(agent)) {
+      this.#o.onDuplicateAgent?.(agent);
+      this.#sampled.write('duplicate_agent', {
+        event: 'duplicate_agent',
+        agent,
+        peer: call.getPeer(),
+      });
+      fail(call, duplicateAgentError(agent));
+      return;
+    }
     const state: StreamState = { call, agent, domain: undefined, buckets: new Map() };
     this.#streams.set(agent, state);
     const md = new grpc.Metadata();
