@@ -6,6 +6,7 @@ import { startQuotaController } from '../quota/controller-process.js';
 import type { QuotaBudget } from '../quota/lease.js';
 import type { RlqsStrategyKind } from '../quota/rlqs/mapping.js';
 import { checkControllerFlags } from './controller-settings.js';
+import { agentAuthFromFlags } from './controller-auth.js';
 import { waitForRedis } from '../service/redis-wait.js';
 import { wholeNumber } from './option-values.js';
 
@@ -66,6 +67,22 @@ export function addControllerCommand(program: Command, fail: (error: unknown) =>
         .choices(['token_bucket', 'requests_per_time_unit'])
         .default('token_bucket'),
     )
+    .option('--tls-cert <file>', 'TLS certificate of the RLQS port (PEM)')
+    .option('--tls-key <file>', 'its private key (PEM)')
+    .option('--client-ca <file>', "CA that signs agents' client certificates (mTLS)")
+    .option(
+      '--agent-certs-file <file>',
+      'YAML list of {identity: URI:…|DNS:…, agents: [patterns], domains: [patterns]} for mTLS agents',
+    )
+    .option(
+      '--agent-tokens-file <file>',
+      'YAML list of {token, agents: [patterns], domains: [patterns]}: bearer tokens agents may present',
+    )
+    .option(
+      '--insecure-agents',
+      'accept unauthenticated agents on an address other than loopback',
+      false,
+    )
     .action(
       async (o: {
         redis: string;
@@ -80,9 +97,16 @@ export function addControllerCommand(program: Command, fail: (error: unknown) =>
         electionTtlMs?: number;
         prefix: string;
         strategy: RlqsStrategyKind;
+        tlsCert?: string;
+        tlsKey?: string;
+        clientCa?: string;
+        agentCertsFile?: string;
+        agentTokensFile?: string;
+        insecureAgents: boolean;
       }) => {
         try {
           checkControllerFlags(o);
+          const agents = agentAuthFromFlags(o);
           // JSON lines as `serve` writes them; each event keeps its fields, `msg` is its name.
           const logger = pino({ name: 'sluice-controller' });
           const log = (e: Record<string, unknown>) => logger.info(e, String(e['event']));
@@ -98,6 +122,7 @@ export function addControllerCommand(program: Command, fail: (error: unknown) =>
             refreshMs: o.refreshMs,
             prefix: o.prefix,
             strategy: o.strategy,
+            ...agents,
             log,
             onRefusal: (reason) => metrics.refusal(reason),
             onAuthFailure: (reason) => metrics.authFailure(reason),

@@ -48,6 +48,11 @@ export interface RlqsAgentClientOptions {
    * TTL). @default the assignment's TTL
    */
   readonly maxTtlMs?: number;
+  /**
+   * The bearer token sent as `authorization: Bearer <token>` on each stream, read at each
+   * connect (so a rotated token is used from the next stream on). @default none
+   */
+  readonly authToken?: () => string;
   /** How to reach the controllers. @default plaintext */
   readonly credentials?: grpc.ChannelCredentials;
   /** Channel options (e.g. `grpc.ssl_target_name_override`). @default none */
@@ -209,6 +214,7 @@ export class RlqsAgentClient {
     this.#client = client;
     const md = new grpc.Metadata();
     md.set(AGENT_METADATA, this.#o.agent);
+    if (this.#o.authToken !== undefined) md.set('authorization', `Bearer ${this.#o.authToken()}`);
     md.set(REFRESH_METADATA, String(this.#o.refreshMs ?? 1_000));
     // A leader below this term (its Redis lost the counter) then takes a higher one,
     // rather than be refused as stale by this agent for as long as it runs.

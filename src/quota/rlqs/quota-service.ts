@@ -4,6 +4,7 @@ import { ProtocolError, StoreError } from '../../core/errors.js';
 import { toCallError } from '../../service/grpc/call-error.js';
 import type { QuotaController } from '../controller.js';
 import type { Lease } from '../lease.js';
+import type { AgentAuth, AgentGrant, AuthRefusal } from './agent-auth.js';
 import { claimedAgent, duplicateAgentError } from './agent-identity.js';
 import { SampledLog } from './sampled-log.js';
 import {
@@ -59,6 +60,8 @@ interface BucketState {
 interface StreamState {
   readonly call: Stream;
   readonly agent: string;
+  /** What its credentials may claim; `undefined` when agents are not authenticated. */
+  readonly grants: readonly AgentGrant[] | undefined;
   domain: string | undefined;
   /** Canonical bucket text → its state. */
   readonly buckets: Map<string, BucketState>;
@@ -86,6 +89,8 @@ export interface RlqsQuotaServiceOptions {
   readonly domain: string;
   /** @default 'token_bucket' */
   readonly strategy?: RlqsStrategyKind;
+  /** Who may stream (mTLS allow-list, bearer tokens). @default anyone */
+  readonly auth?: AgentAuth;
   readonly clock: Clock;
   /** Reports and problems worth a log line. @default ignore */
   readonly log?: (event: Record<string, unknown>) => void;
@@ -199,7 +204,27 @@ export class RlqsQuotaService {
     };
   }
 
+  /** Counts, logs (sampled) and refuses a stream whose credentials do not hold. */
+  #authFailure(call: Stream, r: AuthRefusal, agent: string | undefined): void {
+    this.#o.onAuthFailure?.(r.reason);
+    this.#sampled.write(`auth_failure:${r.reason}`, {
+      event: 'auth_failure',
+      reason: r.reason,
+      agent: agent ?? null,
+      peer: call.getPeer(),
+      message: r.error.message,
+    });
+    fail(call, r.error);
+  }
+
   #open(call: Stream): void {
+    const named = claimedAgent(call.metadata);
+    // First: nothing an unknown peer sends (a seen term, a name) may act on this leader.
+    const auth = this.#o.auth?.authenticate(call, named);
+    if (auth !== undefined && 'reason' in auth) {
+      this.#authFailure(call, auth, named);
+      return;
+    }
     const controller = this.#controller;
     if (controller === undefined) {
       this.#o.onRefusal?.('not-leader');
@@ -218,7 +243,6 @@ export class RlqsQuotaService {
       this.#o.onHigherTerm?.(seen);
       return;
     }
-    const named = claimedAgent(call.metadata);
     const agent = named ?? `stream-${++this.#nextStream}@${call.getPeer()}`;
     // One live stream per name: a second is refused and the first keeps its lease. A
     // reconnecting agent's old stream has ended (or its connection failed keepalive).
@@ -232,7 +256,13 @@ export class RlqsQuotaService {
       fail(call, duplicateAgentError(agent));
       return;
     }
-    const state: StreamState = { call, agent, domain: undefined, buckets: new Map() };
+    const state: StreamState = {
+      call,
+      agent,
+      grants: auth?.grants,
+      domain: undefined,
+      buckets: new Map(),
+    };
     this.#streams.set(agent, state);
     const md = new grpc.Metadata();
     md.set(TOKEN_METADATA, String(controller.fencingToken));
@@ -281,6 +311,12 @@ export class RlqsQuotaService {
     if (s.domain === undefined) {
       if (msg.domain !== this.#o.domain) {
         refuse(`domain must be "${this.#o.domain}", got "${msg.domain}"`);
+        return;
+      }
+      const denied = s.grants && this.#o.auth?.checkDomain(s.grants, msg.domain);
+      if (denied) {
+        this.#streams.delete(s.agent);
+        this.#authFailure(s.call, denied, s.agent);
         return;
       }
       s.domain = msg.domain;
