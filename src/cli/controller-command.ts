@@ -7,6 +7,7 @@ import type { QuotaBudget } from '../quota/lease.js';
 import type { RlqsStrategyKind } from '../quota/rlqs/mapping.js';
 import { CAP_FLAGS, DEFAULT_PEER_CAPS, type PeerCaps } from '../quota/rlqs/peer-caps.js';
 import { checkControllerFlags } from './controller-settings.js';
+import { agentAuthFromFlags } from './controller-auth.js';
 import { waitForRedis } from '../service/redis-wait.js';
 import { wholeNumber } from './option-values.js';
 
@@ -77,6 +78,22 @@ export function addControllerCommand(program: Command, fail: (error: unknown) =>
       new Option('--strategy <kind>', 'RLQS strategy sent')
         .choices(['token_bucket', 'requests_per_time_unit'])
         .default('token_bucket'),
+    )
+    .option('--tls-cert <file>', 'TLS certificate of the RLQS port (PEM)')
+    .option('--tls-key <file>', 'its private key (PEM)')
+    .option('--client-ca <file>', "CA that signs agents' client certificates (mTLS)")
+    .option(
+      '--agent-certs-file <file>',
+      'YAML list of {identity: URI:…|DNS:…, agents: [patterns], domains: [patterns]} for mTLS agents',
+    )
+    .option(
+      '--agent-tokens-file <file>',
+      'YAML list of {token, agents: [patterns], domains: [patterns]}: bearer tokens agents may present',
+    )
+    .option(
+      '--insecure-agents',
+      'accept unauthenticated agents on an address other than loopback',
+      false,
     );
   for (const cap of Object.keys(CAP_FLAGS) as (keyof PeerCaps)[]) {
     command.option(
@@ -101,6 +118,12 @@ export function addControllerCommand(program: Command, fail: (error: unknown) =>
         electionTtlMs?: number;
         prefix: string;
         strategy: RlqsStrategyKind;
+        tlsCert?: string;
+        tlsKey?: string;
+        clientCa?: string;
+        agentCertsFile?: string;
+        agentTokensFile?: string;
+        insecureAgents: boolean;
       } & PeerCaps,
     ) => {
       try {
@@ -108,6 +131,7 @@ export function addControllerCommand(program: Command, fail: (error: unknown) =>
           (Object.keys(CAP_FLAGS) as (keyof PeerCaps)[]).map((k) => [k, o[k]]),
         ) as unknown as PeerCaps;
         checkControllerFlags({ ...o, caps });
+        const agents = agentAuthFromFlags(o);
         // JSON lines as `serve` writes them; each event keeps its fields, `msg` is its name.
         const logger = pino({ name: 'sluice-controller' });
         const log = (e: Record<string, unknown>) => logger.info(e, String(e['event']));
@@ -124,6 +148,7 @@ export function addControllerCommand(program: Command, fail: (error: unknown) =>
           prefix: o.prefix,
           strategy: o.strategy,
           caps,
+          ...agents,
           log,
           onRefusal: (reason, count) => metrics.refusal(reason, count),
           onAuthFailure: (reason) => metrics.authFailure(reason),

@@ -180,6 +180,10 @@ program
     'this instance among the agents (env SLUICE_LEASE_AGENT; default <hostname>-<pid>-<random>, new at each start)',
   )
   .option(
+    '--lease-token-file <file>',
+    "a file holding this instance's bearer token for the controllers, read at each connect (env SLUICE_LEASE_TOKEN_FILE)",
+  )
+  .option(
     '--lease-refresh <ms>',
     "report period and lease window, the controller's --refresh-ms (env SLUICE_LEASE_REFRESH_MS; default 1000)",
   )
@@ -213,6 +217,7 @@ program
       leasePolicies?: string;
       leaseDomain?: string;
       leaseAgent?: string;
+      leaseTokenFile?: string;
       leaseRefresh?: string;
       leaseTtl?: string;
       leaseFallback?: string;
@@ -247,6 +252,7 @@ program
         flag('leasePolicies', '--lease-policies', o.leasePolicies);
         flag('leaseDomain', '--lease-domain', o.leaseDomain);
         flag('leaseAgent', '--lease-agent', o.leaseAgent);
+        flag('leaseTokenFile', '--lease-token-file', o.leaseTokenFile);
         flag('leaseRefreshMs', '--lease-refresh', o.leaseRefresh);
         flag('leaseTtlMs', '--lease-ttl', o.leaseTtl);
         flag('leaseFallback', '--lease-fallback', o.leaseFallback);

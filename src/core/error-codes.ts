@@ -19,9 +19,12 @@ export interface ErrorCodeInfo {
 // gRPC status numbers (grpc/grpc doc/statuscodes.md).
 const GRPC_INVALID_ARGUMENT = 3;
 const GRPC_DEADLINE_EXCEEDED = 4;
+const GRPC_ALREADY_EXISTS = 6;
+const GRPC_PERMISSION_DENIED = 7;
 const GRPC_RESOURCE_EXHAUSTED = 8;
 const GRPC_FAILED_PRECONDITION = 9;
 const GRPC_UNAVAILABLE = 14;
+const GRPC_UNAUTHENTICATED = 16;
 
 export const ERROR_CODES = Object.freeze({
   SLUICE_ERR_CONFIG_READ: {
@@ -229,6 +232,34 @@ export const ERROR_CODES = Object.freeze({
     grpcStatus: GRPC_UNAVAILABLE,
     summary:
       'This quota controller does not lead (or just stopped leading); the client should try the next controller.',
+  },
+  SLUICE_ERR_QUOTA_DUPLICATE_AGENT: {
+    family: 'protocol',
+    httpStatus: 409,
+    grpcStatus: GRPC_ALREADY_EXISTS,
+    summary:
+      'A quota stream was opened under an agent name that already has a live stream; the first keeps its lease, the second is refused.',
+  },
+  SLUICE_ERR_QUOTA_UNAUTHENTICATED: {
+    family: 'protocol',
+    httpStatus: 401,
+    grpcStatus: GRPC_UNAUTHENTICATED,
+    summary:
+      'A quota stream came without credentials the controller knows (no verified client certificate, no known bearer token).',
+  },
+  SLUICE_ERR_QUOTA_PERMISSION_DENIED: {
+    family: 'protocol',
+    httpStatus: 403,
+    grpcStatus: GRPC_PERMISSION_DENIED,
+    summary:
+      "A quota stream's credentials do not allow the agent name or domain it claims (or its certificate is not on the allow-list).",
+  },
+  SLUICE_ERR_QUOTA_AGENTS_INSECURE: {
+    family: 'policy',
+    httpStatus: 500,
+    grpcStatus: GRPC_FAILED_PRECONDITION,
+    summary:
+      'A quota controller listening beyond loopback was given no agent authentication (mTLS or tokens) and not --insecure-agents; it does not start.',
   },
   SLUICE_ERR_PROTOCOL_BAD_REQUEST: {
     family: 'protocol',

@@ -8,6 +8,8 @@ import { LeaderLease } from './leader-lease.js';
 import type { RlqsStrategyKind } from './rlqs/mapping.js';
 import type { PeerCaps } from './rlqs/peer-caps.js';
 import { RlqsQuotaService } from './rlqs/quota-service.js';
+import type { AgentAuth } from './rlqs/agent-auth.js';
+import { agentServerCredentials, type AgentTls } from './rlqs/agent-tls.js';
 
 /** How long the start waits for Redis before it serves without it, in ms (as `serve`). */
 const REDIS_CONNECT_GRACE_MS = 1_000;
@@ -26,6 +28,10 @@ export interface QuotaControllerProcessOptions extends ControllerOptions {
   readonly host?: string;
   /** gRPC port; 0 picks a free one. */
   readonly port: number;
+  /** TLS of the RLQS port, and the CA that verifies agents' certificates. @default plaintext */
+  readonly tls?: AgentTls;
+  /** Who may stream (mTLS allow-list, bearer tokens). @default anyone */
+  readonly auth?: AgentAuth;
   /**
    * How long a leader's term lasts unless renewed (renewed, and campaigned for, every third
    * of it). Kept under leaseTtlMs − refreshMs so that a successor leads, and re-sends
@@ -118,6 +124,7 @@ export async function startQuotaController(
     domain: o.domain,
     clock,
     log,
+    ...(o.auth === undefined ? {} : { auth: o.auth }),
     onHigherTerm: (seen) => {
       termFloor = Math.max(termFloor, seen + 1);
       const c = controller;
@@ -141,13 +148,16 @@ export async function startQuotaController(
       ? {}
       : { onSettingsMismatch: (x: string) => o.onSettingsMismatch?.(x) }),
   });
-  const server = new grpc.Server();
+  // Pings find a peer that went away without closing: its stream ends, so the agent's
+  // name is free for its reconnect (one live stream per name).
+  const server = new grpc.Server({
+    'grpc.keepalive_time_ms': 10_000,
+    'grpc.keepalive_timeout_ms': 5_000,
+  });
   server.addService(service.definition(), service.handlers());
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(
-      `${o.host ?? '127.0.0.1'}:${o.port}`,
-      grpc.ServerCredentials.createInsecure(),
-      (e, p) => (e ? reject(e) : resolve(p)),
+    server.bindAsync(`${o.host ?? '127.0.0.1'}:${o.port}`, agentServerCredentials(o.tls), (e, p) =>
+      e ? reject(e) : resolve(p),
     ),
   );
 

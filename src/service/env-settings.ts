@@ -388,6 +388,10 @@ export const SERVICE_SETTINGS = {
     Object.freeze({ kind: 'deny' }) as LeaseFallback,
     { flags: ['--lease-fallback'], upstream: false },
   ),
+  leaseTokenFile: setting('SLUICE_LEASE_TOKEN_FILE', anyText, '', {
+    flags: ['--lease-token-file'],
+    upstream: false,
+  }),
   leaseTls: setting('SLUICE_LEASE_TLS', goBool, false, { upstream: false }),
   leaseTlsCaCert: setting('SLUICE_LEASE_TLS_CACERT', anyText, '', { upstream: false }),
   leaseTlsClientCert: setting('SLUICE_LEASE_TLS_CLIENT_CERT', anyText, '', { upstream: false }),
@@ -709,6 +713,7 @@ export function readServiceSettings(
             refreshMs: v.leaseRefreshMs,
             ...(v.leaseTtlMs === undefined ? {} : { maxTtlMs: v.leaseTtlMs }),
             fallback: v.leaseFallback,
+            ...(v.leaseTokenFile === '' ? {} : { tokenFile: v.leaseTokenFile }),
             ...(v.leaseTls
               ? {
                   tlsFiles: Object.freeze({
@@ -773,6 +778,7 @@ const LEASE_KEYS = [
   'leaseRefreshMs',
   'leaseTtlMs',
   'leaseFallback',
+  'leaseTokenFile',
   'leaseTls',
   'leaseTlsCaCert',
   'leaseTlsClientCert',

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.js';
+import { PolicyError } from '../core/errors.js';
 import type { QuotaAgent } from '../quota/agent.js';
 import type { LeaseFallback } from '../quota/lease.js';
 import { RlqsAgentClient } from '../quota/rlqs/agent-client.js';
@@ -36,6 +38,12 @@ export interface ServeLeaseOptions {
   readonly fallback?: LeaseFallback;
   /** TLS to the controllers (`SLUICE_LEASE_TLS*`). @default plaintext */
   readonly tls?: GrpcClientTls;
+  /**
+   * A file holding the bearer token presented to the controllers (`SLUICE_LEASE_TOKEN_FILE`),
+   * read at start and again at each connect, so that a rotated token needs no restart.
+   * @default no token
+   */
+  readonly tokenFile?: string;
 }
 
 /** The RLQS bucket of a leased policy: the controller's `--budget policy=NAME@RATE`. */
@@ -45,10 +53,38 @@ export function leaseBucket(policy: string): Record<string, string> {
 
 /**
  * The agent name of one leased policy's stream: `<agent>/<policy>`. A controller keeps one
- * stream per name (a new one replaces the old), so each policy's stream has its own.
+ * live stream per name (a second is refused), so each policy's stream has its own.
  */
 export function leaseAgentName(agent: string, policy: string): string {
   return `${agent}/${policy}`;
+}
+
+/**
+ * Reads the token file now (a missing or empty one stops the start, naming the setting),
+ * then at each call; a read that fails later keeps the last token and says why.
+ */
+function tokenReader(file: string, log: Logger): () => string {
+  const read = () => readFileSync(file, 'utf8').trim();
+  let last: string;
+  try {
+    last = read();
+  } catch (e) {
+    throw new PolicyError(
+      'SLUICE_ERR_CONFIG_READ',
+      `SLUICE_LEASE_TOKEN_FILE ${file}: ${(e as Error).message}`,
+    );
+  }
+  if (last === '')
+    throw new PolicyError('SLUICE_ERR_CONFIG_READ', `SLUICE_LEASE_TOKEN_FILE ${file} is empty`);
+  return () => {
+    try {
+      const t = read();
+      if (t !== '') last = t;
+    } catch (e) {
+      log.warn({ file, error: (e as Error).message }, 'quota lease token file unreadable');
+    }
+    return last;
+  };
 }
 
 /** One {@link RlqsAgentClient} per leased policy, started at once. */
@@ -66,6 +102,7 @@ export class LeaseAgents {
     // name that a restart reuses, and two agents under one name would share one lease.
     const agent = options.agent ?? `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
     const channel = grpcClientChannel(options.tls);
+    const token = options.tokenFile === undefined ? undefined : tokenReader(options.tokenFile, log);
     for (const policy of new Set(options.policies)) {
       const client = new RlqsAgentClient({
         controllers: options.controllers,
@@ -78,6 +115,7 @@ export class LeaseAgents {
         ...(options.maxTtlMs === undefined ? {} : { maxTtlMs: options.maxTtlMs }),
         credentials: channel.credentials,
         channelOptions: channel.options,
+        ...(token === undefined ? {} : { authToken: token }),
         clock,
         log: (e) => {
           // Applied leases come every refresh: debug; streams and refusals say more.

@@ -32,12 +32,12 @@ async function serve(): Promise<{ port: number; controller: RecordingController 
   return { port, controller };
 }
 
-function client(port: number, maxTtlMs?: number) {
+function client(port: number, maxTtlMs?: number, agent = 'a') {
   let applied: () => void = () => {};
   const firstLease = new Promise<void>((resolve) => (applied = resolve));
   const c = new RlqsAgentClient({
     controllers: [`127.0.0.1:${port}`],
-    agent: 'a',
+    agent,
     domain: 'd',
     bucket: { name: 'api' },
     fallback: { kind: 'deny' },
@@ -56,7 +56,8 @@ describe('RlqsAgentClient', () => {
   it("holds a lease for the assignment's TTL, or for maxTtlMs when that is shorter", async () => {
     const { port } = await serve();
     const plain = client(port);
-    const capped = client(port, 1_500);
+    // Another name: a controller refuses a second live stream under one name.
+    const capped = client(port, 1_500, 'b');
     await Promise.all([plain.firstLease, capped.firstLease]);
     const nowMs = systemClock.nowMs();
     expect(plain.c.agent.lease(nowMs)?.ttlMs).toBe(3_000);

@@ -62,6 +62,8 @@ export interface CertOptions {
   readonly dns?: readonly string[];
   /** IP addresses (subjectAltName). */
   readonly ips?: readonly string[];
+  /** URIs (subjectAltName), e.g. a SPIFFE id. */
+  readonly uris?: readonly string[];
   /** Extended key usages. @default ['serverAuth', 'clientAuth'] */
   readonly usages?: readonly string[];
 }
@@ -86,6 +88,7 @@ export async function issueCert(
   const san = [
     ...(options.dns ?? []).map((d) => `DNS:${d}`),
     ...(options.ips ?? []).map((i) => `IP:${i}`),
+    ...(options.uris ?? []).map((u) => `URI:${u}`),
   ];
   fs.writeFileSync(
     ext,

@@ -16,6 +16,13 @@ import {
   TOKEN_METADATA,
 } from './quota-service.js';
 
+/** Statuses a controller refuses a stream with that retrying at once will not change. */
+const REFUSALS: ReadonlySet<number> = new Set([
+  grpc.status.ALREADY_EXISTS,
+  grpc.status.PERMISSION_DENIED,
+  grpc.status.UNAUTHENTICATED,
+]);
+
 /** Options of {@link RlqsAgentClient}. */
 export interface RlqsAgentClientOptions {
   /** Controller addresses (`host:port`), tried in turn until one leads. */
@@ -41,6 +48,11 @@ export interface RlqsAgentClientOptions {
    * TTL). @default the assignment's TTL
    */
   readonly maxTtlMs?: number;
+  /**
+   * The bearer token sent as `authorization: Bearer <token>` on each stream, read at each
+   * connect (so a rotated token is used from the next stream on). @default none
+   */
+  readonly authToken?: () => string;
   /** How to reach the controllers. @default plaintext */
   readonly credentials?: grpc.ChannelCredentials;
   /** Channel options (e.g. `grpc.ssl_target_name_override`). @default none */
@@ -74,6 +86,8 @@ export class RlqsAgentClient {
   #connectedTo: string | undefined;
   #periodMs: number;
   #controllerRefreshMs: number | undefined;
+  /** Streams refused in a row (duplicate name, credentials): the reconnect backs off. */
+  #refusals = 0;
 
   constructor(options: RlqsAgentClientOptions) {
     this.#o = options;
@@ -200,6 +214,7 @@ export class RlqsAgentClient {
     this.#client = client;
     const md = new grpc.Metadata();
     md.set(AGENT_METADATA, this.#o.agent);
+    if (this.#o.authToken !== undefined) md.set('authorization', `Bearer ${this.#o.authToken()}`);
     md.set(REFRESH_METADATA, String(this.#o.refreshMs ?? 1_000));
     // A leader below this term (its Redis lost the counter) then takes a higher one,
     // rather than be refused as stale by this agent for as long as it runs.
@@ -219,23 +234,38 @@ export class RlqsAgentClient {
       token = Number(m.get(TOKEN_METADATA)[0]);
       this.#follow(Number(m.get(REFRESH_METADATA)[0]));
       if (this.#call === call) this.#connectedTo = target;
+      // A refusal may come with (empty) initial metadata: only a leader's token is an accept.
+      if (m.get(TOKEN_METADATA).length > 0) this.#refusals = 0;
       this.#o.log?.({ event: 'stream', target, token });
     });
     call.on('data', (r: WireQuotaResponse) => {
       if (token !== undefined) this.#apply(r, token);
     });
     let retried = false;
-    const retry = () => {
+    const retry = (error?: grpc.ServiceError) => {
       if (retried || this.#closed) return;
       retried = true;
       if (this.#call === call) {
         this.#call = undefined;
         this.#connectedTo = undefined;
       }
-      setTimeout(() => this.#connect(), this.#o.reconnectMs ?? 200).unref();
+      const refused = error !== undefined && REFUSALS.has(error.code);
+      // A refusal (duplicate name, credentials) does not go away by retrying at once:
+      // back off to 5 s, so a misconfigured agent costs the controller little.
+      this.#refusals = refused ? this.#refusals + 1 : 0;
+      if (error !== undefined)
+        this.#o.log?.({
+          event: refused ? 'stream_refused' : 'stream_error',
+          target,
+          code: grpc.status[error.code],
+          details: error.details,
+        });
+      const waitMs = this.#o.reconnectMs ?? 200;
+      const backoffMs = refused ? Math.min(5_000, waitMs * 2 ** this.#refusals) : waitMs;
+      setTimeout(() => this.#connect(), backoffMs).unref();
     };
     call.on('error', retry);
-    call.on('end', retry);
+    call.on('end', () => retry());
     // Subscribe at once: the first report of a bucket asks for its assignment.
     call.write(this.#usage(this.agent.report(this.#clock.nowMs())));
   }

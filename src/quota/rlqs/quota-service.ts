@@ -6,6 +6,8 @@ import { toCallError } from '../../service/grpc/call-error.js';
 import type { QuotaController } from '../controller.js';
 import type { Lease } from '../lease.js';
 import { duration, leaseStrategy, type RlqsStrategyKind } from './mapping.js';
+import type { AgentAuth, AgentGrant, AuthRefusal } from './agent-auth.js';
+import { claimedAgent, duplicateAgentError } from './agent-identity.js';
 import {
   agentsRefusal,
   checkMessage,
@@ -23,8 +25,7 @@ import type {
   WireUsageReports,
 } from './protos.js';
 
-/** Metadata a Sluice agent may send to name itself; otherwise each stream is an agent. */
-export const AGENT_METADATA = 'sluice-agent';
+export { AGENT_METADATA } from './agent-identity.js';
 /** Initial metadata of every stream: the serving leader's fencing token. */
 export const TOKEN_METADATA = 'sluice-fencing-token';
 /**
@@ -66,6 +67,8 @@ interface BucketState {
 interface StreamState {
   readonly call: Stream;
   readonly agent: string;
+  /** What its credentials may claim; `undefined` when agents are not authenticated. */
+  readonly grants: readonly AgentGrant[] | undefined;
   domain: string | undefined;
   /** Canonical bucket text → its state. */
   readonly buckets: Map<string, BucketState>;
@@ -96,6 +99,8 @@ export interface RlqsQuotaServiceOptions {
   readonly domain: string;
   /** @default 'token_bucket' */
   readonly strategy?: RlqsStrategyKind;
+  /** Who may stream (mTLS allow-list, bearer tokens). @default anyone */
+  readonly auth?: AgentAuth;
   readonly clock: Clock;
   /** Reports and problems worth a log line. @default ignore */
   readonly log?: (event: Record<string, unknown>) => void;
@@ -110,6 +115,11 @@ export interface RlqsQuotaServiceOptions {
   onAuthFailure?(reason: string): void;
   /** A second live stream under an agent name already streaming. @default ignore */
   onDuplicateAgent?(agent: string): void;
+  /**
+   * Lines a peer can cause in a loop (a duplicate name, failed authentication) are written
+   * at most once per reason per this period, with a count of those left out. @default 10000
+   */
+  readonly logSampleMs?: number;
   /** An agent configured with another setting than the controller's (`refresh-ms`). @default ignore */
   onSettingsMismatch?(setting: string): void;
   /**
@@ -143,7 +153,11 @@ export class RlqsQuotaService {
   constructor(options: RlqsQuotaServiceOptions) {
     this.#o = options;
     this.#caps = peerCaps(options.caps);
-    this.#sampled = new SampledLog((e) => options.log?.(e), PEER_LOG_INTERVAL_MS, options.clock);
+    this.#sampled = new SampledLog(
+      (e) => options.log?.(e),
+      options.logSampleMs ?? PEER_LOG_INTERVAL_MS,
+      options.clock,
+    );
   }
 
   /** Counts and logs (sampled) a refusal, then ends the stream with its status. */
@@ -245,7 +259,27 @@ export class RlqsQuotaService {
     };
   }
 
+  /** Counts, logs (sampled) and refuses a stream whose credentials do not hold. */
+  #authFailure(call: Stream, r: AuthRefusal, agent: string | undefined): void {
+    this.#o.onAuthFailure?.(r.reason);
+    this.#sampled.note(`auth_failure:${r.reason}`, {
+      event: 'auth_failure',
+      reason: r.reason,
+      agent: agent ?? null,
+      peer: call.getPeer(),
+      message: r.error.message,
+    });
+    fail(call, r.error);
+  }
+
   #open(call: Stream): void {
+    const named = claimedAgent(call.metadata);
+    // First: nothing an unknown peer sends (a seen term, a name) may act on this leader.
+    const auth = this.#o.auth?.authenticate(call, named);
+    if (auth !== undefined && 'reason' in auth) {
+      this.#authFailure(call, auth, named);
+      return;
+    }
     const controller = this.#controller;
     if (controller === undefined) {
       this.#o.onRefusal?.('not-leader');
@@ -264,25 +298,32 @@ export class RlqsQuotaService {
       this.#o.onHigherTerm?.(seen);
       return;
     }
-    const named = call.metadata.get(AGENT_METADATA)[0];
-    const agent =
-      typeof named === 'string' && named !== ''
-        ? named
-        : `stream-${++this.#nextStream}@${call.getPeer()}`;
+    const agent = named ?? `stream-${++this.#nextStream}@${call.getPeer()}`;
+    // One live stream per name: a second is refused and the first keeps its lease. A
+    // reconnecting agent's old stream has ended (or its connection failed keepalive).
+    if (this.#streams.has(agent)) {
+      this.#o.onDuplicateAgent?.(agent);
+      this.#sampled.note('duplicate_agent', {
+        event: 'duplicate_agent',
+        agent: agent.slice(0, 256),
+        peer: call.getPeer(),
+      });
+      fail(call, duplicateAgentError(agent));
+      return;
+    }
     // An agent already known (a reconnect) is never refused by the agents cap.
-    const known = this.#streams.has(agent) ? undefined : controller.agents();
-    if (known !== undefined && !known.has(agent)) {
+    const known = controller.agents();
+    if (!known.has(agent)) {
       const refusal = agentsRefusal(this.#caps, this.#agents(known));
       if (refusal !== undefined) {
         this.#refuse(call, agent, refusal);
         return;
       }
     }
-    // A reconnecting agent replaces its older stream.
-    this.#streams.get(agent)?.call.end();
     const state: StreamState = {
       call,
       agent,
+      grants: auth?.grants,
       domain: undefined,
       buckets: new Map(),
       seen: new Set(),
@@ -349,7 +390,15 @@ export class RlqsQuotaService {
     }
     const checked = checkMessage(this.#caps, msg, s.seen);
     if ('reason' in checked) return refuse(checked);
-    s.domain ??= msg.domain;
+    if (s.domain === undefined) {
+      const denied = s.grants && this.#o.auth?.checkDomain(s.grants, msg.domain);
+      if (denied) {
+        if (this.#streams.get(s.agent) === s) this.#streams.delete(s.agent);
+        this.#authFailure(s.call, denied, s.agent);
+        return;
+      }
+      s.domain = msg.domain;
+    }
     const out: WireBucketAction[] = [];
     let unknown = 0;
     for (const [i, u] of msg.bucketQuotaUsages.entries()) {
