@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
 import { systemClock, type Clock } from '../core/clock.js';
+import { campaignTickMs, defaultElectionTtlMs } from './bounds.js';
 import { QuotaController, type ControllerState } from './controller.js';
 import type { ControllerOptions } from './controller-config.js';
 import { controllerConfig } from './controller-config.js';
@@ -94,7 +95,7 @@ export async function startQuotaController(
   const config = controllerConfig(o);
   const clock = o.clock ?? systemClock;
   const log = o.log ?? (() => {});
-  const electionTtlMs = o.electionTtlMs ?? Math.max(300, Math.floor(config.leaseTtlMs / 3));
+  const electionTtlMs = o.electionTtlMs ?? defaultElectionTtlMs(config.leaseTtlMs);
   const redis = new Redis(o.redisUrl, {
     lazyConnect: true,
     maxRetriesPerRequest: 1,
@@ -225,7 +226,7 @@ export async function startQuotaController(
       busy = false;
     }
   };
-  const electionTimer = setInterval(tick(campaign), Math.max(50, Math.floor(electionTtlMs / 3)));
+  const electionTimer = setInterval(tick(campaign), campaignTickMs(electionTtlMs));
   const roundTimer = setInterval(tick(round), config.refreshMs);
   // A Redis that answers at once is led from before this resolves (as when the connection
   // was awaited); one that does not gets a second, then the ports serve regardless.
