@@ -113,6 +113,9 @@ export async function startQuotaController(
   const lease = new LeaderLease(redis, o.prefix ?? 'sluice-quota', o.id, electionTtlMs);
   // The lowest token the next term may take (above a term an agent reported seeing).
   let termFloor = 0;
+  // Until when (monotonic ms, which a SIGSTOP does not stop) the key cannot have run out:
+  // E after the start of the last acquire or renewal that succeeded.
+  let termHeldUntil = 0;
   const service: RlqsQuotaService = new RlqsQuotaService({
     domain: o.domain,
     clock,
@@ -123,6 +126,11 @@ export async function startQuotaController(
       if (c === undefined) return;
       stepDown(`an agent has seen term ${seen}`);
       // Gives the key up so that the next campaign (here or elsewhere) takes a new term.
+      void lease.resign().catch(() => {});
+    },
+    termHeld: () => performance.now() < termHeldUntil,
+    onTermLapsed: () => {
+      stepDown(`no renewal for ${electionTtlMs} ms: the term may have lapsed`);
       void lease.resign().catch(() => {});
     },
     ...(o.strategy === undefined ? {} : { strategy: o.strategy }),
@@ -168,6 +176,10 @@ export async function startQuotaController(
       return;
     }
     if (controller !== c) return;
+    if (performance.now() >= termHeldUntil) {
+      stepDown(`no renewal for ${electionTtlMs} ms: the term may have lapsed`);
+      return;
+    }
     // The ledger counts a lease until issue + L + δ, and δ must cover the delivery too: a
     // round whose save took more than half of δ is not sent (it stays counted, and the
     // agents keep their leases until the next round).
@@ -192,12 +204,15 @@ export async function startQuotaController(
     });
   };
   const campaign = async () => {
+    const startedAt = performance.now();
     if (controller !== undefined) {
-      if (!(await lease.renew())) stepDown('term lost');
+      if (await lease.renew()) termHeldUntil = startedAt + electionTtlMs;
+      else stepDown('term lost');
       return;
     }
     // Time seeds the term, so that it grows even when Redis lost the stored token.
     const token = await lease.acquire(Math.max(clock.nowMs(), termFloor));
+    if (token > 0) termHeldUntil = startedAt + electionTtlMs;
     if (token === 0) {
       knownLeader = (await lease.leader()) ?? undefined;
       return;

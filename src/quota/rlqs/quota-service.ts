@@ -102,6 +102,15 @@ export interface RlqsQuotaServiceOptions {
    * UNAVAILABLE, so the agent comes back). @default ignore
    */
   readonly onHigherTerm?: (seen: number) => void;
+  /**
+   * Whether the leader's term can still be held now (its key cannot yet have run out, by
+   * this process's monotonic clock). Checked before a stream is taken and before any
+   * assignment is sent, so a leader that wakes from a pause hands out nothing under a
+   * term a successor may hold; when false, `onTermLapsed` is called and the stream is
+   * refused with UNAVAILABLE. @default always true
+   */
+  readonly termHeld?: () => boolean;
+  readonly onTermLapsed?: () => void;
 }
 
 /**
@@ -186,7 +195,15 @@ export class RlqsQuotaService {
     };
   }
 
+  /** Whether the term may have lapsed; if so the process is told (it steps down). */
+  #lapsed(): boolean {
+    if (this.#o.termHeld === undefined || this.#o.termHeld()) return false;
+    this.#o.onTermLapsed?.();
+    return true;
+  }
+
   #open(call: Stream): void {
+    if (this.#controller !== undefined) this.#lapsed();
     const controller = this.#controller;
     if (controller === undefined) {
       this.#o.onRefusal?.('not-leader');
@@ -251,6 +268,7 @@ export class RlqsQuotaService {
   }
 
   #reports(s: StreamState, msg: WireUsageReports): void {
+    if (this.#controller !== undefined) this.#lapsed();
     const controller = this.#controller;
     if (controller === undefined) return;
     const refuse = (details: string) => {
