@@ -11,8 +11,15 @@ export {
 } from './quota/agent.js';
 export { allocate, type AllocateOptions, type Claim } from './quota/allocation.js';
 export {
+  campaignTickMs,
+  defaultElectionTtlMs,
+  leaseFailureBounds,
+  leaseFailureSections,
   partitionBound,
   partitionBoundSection,
+  type FailureBound,
+  type LeaseFailureBounds,
+  type LeaseFailureInput,
   type PartitionBound,
   type PartitionBoundInput,
   type PartitionBoundLine,

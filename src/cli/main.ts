@@ -9,7 +9,11 @@ import { fsProblem } from '../config/read-file.js';
 import { createLimiter } from '../limiter/limiter.js';
 import { formatBounds, policyBounds, type PolicyBounds } from '../local/bounds.js';
 import { algorithmOf } from '../algorithms/index.js';
-import { partitionBoundSection } from '../quota/bounds.js';
+import {
+  defaultElectionTtlMs,
+  leaseFailureSections,
+  partitionBoundSection,
+} from '../quota/bounds.js';
 import { MemoryStore } from '../stores/memory/memory-store.js';
 import { pino } from 'pino';
 import {
@@ -492,6 +496,26 @@ program
       .choices(['static', 'deny', 'store'])
       .default('static'),
   )
+  .option(
+    '--election-ttl <ms>',
+    "the controllers' election TTL E (default L / 3, at least 300)",
+    wholeNumber('--election-ttl', 1),
+  )
+  .option(
+    '--pause <ms>',
+    'how long the leader is paused (default 2 × the election TTL)',
+    wholeNumber('--pause', 0),
+  )
+  .option(
+    '--reconnect <ms>',
+    "an agent's wait before it tries the next controller (default 200)",
+    wholeNumber('--reconnect', 0),
+  )
+  .option(
+    '--controllers <n>',
+    'how many controllers an agent tries in turn (default 2)',
+    wholeNumber('--controllers', 1),
+  )
   .option('--json', 'print the same as JSON')
   .action(
     async (o: {
@@ -503,10 +527,22 @@ program
       partition?: number;
       cutOff?: number;
       fallback: 'static' | 'deny' | 'store';
+      electionTtl?: number;
+      pause?: number;
+      reconnect?: number;
+      controllers?: number;
       json?: boolean;
     }) => {
       try {
-        const leaseOnly = ['leaseTtl', 'partition', 'cutOff'] as const;
+        const leaseOnly = [
+          'leaseTtl',
+          'partition',
+          'cutOff',
+          'electionTtl',
+          'pause',
+          'reconnect',
+          'controllers',
+        ] as const;
         const stray = leaseOnly.find((k) => o[k] !== undefined);
         if (o.leaseRefresh === undefined && stray !== undefined)
           throw new InvalidArgumentError(
@@ -522,14 +558,28 @@ program
           // The budget is the policy's global rate; a static fallback is an equal share of it.
           const budget = algorithmOf(p.algorithm).sustainedRate(p.params).perSecond;
           const cutOff = o.cutOff ?? o.instances;
+          const leaseTtlMs = o.leaseTtl ?? 3 * refreshMs;
+          const share = o.fallback === 'static' ? budget / o.instances : 0;
           const lease = partitionBoundSection({
             budgetPerSecond: budget,
             refreshMs,
-            leaseTtlMs: o.leaseTtl ?? 3 * refreshMs,
+            leaseTtlMs,
             partitionMs: o.partition ?? 5 * refreshMs,
-            fallbackRatePerSecond: o.fallback === 'static' ? (cutOff * budget) / o.instances : 0,
+            fallbackRatePerSecond: cutOff * share,
           });
-          return { ...b, sections: [...b.sections, lease] };
+          const electionTtlMs = o.electionTtl ?? defaultElectionTtlMs(leaseTtlMs);
+          const failures = leaseFailureSections({
+            budgetPerSecond: budget,
+            refreshMs,
+            leaseTtlMs,
+            electionTtlMs,
+            reconnectMs: o.reconnect ?? 200,
+            controllers: o.controllers ?? 2,
+            pauseMs: o.pause ?? 2 * electionTtlMs,
+            fleetFallbackPerSecond: o.instances * share,
+            agentFallbackPerSecond: share,
+          });
+          return { ...b, sections: [...b.sections, lease, ...failures] };
         });
         process.stdout.write(
           o.json === true ? `${JSON.stringify(all, null, 2)}\n` : formatBounds(all),

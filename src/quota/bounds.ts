@@ -94,3 +94,211 @@ export function partitionBoundSection(i: PartitionBoundInput): {
     ],
   };
 }
+
+/**
+ * Inputs of {@link leaseFailureBounds}; times in milliseconds, rates in units per second.
+ * The fleet's fallback is Σ fᵢ over every agent (the leader's failures reach them all).
+ */
+export interface LeaseFailureInput {
+  /** The budget C. */
+  readonly budgetPerSecond: number;
+  /** The refresh period R. */
+  readonly refreshMs: number;
+  /** The lease TTL L. */
+  readonly leaseTtlMs: number;
+  /** The controllers' election TTL E (`--election-ttl-ms`; by default L / 3, at least 300). */
+  readonly electionTtlMs: number;
+  /** How long an agent waits before it tries the next controller (`reconnectMs`). */
+  readonly reconnectMs: number;
+  /** How many controllers an agent tries in turn (K). */
+  readonly controllers: number;
+  /** How long the leader is paused (S: SIGSTOP, a long GC, a frozen VM). */
+  readonly pauseMs: number;
+  /** Σ fᵢ over the whole fleet: the fallback rates added up (0 for `deny` or `store`). */
+  readonly fleetFallbackPerSecond: number;
+  /** One agent's fallback rate f (what a refused agent admits instead of a lease). */
+  readonly agentFallbackPerSecond: number;
+}
+
+/** What one failure costs, in the terms the real-process tests measure. */
+export interface FailureBound {
+  /** From the failure until every agent holds a lease again, at most (ms). */
+  readonly backOnLeasesMs: number;
+  /** How long agents run on their fallback, at most (ms). */
+  readonly fallbackMs: number;
+  /** Units admitted above the budget over the whole failure, at most. */
+  readonly extraUnits: number;
+  /** The highest ratio of admitted to C·R in any window of R. */
+  readonly peakRatio: number;
+}
+
+/** The bound of each failure the quota leases are built to survive (docs/quota-leases.md). */
+export interface LeaseFailureBounds {
+  /** From the kill until the successor leads: the key runs out (E), then a campaign tick. */
+  readonly takeoverMs: number;
+  readonly leaderKilled: FailureBound;
+  readonly leaderPaused: FailureBound;
+  readonly redisLost: FailureBound;
+  /** A refused agent holds no lease: its fallback, per second, for as long as it is refused. */
+  readonly agentRefused: { readonly extraUnitsPerSecond: number; readonly peakRatio: number };
+}
+
+/** The election TTL a controller takes by default: L / 3, at least 300 ms. */
+export function defaultElectionTtlMs(leaseTtlMs: number): number {
+  return Math.max(300, Math.floor(leaseTtlMs / 3));
+}
+
+/** The election's campaign and renewal period: a third of E (as `controller-process.ts`). */
+export function campaignTickMs(electionTtlMs: number): number {
+  return Math.max(50, Math.floor(electionTtlMs / 3));
+}
+
+/**
+ * The cost of each failure (see docs/quota-leases.md, "What each failure costs"):
+ *
+ * - Leader killed. Its key runs out at most E after the kill and a follower campaigns
+ *   every E/3, so the successor leads within E + E/3, having loaded every lease saved
+ *   before it was sent. Each agent's last lease came at most R before the kill and holds
+ *   L, so it lasts L − R into the failover; the agent finds the successor within K
+ *   reconnects of it leading. Only the time beyond L − R runs on the fallback.
+ * - Leader paused for S. Its agents' streams stay open and nothing answers, so they wait
+ *   on it; once awake it sees by its own clock that its term may have lapsed and refuses
+ *   them before it acts (it hands out nothing under the lost term). They are back once it
+ *   has woken and a successor leads, plus K reconnects; beyond L − R, on the fallback.
+ * - Redis lost or emptied. The new term's ledger is empty while the old term's leases
+ *   live, at most L + δ (δ = R / 2): old and new leases may together reach 2·C in a
+ *   window, and at most C·(L + δ) units over. The leader's renewal fails within E/3, the
+ *   next campaign within E/3 more.
+ * - An agent refused (duplicate name, not authenticated, over a cap): it holds no lease
+ *   and admits its own fallback, f per second, for as long as it is refused.
+ */
+export function leaseFailureBounds(i: LeaseFailureInput): LeaseFailureBounds {
+  const tick = campaignTickMs(i.electionTtlMs);
+  const takeoverMs = i.electionTtlMs + tick;
+  const find = i.controllers * i.reconnectMs;
+  const held = Math.max(0, i.leaseTtlMs - i.refreshMs);
+  const fleet = (backOnLeasesMs: number): FailureBound => {
+    const fallbackMs = Math.max(0, backOnLeasesMs - held);
+    return {
+      backOnLeasesMs,
+      fallbackMs,
+      extraUnits: (i.fleetFallbackPerSecond * fallbackMs) / 1000,
+      peakRatio: fallbackMs > 0 ? 1 + i.fleetFallbackPerSecond / i.budgetPerSecond : 1,
+    };
+  };
+  const oldLeasesMs = i.leaseTtlMs + i.refreshMs / 2;
+  return {
+    takeoverMs,
+    leaderKilled: fleet(takeoverMs + find),
+    leaderPaused: fleet(Math.max(i.pauseMs, takeoverMs) + find),
+    redisLost: {
+      backOnLeasesMs: 2 * tick + find,
+      fallbackMs: 0,
+      extraUnits: (i.budgetPerSecond * oldLeasesMs) / 1000,
+      peakRatio: 2,
+    },
+    agentRefused: {
+      extraUnitsPerSecond: i.agentFallbackPerSecond,
+      peakRatio: 1 + i.agentFallbackPerSecond / i.budgetPerSecond,
+    },
+  };
+}
+
+/** {@link leaseFailureBounds} as titled sections of lines, for `sluice explain`. */
+export function leaseFailureSections(i: LeaseFailureInput): readonly {
+  readonly title: string;
+  readonly lines: readonly PartitionBoundLine[];
+}[] {
+  const b = leaseFailureBounds(i);
+  const n = (x: number) => x.toLocaleString('en-US', { maximumFractionDigits: 2 });
+  const s = (ms: number) => `${n(ms / 1000)}s`;
+  const pct = (r: number) => `${n(r * 100)}% of the budget`;
+  const E = s(i.electionTtlMs);
+  const K = `${i.controllers} × ${s(i.reconnectMs)}`;
+  const L_R = `L − R = ${s(i.leaseTtlMs)} − ${s(i.refreshMs)}`;
+  const fleetLines = (f: FailureBound, back: string): PartitionBoundLine[] => [
+    { label: 'fleet back on leases within', value: s(f.backOnLeasesMs), note: back },
+    {
+      label: 'fallback runs, at most',
+      value: s(f.fallbackMs),
+      note: `beyond what the last lease holds, ${L_R}`,
+    },
+    {
+      label: 'units over the budget, at most',
+      value: n(f.extraUnits),
+      note: `the fleet's fallback, ${n(i.fleetFallbackPerSecond)}/s, for that long`,
+    },
+    {
+      label: 'any window of R, at most',
+      value: pct(f.peakRatio),
+      note:
+        f.fallbackMs > 0
+          ? `1 + Σ fallback / budget (${n(i.budgetPerSecond)}/s)`
+          : 'the successor counts every lease saved before it was sent',
+    },
+  ];
+  return [
+    {
+      title: `lease, leader killed (election TTL ${E})`,
+      lines: [
+        {
+          label: 'successor leads within',
+          value: s(b.takeoverMs),
+          note: `E + E/3: the key runs out, then a campaign tick`,
+        },
+        ...fleetLines(b.leaderKilled, `that + K reconnects (${K})`),
+      ],
+    },
+    {
+      title: `lease, leader paused for ${s(i.pauseMs)}`,
+      lines: [
+        {
+          label: 'leases under the lost term',
+          value: '0',
+          note: 'awake, it sees by its own clock that its term may have lapsed, and refuses first',
+        },
+        ...fleetLines(b.leaderPaused, `max(S, E + E/3) + K reconnects (${K})`),
+      ],
+    },
+    {
+      title: "lease, controllers' Redis lost or emptied",
+      lines: [
+        {
+          label: 'fleet back on leases within',
+          value: s(b.redisLost.backOnLeasesMs),
+          note: `of Redis answering: a renewal fails, a campaign, K reconnects (2 × ${s(campaignTickMs(i.electionTtlMs))} + ${K})`,
+        },
+        {
+          label: 'old leases outside the ledger, at most',
+          value: s(i.leaseTtlMs + i.refreshMs / 2),
+          note: 'L + δ: the new term starts from an empty ledger',
+        },
+        {
+          label: 'units over the budget, at most',
+          value: n(b.redisLost.extraUnits),
+          note: 'the old leases, C, for that long',
+        },
+        {
+          label: 'any window of R, at most',
+          value: pct(b.redisLost.peakRatio),
+          note: 'old leases and new ones, each at most the budget',
+        },
+      ],
+    },
+    {
+      title: 'lease, an agent refused (duplicate name, not authenticated, over a cap)',
+      lines: [
+        {
+          label: 'units over the budget per second',
+          value: n(i.agentFallbackPerSecond),
+          note: 'its own fallback, for as long as it is refused; 0 with deny',
+        },
+        {
+          label: 'any window of R, at most',
+          value: pct(b.agentRefused.peakRatio),
+          note: `1 + fallback / budget (${n(i.budgetPerSecond)}/s), per refused agent`,
+        },
+      ],
+    },
+  ];
+}

@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
 import { systemClock, type Clock } from '../core/clock.js';
+import { campaignTickMs, defaultElectionTtlMs } from './bounds.js';
 import { QuotaController, type ControllerState } from './controller.js';
 import type { ControllerOptions } from './controller-config.js';
 import { controllerConfig } from './controller-config.js';
@@ -102,7 +103,7 @@ export async function startQuotaController(
   const config = controllerConfig(o);
   const clock = o.clock ?? systemClock;
   const log = o.log ?? (() => {});
-  const electionTtlMs = o.electionTtlMs ?? Math.max(300, Math.floor(config.leaseTtlMs / 3));
+  const electionTtlMs = o.electionTtlMs ?? defaultElectionTtlMs(config.leaseTtlMs);
   const redis = new Redis(o.redisUrl, {
     lazyConnect: true,
     maxRetriesPerRequest: 1,
@@ -120,6 +121,9 @@ export async function startQuotaController(
   const lease = new LeaderLease(redis, o.prefix ?? 'sluice-quota', o.id, electionTtlMs);
   // The lowest token the next term may take (above a term an agent reported seeing).
   let termFloor = 0;
+  // Until when (monotonic ms, which a SIGSTOP does not stop) the key cannot have run out:
+  // E after the start of the last acquire or renewal that succeeded.
+  let termHeldUntil = 0;
   const service: RlqsQuotaService = new RlqsQuotaService({
     domain: o.domain,
     clock,
@@ -131,6 +135,11 @@ export async function startQuotaController(
       if (c === undefined) return;
       stepDown(`an agent has seen term ${seen}`);
       // Gives the key up so that the next campaign (here or elsewhere) takes a new term.
+      void lease.resign().catch(() => {});
+    },
+    termHeld: () => performance.now() < termHeldUntil,
+    onTermLapsed: () => {
+      stepDown(`no renewal for ${electionTtlMs} ms: the term may have lapsed`);
       void lease.resign().catch(() => {});
     },
     ...(o.strategy === undefined ? {} : { strategy: o.strategy }),
@@ -182,6 +191,10 @@ export async function startQuotaController(
       return;
     }
     if (controller !== c) return;
+    if (performance.now() >= termHeldUntil) {
+      stepDown(`no renewal for ${electionTtlMs} ms: the term may have lapsed`);
+      return;
+    }
     // The ledger counts a lease until issue + L + δ, and δ must cover the delivery too: a
     // round whose save took more than half of δ is not sent (it stays counted, and the
     // agents keep their leases until the next round).
@@ -206,12 +219,15 @@ export async function startQuotaController(
     });
   };
   const campaign = async () => {
+    const startedAt = performance.now();
     if (controller !== undefined) {
-      if (!(await lease.renew())) stepDown('term lost');
+      if (await lease.renew()) termHeldUntil = startedAt + electionTtlMs;
+      else stepDown('term lost');
       return;
     }
     // Time seeds the term, so that it grows even when Redis lost the stored token.
     const token = await lease.acquire(Math.max(clock.nowMs(), termFloor));
+    if (token > 0) termHeldUntil = startedAt + electionTtlMs;
     if (token === 0) {
       knownLeader = (await lease.leader()) ?? undefined;
       return;
@@ -240,7 +256,7 @@ export async function startQuotaController(
       busy = false;
     }
   };
-  const electionTimer = setInterval(tick(campaign), Math.max(50, Math.floor(electionTtlMs / 3)));
+  const electionTimer = setInterval(tick(campaign), campaignTickMs(electionTtlMs));
   const roundTimer = setInterval(tick(round), config.refreshMs);
   // A Redis that answers at once is led from before this resolves (as when the connection
   // was awaited); one that does not gets a second, then the ports serve regardless.

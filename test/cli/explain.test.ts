@@ -121,7 +121,7 @@ describe('sluice explain (built dist/, spawned)', () => {
     );
     expect(r.stderr).toBe('');
     const all = JSON.parse(r.stdout) as PolicyBounds[];
-    const lease = all[0]!.sections.at(-1)!;
+    const lease = all[0]!.sections.find((x) => x.title.startsWith('lease, controller'))!;
     expect(lease.title).toBe('lease, controller unreachable for 6s');
     expect(lease.lines.map((l) => [l.label, l.value])).toEqual([
       ['stale lease', '0'],
@@ -141,6 +141,51 @@ describe('sluice explain (built dist/, spawned)', () => {
       'deny',
     );
     expect(deny.stdout).toMatch(/units over the budget, at most +0 /);
+  });
+
+  it('prints what each lease failure costs (src/quota/bounds.ts leaseFailureBounds)', async () => {
+    // payments-tenant: 100/s over 100 agents on a static share (1/s each, 100/s in all);
+    // R = 1 s, L = 3 s, E = 1 s (tick 333 ms), reconnect 200 ms × 2 controllers, S = 2 s.
+    const r = await sluice(
+      'explain',
+      '--policies',
+      'examples/policies.yaml',
+      '--instances',
+      '100',
+      '--lease-refresh',
+      '1000',
+      '--json',
+    );
+    expect(r.stderr).toBe('');
+    const sections = (JSON.parse(r.stdout) as PolicyBounds[])[0]!.sections;
+    const rows = (title: string) =>
+      sections.find((x) => x.title === title)!.lines.map((l) => [l.label, l.value]);
+    expect(rows('lease, leader killed (election TTL 1s)')).toEqual([
+      ['successor leads within', '1.33s'],
+      ['fleet back on leases within', '1.73s'],
+      ['fallback runs, at most', '0s'],
+      ['units over the budget, at most', '0'],
+      ['any window of R, at most', '100% of the budget'],
+    ]);
+    expect(rows('lease, leader paused for 2s')).toEqual([
+      ['leases under the lost term', '0'],
+      ['fleet back on leases within', '2.4s'],
+      ['fallback runs, at most', '0.4s'],
+      ['units over the budget, at most', '40'],
+      ['any window of R, at most', '200% of the budget'],
+    ]);
+    expect(rows("lease, controllers' Redis lost or emptied")).toEqual([
+      ['fleet back on leases within', '1.07s'],
+      ['old leases outside the ledger, at most', '3.5s'],
+      ['units over the budget, at most', '350'],
+      ['any window of R, at most', '200% of the budget'],
+    ]);
+    expect(rows('lease, an agent refused (duplicate name, not authenticated, over a cap)')).toEqual(
+      [
+        ['units over the budget per second', '1'],
+        ['any window of R, at most', '101% of the budget'],
+      ],
+    );
   });
 
   it('refuses lease options without --lease-refresh, naming them', async () => {

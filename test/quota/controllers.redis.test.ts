@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { partitionBound } from '../../src/quota/bounds.js';
+import {
+  defaultElectionTtlMs,
+  leaseFailureBounds,
+  partitionBound,
+} from '../../src/quota/bounds.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { freePort } from '../support/free-port.js';
 import { RedisServer } from '../support/redis-server.js';
@@ -15,6 +19,22 @@ import {
 // stopped by its PID.
 const R = 1_000;
 const L = 3_000;
+// The fixture's agents retry the next controller after 100 ms.
+const RECONNECT_MS = 100;
+/** What `sluice explain` computes for these settings (src/quota/bounds.ts). */
+function failureBounds(budget: number, agents: number, fallback: number, pauseMs = 0) {
+  return leaseFailureBounds({
+    budgetPerSecond: budget,
+    refreshMs: R,
+    leaseTtlMs: L,
+    electionTtlMs: defaultElectionTtlMs(L),
+    reconnectMs: RECONNECT_MS,
+    controllers: 2,
+    pauseMs,
+    fleetFallbackPerSecond: agents * fallback,
+    agentFallbackPerSecond: fallback,
+  });
+}
 // How long a wait for a process's line may take before the test fails, naming it: long
 // enough for processes started with tsx on a machine whose cores are busy. No assertion
 // depends on it; how fast things happen is asserted from the processes' own clocks.
@@ -137,9 +157,26 @@ describe('quota controllers and agents as separate processes', () => {
     const sums = fleetWindows(agents, firstWindow, Date.now());
     // At least the windows around the kill and after it, which all four agents reported.
     expect(sums.length).toBeGreaterThanOrEqual(5);
-    for (const s of sums) expect(s).toBeLessThanOrEqual(budget);
+    // The bound `sluice explain` prints for a killed leader: with L − R = 2 s over the
+    // takeover and reconnects, no fallback runs, and no window goes above the budget.
+    const bound = failureBounds(budget, agents.length, 20).leaderKilled;
+    expect(bound.fallbackMs).toBe(0);
+    const max = Math.max(...sums);
+    expect(max).toBeLessThanOrEqual(budget * bound.peakRatio);
+    const backMs =
+      Math.max(
+        ...agents.map(
+          (a) =>
+            a.lines.find(
+              (l) =>
+                l['event'] === 'lease' &&
+                l['outcome'] === 'applied' &&
+                l['token'] === leader['token'],
+            )!['atMs'] as number,
+        ),
+      ) - killedAt;
     console.log(
-      `takeover ${takeoverMs} ms; tokens ${first} → ${leader['token']}; fleet per window: ${sums.join(' ')} (budget ${budget})`,
+      `leader killed: takeover ${Math.round(takeoverMs)} ms (bound ${failureBounds(budget, 4, 20).takeoverMs}); fleet back on leases ${Math.round(backMs)} ms (bound ${bound.backOnLeasesMs}); tokens ${first} → ${leader['token']}; fleet per window: ${sums.join(' ')}; max ${max} (bound ${budget * bound.peakRatio}, budget ${budget})`,
     );
   }, 120_000);
 

@@ -128,6 +128,15 @@ export interface RlqsQuotaServiceOptions {
    * UNAVAILABLE, so the agent comes back). @default ignore
    */
   readonly onHigherTerm?: (seen: number) => void;
+  /**
+   * Whether the leader's term can still be held now (its key cannot yet have run out, by
+   * this process's monotonic clock). Checked before a stream is taken and before any
+   * assignment is sent, so a leader that wakes from a pause hands out nothing under a
+   * term a successor may hold; when false, `onTermLapsed` is called and the stream is
+   * refused with UNAVAILABLE. @default always true
+   */
+  readonly termHeld?: () => boolean;
+  readonly onTermLapsed?: () => void;
 }
 
 /**
@@ -272,6 +281,13 @@ export class RlqsQuotaService {
     fail(call, r.error);
   }
 
+  /** Whether the term may have lapsed; if so the process is told (it steps down). */
+  #lapsed(): boolean {
+    if (this.#o.termHeld === undefined || this.#o.termHeld()) return false;
+    this.#o.onTermLapsed?.();
+    return true;
+  }
+
   #open(call: Stream): void {
     const named = claimedAgent(call.metadata);
     // First: nothing an unknown peer sends (a seen term, a name) may act on this leader.
@@ -280,6 +296,7 @@ export class RlqsQuotaService {
       this.#authFailure(call, auth, named);
       return;
     }
+    if (this.#controller !== undefined) this.#lapsed();
     const controller = this.#controller;
     if (controller === undefined) {
       this.#o.onRefusal?.('not-leader');
@@ -367,6 +384,7 @@ export class RlqsQuotaService {
   }
 
   #reports(s: StreamState, msg: WireUsageReports | OverCaps): void {
+    if (this.#controller !== undefined) this.#lapsed();
     const controller = this.#controller;
     if (controller === undefined) return;
     const refuse = (r: CapRefusal) => {
