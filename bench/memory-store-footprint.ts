@@ -5,7 +5,7 @@
  */
 import { ALGORITHMS } from '../src/algorithms/index.js';
 import { parsePolicies } from '../src/config/policies.js';
-import type { AlgorithmKind } from '../src/core/policy.js';
+import type { AlgorithmKind } from '../src/algorithms/index.js';
 import { MemoryStore } from '../src/stores/memory/memory-store.js';
 
 const N = 200_000;

@@ -9,14 +9,13 @@ export { toDescriptor, DEFAULT_MAX_DESCRIPTOR_VALUE_LENGTH } from './core/descri
 export type { DescriptorLimits } from './core/descriptor-limits.js';
 export { DEFAULT_DESCRIPTOR_LIMITS, descriptorLimits } from './core/descriptor-limits.js';
 export type {
-  AlgorithmKind,
   CostRule,
   FailureMode,
   MatchEntry,
   Policy,
   StaleSettings,
 } from './core/policy.js';
-export { ALGORITHM_KINDS } from './core/policy.js';
+export { ALGORITHM_KINDS } from './algorithms/index.js';
 export type { ErrorCode, ErrorCodeInfo, ErrorFamily } from './core/error-codes.js';
 export { ERROR_CODES } from './core/error-codes.js';
 export type { PolicyIssue, SluiceErrorOptions, StoreFailureReason } from './core/errors.js';
@@ -25,7 +24,9 @@ export { parseDurationMs } from './core/duration.js';
 
 // Algorithms
 export type { Algorithm, Quota, Transition } from './algorithms/algorithm.js';
-export { ALGORITHMS, algorithmOf } from './algorithms/index.js';
+export { ALGORITHMS, algorithmOf, isAlgorithmKind } from './algorithms/index.js';
+export type { AlgorithmKind } from './algorithms/index.js';
+export type { AlgorithmCosts, Measured } from './algorithms/costs.js';
 export {
   tokenBucket,
   type TokenBucketParams,

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { AlgorithmDecision } from '../core/decision.js';
-import type { AlgorithmKind } from '../core/policy.js';
+import type { AlgorithmCosts } from './costs.js';
 
 /** What one transition returns: the bucket's next state and the decision. */
 export interface Transition<S> {
@@ -24,7 +24,10 @@ export interface Transition<S> {
  *   charged too, and a cost above capacity is `OVER_LIMIT` with `retryAfterMs` Infinity.
  */
 export interface Algorithm<P, S> {
-  readonly kind: AlgorithmKind;
+  /** Its name in policy files (`algorithm: token-bucket`): its key in the registry, `ALGORITHMS`. */
+  readonly kind: string;
+  /** What a bucket costs its Redis, for capacity plans (`sluice plan`). */
+  readonly costs: AlgorithmCosts;
   /**
    * Strict zod schema of the user-facing parameter fields of a policy (durations as
    * `"1s"` or ms numbers), producing the validated params (times in ms).

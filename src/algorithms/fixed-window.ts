@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { benchedCpu, measuredBytes } from './costs.js';
 import {
   decide,
   type DecisionCell,
@@ -112,6 +113,10 @@ const inPlace: InPlaceStep<FixedWindowParams, FixedWindowState> = {
  */
 export const fixedWindow: Algorithm<FixedWindowParams, FixedWindowState> = {
   kind: 'fixed-window',
+  costs: {
+    redisCpuUsPerDecision: benchedCpu(15.95, 'redis/c64/zipf/fw/allow'),
+    redisBytesPerBucket: measuredBytes(189, 'fixed-window'),
+  },
   paramsSchema: windowParamsSchema,
   transition: pureTransition(inPlace),
   ttlMs: (p) => p.windowMs,

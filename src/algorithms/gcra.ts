@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { benchedCpu, measuredBytes } from './costs.js';
 import {
   decide,
   type DecisionCell,
@@ -126,6 +127,10 @@ const inPlace: InPlaceStep<GcraParams, GcraState> = {
  */
 export const gcra: Algorithm<GcraParams, GcraState> = {
   kind: 'gcra',
+  costs: {
+    redisCpuUsPerDecision: benchedCpu(12.89, 'redis/c64/zipf/gcra/allow'),
+    redisBytesPerBucket: measuredBytes(175, 'gcra'),
+  },
   paramsSchema,
   transition: pureTransition(inPlace),
   ttlMs: (p) => Math.ceil(emissionMs(p.burst, p)),

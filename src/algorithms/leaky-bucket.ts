@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { borrowedCpu, measuredBytes } from './costs.js';
 import {
   decide,
   type DecisionCell,
@@ -135,6 +136,15 @@ const inPlace: InPlaceStep<LeakyBucketParams, LeakyBucketState> = {
  */
 export const leakyBucket: Algorithm<LeakyBucketParams, LeakyBucketState> = {
   kind: 'leaky-bucket',
+  costs: {
+    // Not benchmarked: it has the token bucket's state and step shape, so its figure is used.
+    redisCpuUsPerDecision: borrowedCpu(
+      14.25,
+      'redis/c64/zipf/tb/allow',
+      "the token bucket's figure",
+    ),
+    redisBytesPerBucket: measuredBytes(187, 'leaky-bucket'),
+  },
   paramsSchema,
   transition: pureTransition(inPlace),
   ttlMs: (p) => Math.ceil(leakMs(p.capacity, p)),

@@ -1,4 +1,3 @@
-import type { AlgorithmKind } from '../core/policy.js';
 import { algorithmOf } from './index.js';
 
 /**
@@ -26,7 +25,7 @@ import { algorithmOf } from './index.js';
  * `params` are the algorithm's validated params, as for `transition`.
  */
 export function refundState(
-  kind: AlgorithmKind,
+  kind: string,
   state: unknown,
   nowMs: number,
   consumedAtMs: number,

@@ -1,4 +1,5 @@
 import { unfittableDecision, type Algorithm, type Transition, waitUntil } from './algorithm.js';
+import { MEMORY_TABLE, borrowedCpu, measuredBytes } from './costs.js';
 import { windowParamsSchema, type WindowParams } from './fixed-window.js';
 
 /** Sliding log parameters (validated). */
@@ -94,6 +95,21 @@ function transition(
  */
 export const slidingLog: Algorithm<SlidingLogParams, SlidingLogState> = {
   kind: 'sliding-log',
+  costs: {
+    // Not benchmarked: it reads its whole set per decision and costs more with its limit, so
+    // the token bucket's figure is a floor for it.
+    redisCpuUsPerDecision: borrowedCpu(
+      14.25,
+      'redis/c64/zipf/tb/allow',
+      "a floor: the token bucket's figure",
+    ),
+    redisBytesPerBucket: measuredBytes(217, 'sliding-log, 1 admitted'),
+    redisBytesPerExtraUnit: {
+      unit: 'B',
+      value: 51.6,
+      source: `${MEMORY_TABLE}, rows sliding-log 10 and 100 admitted: (5,268 − 626) / 90`,
+    },
+  },
   paramsSchema: windowParamsSchema,
   transition,
   ttlMs: (p) => p.windowMs,

@@ -8,6 +8,7 @@ import {
   type InPlaceStep,
   type Writable,
 } from './algorithm.js';
+import { benchedCpu, measuredBytes } from './costs.js';
 import { windowParamsSchema, type WindowParams } from './fixed-window.js';
 
 /** Sliding window counter parameters (validated). */
@@ -195,6 +196,10 @@ export const slidingWindowCounter: Algorithm<
   SlidingWindowCounterState
 > = {
   kind: 'sliding-window-counter',
+  costs: {
+    redisCpuUsPerDecision: benchedCpu(17.45, 'redis/c64/zipf/swc/allow'),
+    redisBytesPerBucket: measuredBytes(185, 'sliding-window-counter'),
+  },
   paramsSchema: windowParamsSchema,
   transition: pureTransition(inPlace),
   ttlMs: (p) => 2 * p.windowMs,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { benchedCpu, measuredBytes } from './costs.js';
 import {
   decide,
   type DecisionCell,
@@ -118,6 +119,10 @@ const inPlace: InPlaceStep<TokenBucketParams, TokenBucketState> = {
  */
 export const tokenBucket: Algorithm<TokenBucketParams, TokenBucketState> = {
   kind: 'token-bucket',
+  costs: {
+    redisCpuUsPerDecision: benchedCpu(14.25, 'redis/c64/zipf/tb/allow'),
+    redisBytesPerBucket: measuredBytes(187, 'token-bucket'),
+  },
   paramsSchema,
   transition: pureTransition(inPlace),
   ttlMs: (p) => Math.ceil(refillMs(p.burst, p)),

@@ -1,12 +1,10 @@
+import { bucketBytes } from '../algorithms/costs.js';
 import { algorithmOf } from '../algorithms/index.js';
 import type { Policy } from '../core/policy.js';
 import { scopeKeysOf } from '../stores/key.js';
 import {
   CONNECTIONS_PER_PROCESS_PER_PRIMARY,
-  REDIS_BYTES_PER_BUCKET,
-  REDIS_CPU_US_PER_DECISION,
   SERVICE_CPU_US_PER_CALL,
-  SLIDING_LOG_BYTES_PER_ENTRY,
   type Measured,
 } from './measured-costs.js';
 
@@ -139,11 +137,8 @@ export function capacityPlan(input: PlanInput): CapacityPlan {
   const policies = input.policies.map((p): PolicyPlan => {
     const algorithm = algorithmOf(p.algorithm);
     const keys = p.identity.length === 0 ? 1 : input.tenants;
-    const base = REDIS_BYTES_PER_BUCKET[p.algorithm].value;
-    const bytesPerKey =
-      p.algorithm === 'sliding-log'
-        ? base + SLIDING_LOG_BYTES_PER_ENTRY.value * (algorithm.capacity(p.params) - 1)
-        : base;
+    // A bucket whose state grows with what it admitted is sized at its full capacity.
+    const bytesPerKey = bucketBytes(algorithm.costs, algorithm.capacity(p.params));
     const ttlMs = algorithm.ttlMs(p.params);
     return {
       name: p.name,
@@ -152,7 +147,7 @@ export function capacityPlan(input: PlanInput): CapacityPlan {
       perScopeValue: scopeKeysOf(p).length > 0,
       bytesPerKey,
       bytes: keys * bytesPerKey,
-      cpuUsPerDecision: REDIS_CPU_US_PER_DECISION[p.algorithm].value,
+      cpuUsPerDecision: algorithm.costs.redisCpuUsPerDecision.value,
       ttlMs,
       expiriesPerSecond: Math.min(rps, keys / (ttlMs / 1000)),
     };
@@ -175,12 +170,13 @@ export function capacityPlan(input: PlanInput): CapacityPlan {
     Math.ceil((rps * SERVICE_CPU_US_PER_CALL.value) / 1e6 / target - 1e-9),
   );
   const sources: Record<string, Measured> = {};
-  for (const p of new Set(input.policies.map((q) => q.algorithm))) {
-    sources[`Redis CPU per decision, ${p}`] = REDIS_CPU_US_PER_DECISION[p];
-    sources[`Redis memory per bucket, ${p}`] = REDIS_BYTES_PER_BUCKET[p];
-  }
-  if (input.policies.some((p) => p.algorithm === 'sliding-log')) {
-    sources['Redis memory per sliding-log entry'] = SLIDING_LOG_BYTES_PER_ENTRY;
+  for (const kind of new Set(input.policies.map((q) => q.algorithm))) {
+    const costs = algorithmOf(kind).costs;
+    sources[`Redis CPU per decision, ${kind}`] = costs.redisCpuUsPerDecision;
+    sources[`Redis memory per bucket, ${kind}`] = costs.redisBytesPerBucket;
+    if (costs.redisBytesPerExtraUnit !== undefined) {
+      sources[`Redis memory per ${kind} entry`] = costs.redisBytesPerExtraUnit;
+    }
   }
   sources['service CPU per call'] = SERVICE_CPU_US_PER_CALL;
   sources['Redis connections per process per primary'] = CONNECTIONS_PER_PROCESS_PER_PRIMARY;

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { ALGORITHMS } from '../algorithms/index.js';
+import { ALGORITHMS, ALGORITHM_KINDS, type AlgorithmKind } from '../algorithms/index.js';
 import { durationMs } from '../algorithms/params.js';
 import type { DescriptorEntry } from '../core/descriptor.js';
 import { PolicyError, formatIssue, type PolicyIssue } from '../core/errors.js';
-import { ALGORITHM_KINDS, type MatchEntry, type Policy } from '../core/policy.js';
+import type { MatchEntry, Policy } from '../core/policy.js';
 import { issueText } from './issue-text.js';
 import { overloadIssues, type OverloadConfig } from './overload-schema.js';
 import {
@@ -53,7 +53,7 @@ const baseFields = {
   description: z.string().optional(),
   match: z.array(matchEntry).min(1, 'needs at least one entry'),
   identity: z.array(nonEmpty).optional(),
-  algorithm: z.enum(ALGORITHM_KINDS).default('token-bucket'),
+  algorithm: z.enum(ALGORITHM_KINDS as [AlgorithmKind, ...AlgorithmKind[]]).default('token-bucket'),
   cost: costField.default({ default: 1, rules: [] }),
   failureMode: z.enum(['open', 'closed', 'stale']).default('open'),
   stale: z

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { capacityUnits, durationMs } from '../algorithms/params.js';
 import { tokenBucket } from '../algorithms/token-bucket.js';
 import type { ErrorCode } from '../core/error-codes.js';
-import type { AlgorithmKind, BatchSettings, LocalSettings } from '../core/policy.js';
+import type { AlgorithmKind } from '../algorithms/index.js';
+import type { BatchSettings, LocalSettings } from '../core/policy.js';
 
 /**
  * A policy's `local` block: the token bucket's own fields (`rate`, `period` default "1s",

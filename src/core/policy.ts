@@ -1,15 +1,5 @@
 import type { DescriptorEntry } from './descriptor.js';
 
-/** Every algorithm Sluice implements. */
-export const ALGORITHM_KINDS = Object.freeze([
-  'token-bucket',
-  'gcra',
-  'fixed-window',
-  'sliding-log',
-  'sliding-window-counter',
-  'leaky-bucket',
-] as const);
-export type AlgorithmKind = (typeof ALGORITHM_KINDS)[number];
 
 /**
  * What happens when the store cannot decide (timeout, outage):
@@ -84,7 +74,11 @@ export interface Policy {
    * global policy.
    */
   readonly identity: readonly string[];
-  readonly algorithm: AlgorithmKind;
+  /**
+   * The algorithm's name, a key of the registry (`ALGORITHMS`, src/algorithms/index.ts);
+   * the policy parsers accept only registered names.
+   */
+  readonly algorithm: string;
   /** Algorithm parameters, validated by the algorithm; times in ms. */
   readonly params: Readonly<Record<string, number | string>>;
   /** Cost of one request: the first matching rule, else `defaultCost`. */

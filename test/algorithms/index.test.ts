@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ALGORITHMS, algorithmOf } from '../../src/algorithms/index.js';
-import { ALGORITHM_KINDS } from '../../src/core/policy.js';
+import { ALGORITHM_KINDS } from '../../src/algorithms/index.js';
 
 describe('algorithm registry', () => {
   it('holds every kind, each under its own name', () => {

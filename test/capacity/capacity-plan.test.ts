@@ -1,10 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { capacityPlan, harmonic } from '../../src/capacity/capacity-plan.js';
-import {
-  REDIS_BYTES_PER_BUCKET,
-  REDIS_CPU_US_PER_DECISION,
-  SERVICE_CPU_US_PER_CALL,
-} from '../../src/capacity/measured-costs.js';
+import { ALGORITHMS } from '../../src/algorithms/index.js';
+import { SERVICE_CPU_US_PER_CALL } from '../../src/capacity/measured-costs.js';
 import { parsePolicies } from '../../src/config/policies.js';
 
 // The payments example's policy: token bucket, burst 20 at 100/s, so an idle bucket is
@@ -15,9 +12,9 @@ const payments = parsePolicies([
 
 describe('capacityPlan', () => {
   it('the constants are the measured figures (docs/benchmarks.md, docs/redis.md)', () => {
-    expect(REDIS_CPU_US_PER_DECISION['token-bucket'].value).toBe(14.25);
-    expect(REDIS_CPU_US_PER_DECISION.gcra.value).toBe(12.89);
-    expect(REDIS_BYTES_PER_BUCKET['token-bucket'].value).toBe(187);
+    expect(ALGORITHMS['token-bucket'].costs.redisCpuUsPerDecision.value).toBe(14.25);
+    expect(ALGORITHMS.gcra.costs.redisCpuUsPerDecision.value).toBe(12.89);
+    expect(ALGORITHMS['token-bucket'].costs.redisBytesPerBucket.value).toBe(187);
     expect(SERVICE_CPU_US_PER_CALL.value).toBeCloseTo(324.94, 2); // 0.71 cores / 2,185 calls/s
   });
 

@@ -1,8 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ALGORITHMS } from '../../src/algorithms/index.js';
-import type { AlgorithmKind, Policy } from '../../src/core/policy.js';
-import { ALGORITHM_KINDS } from '../../src/core/policy.js';
+import type { Policy } from '../../src/core/policy.js';
+import type { AlgorithmKind } from '../../src/algorithms/index.js';
+import { ALGORITHM_KINDS } from '../../src/algorithms/index.js';
 import { OverLimitCache } from '../../src/local/over-limit-cache.js';
 import { propertySeed } from '../support/property-seed.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ALGORITHMS } from '../../src/algorithms/index.js';
+import { algorithmOf } from '../../src/algorithms/index.js';
 import { parsePolicies } from '../../src/config/policies.js';
 import { ManualClock } from '../../src/core/clock.js';
 import type { AlgorithmDecision } from '../../src/core/decision.js';
@@ -33,7 +33,7 @@ function policy(extra: Record<string, unknown> = {}): Policy {
 /** What the global bucket holds now (a read: cost 0). */
 function globalRemaining(store: MemoryStore, p: Policy, nowMs: number): number {
   const [r] = store.applySync(
-    [{ key: KEY, algorithm: ALGORITHMS[p.algorithm], params: p.params, cost: 0, enforce: true }],
+    [{ key: KEY, algorithm: algorithmOf(p.algorithm), params: p.params, cost: 0, enforce: true }],
     { nowMs },
   );
   return r!.ok ? r!.decision.remaining : NaN;

@@ -4,7 +4,7 @@
  * request id however often it is repeated, and nothing for a window that has passed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALGORITHMS } from '../../src/algorithms/index.js';
+import { algorithmOf } from '../../src/algorithms/index.js';
 import { parsePolicies } from '../../src/config/policies.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
 import { RedisStore } from '../../src/stores/redis/redis-store.js';
@@ -28,7 +28,7 @@ const window = parsePolicies([
 function req(key: string, policy: typeof bucket, cost: number): StoreRequest {
   return {
     key,
-    algorithm: ALGORITHMS[policy.algorithm],
+    algorithm: algorithmOf(policy.algorithm),
     params: policy.params,
     cost,
     enforce: true,

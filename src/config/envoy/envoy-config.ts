@@ -1,6 +1,6 @@
 import type { PolicyIssue } from '../../core/errors.js';
+import type { AlgorithmKind } from '../../algorithms/index.js';
 import type {
-  AlgorithmKind,
   BatchSettings,
   FailureMode,
   LocalSettings,

@@ -1,8 +1,6 @@
 import type { z } from 'zod';
-import { ALGORITHMS } from '../../algorithms/index.js';
+import { ALGORITHMS, ALGORITHM_KINDS, type AlgorithmKind } from '../../algorithms/index.js';
 import {
-  ALGORITHM_KINDS,
-  type AlgorithmKind,
   type BatchSettings,
   type FailureMode,
   type LocalSettings,

@@ -1,15 +1,18 @@
-import { ALGORITHMS, algorithmOf } from '../../algorithms/index.js';
-import type { AlgorithmKind } from '../../core/policy.js';
+import {
+  ALGORITHMS,
+  ALGORITHM_KINDS,
+  algorithmOf,
+  type AlgorithmKind,
+} from '../../algorithms/index.js';
 
 /**
  * Algorithm codes understood by applyBatches.lua and refundBatch.lua (`ALG[code]` in
  * lua/algorithms/): each algorithm's own `luaCode`.
  */
 export const LUA_ALGORITHM_CODE: Readonly<Record<AlgorithmKind, number>> = Object.freeze(
-  Object.fromEntries(Object.values(ALGORITHMS).map((a) => [a.kind, a.luaCode])) as Record<
-    AlgorithmKind,
-    number
-  >,
+  Object.fromEntries(
+    ALGORITHM_KINDS.map((kind) => [kind, ALGORITHMS[kind].luaCode]),
+  ) as Record<AlgorithmKind, number>,
 );
 
 /**
@@ -18,7 +21,7 @@ export const LUA_ALGORITHM_CODE: Readonly<Record<AlgorithmKind, number>> = Objec
  * refundBatch.lua as JavaScript's shortest round-trip decimal, which Lua's tonumber()
  * reads back to the same double.
  */
-export function luaParams(kind: AlgorithmKind, params: unknown): [number, number, number, number] {
+export function luaParams(kind: string, params: unknown): [number, number, number, number] {
   const [p1, p2, p3, p4] = algorithmOf(kind).scriptParams(params);
   return [p1, p2, p3, p4];
 }

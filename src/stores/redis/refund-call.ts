@@ -2,7 +2,7 @@ import type { StoreError } from '../../core/errors.js';
 import type { StoreRequest } from '../store.js';
 import type { SafeConnection } from './connection.js';
 import type { GroupOutcome } from './cross-slot.js';
-import { LUA_ALGORITHM_CODE, luaParams } from './lua-args.js';
+import { luaParams } from './lua-args.js';
 import { failed } from './redis-errors.js';
 import { decodeDecisions } from './reply.js';
 import { refundBatchScript, type ScriptCall } from './scripts.js';
@@ -69,7 +69,7 @@ export function refundArgs(
   const args: (string | number)[] = [nowMs, dedupTtlMs];
   for (const r of items) {
     args.push(
-      LUA_ALGORITHM_CODE[r.algorithm.kind],
+      r.algorithm.luaCode,
       r.cost,
       r.algorithm.ttlMs(r.params),
       decidedAtMs,

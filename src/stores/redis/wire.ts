@@ -1,5 +1,5 @@
 import type { StoreRequest } from '../store.js';
-import { LUA_ALGORITHM_CODE, luaParams } from './lua-args.js';
+import { luaParams } from './lua-args.js';
 
 /** One batch as applyBatches.lua takes it (see the header of lua/applyBatches.lua). */
 export interface WireBatch {
@@ -41,7 +41,7 @@ function policyPart(r: StoreRequest): Buffer {
   let part = policyParts.get(params);
   if (part === undefined) {
     part = Buffer.alloc(POLICY_BYTES);
-    part.writeUInt8(LUA_ALGORITHM_CODE[r.algorithm.kind], 0);
+    part.writeUInt8(r.algorithm.luaCode, 0);
     part.writeDoubleLE(r.algorithm.ttlMs(r.params), 1);
     luaParams(r.algorithm.kind, params).forEach((p, i) => part!.writeDoubleLE(p, 9 + 8 * i));
     policyParts.set(params, part);

@@ -11,7 +11,7 @@ import type { AlgorithmDecision } from '../../../src/core/decision.js';
 import { decideBatch } from '../../../src/stores/batch.js';
 import type { RedisStore } from '../../../src/stores/redis/redis-store.js';
 import type { StoreRequest, StoreResult } from '../../../src/stores/store.js';
-import { readState, STATE_CODE } from '../../support/redis-state.js';
+import { readState } from '../../support/redis-state.js';
 
 /** What describeDifferential's `extra` receives. */
 export interface DiffContext {
@@ -155,7 +155,7 @@ export async function expectBitIdenticalRun<P, S>(
     lastWaitMs = waitMs(t.decision);
     const decision = await applyOne(ctx.store(), request(key, params, cost), nowMs);
     expect(decision).toEqual(t.decision);
-    expect(decode(await readState(ctx.redis(), `diff:${key}`, STATE_CODE[alg.kind]))).toEqual(
+    expect(decode(await readState(ctx.redis(), `diff:${key}`, alg.luaCode))).toEqual(
       state,
     );
   }

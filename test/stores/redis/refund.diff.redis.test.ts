@@ -18,7 +18,7 @@ import { slidingLog } from '../../../src/algorithms/sliding-log.js';
 import { slidingWindowCounter } from '../../../src/algorithms/sliding-window-counter.js';
 import { tokenBucket } from '../../../src/algorithms/token-bucket.js';
 import { decideBatch } from '../../../src/stores/batch.js';
-import { LUA_ALGORITHM_CODE, luaParams } from '../../../src/stores/redis/lua-args.js';
+import { luaParams } from '../../../src/stores/redis/lua-args.js';
 import { RedisStore } from '../../../src/stores/redis/redis-store.js';
 import { decodeDecisions } from '../../../src/stores/redis/reply.js';
 import { refundBatchScript } from '../../../src/stores/redis/scripts.js';
@@ -142,7 +142,7 @@ describe('refundBatch.lua agrees with refundState', () => {
               [
                 String(nowMs),
                 60_000,
-                LUA_ALGORITHM_CODE[alg.kind],
+                alg.luaCode,
                 c.cost,
                 alg.ttlMs(params),
                 c.atMs,
