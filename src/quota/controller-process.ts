@@ -6,7 +6,7 @@ import type { ControllerOptions } from './controller-config.js';
 import { controllerConfig } from './controller-config.js';
 import { LeaderLease } from './leader-lease.js';
 import type { RlqsStrategyKind } from './rlqs/mapping.js';
-import { RLQS_SERVICE } from './rlqs/protos.js';
+import { RLQS_SERVICE } from '../protocol/rlqs-protos.js';
 import { RlqsQuotaService } from './rlqs/quota-service.js';
 
 /** How long the start waits for Redis before it serves without it, in ms (as `serve`). */

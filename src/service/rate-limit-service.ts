@@ -45,14 +45,14 @@ import type { DecisionObserver } from './decision-event.js';
 import { rateLimitDynamicMetadata } from './dynamic-metadata.js';
 import { toNativeCheckResponse } from './grpc/check-response.js';
 import type {
-  CallContext,
   NativeCheckRequest,
   NativeCheckResponse,
   RlsDescriptorStatus,
   RlsRequest,
   RlsResponse,
   RlsUnit,
-} from './grpc/types.js';
+} from '../protocol/messages.js';
+import type { CallContext } from './grpc/handlers.js';
 import { rateLimitResponseHeaders, type ResponseHeaderNames } from './response-headers.js';
 
 export interface RateLimitServiceOptions {

@@ -1,7 +1,13 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Clock } from '../../core/clock.js';
 import { ProtocolError, StoreError } from '../../core/errors.js';
-import { toCallError } from '../../service/grpc/call-error.js';
+import { toCallError } from '../../protocol/call-error.js';
+import {
+  AGENT_METADATA,
+  REFRESH_METADATA,
+  SEEN_TOKEN_METADATA,
+  TOKEN_METADATA,
+} from '../../protocol/metadata.js';
 import type { QuotaController } from '../controller.js';
 import type { Lease } from '../lease.js';
 import {
@@ -16,25 +22,7 @@ import type {
   WireBucketId,
   WireQuotaResponse,
   WireUsageReports,
-} from './protos.js';
-
-/** Metadata a Sluice agent may send to name itself; otherwise each stream is an agent. */
-export const AGENT_METADATA = 'sluice-agent';
-/** Initial metadata of every stream: the serving leader's fencing token. */
-export const TOKEN_METADATA = 'sluice-fencing-token';
-/**
- * The refresh period R in ms: sent by the controller in every stream's initial metadata,
- * so that agents report (and window their leases) at its period; sent by a Sluice agent
- * with its configured period, so that a mismatch is seen on both sides.
- */
-export const REFRESH_METADATA = 'sluice-refresh-ms';
-
-/**
- * Metadata a Sluice agent sends when it opens a stream: the highest fencing token it has
- * seen. A leader whose own token is lower (its Redis lost the counter, and its clock is
- * behind the one that issued that token) refuses the stream and takes a higher term.
- */
-export const SEEN_TOKEN_METADATA = 'sluice-seen-token';
+} from '../../protocol/rlqs-protos.js';
 
 type Stream = grpc.ServerDuplexStream<WireUsageReports, WireQuotaResponse>;
 
