@@ -85,12 +85,12 @@ export {
 export type { CheckResult } from './limiter/check-result.js';
 export {
   Limiter,
-  createLimiter,
   type CheckItem,
   type CheckOptions,
   type DecideOptions,
   type LimiterOptions,
 } from './limiter/limiter.js';
+export { createLimiter } from './local/create-limiter.js';
 
 // Metrics (docs/metrics.md)
 export type { CheckRecorder, StoreCallEndedBy } from './metrics/check-recorder.js';

@@ -25,12 +25,12 @@ import {
 import { durationUntilResetSeconds } from '../config/envoy/window.js';
 import { DEFAULT_TIMEOUT_MS, type PolicySet } from '../config/policies.js';
 import {
-  createLimiter,
   type CheckItem,
   type DecideOptions,
   type Limiter,
   type StoreCallObserver,
 } from '../limiter/limiter.js';
+import { createLimiter } from '../local/create-limiter.js';
 import { combineDecisions, type CheckResult } from '../limiter/check-result.js';
 import type { RuleUsage } from '../metrics/rule-hits.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
