@@ -22,7 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import express from 'express';
-import { createLimiter } from '../src/limiter/limiter.js';
+import { createLimiter } from '../src/local/create-limiter.js';
 import { MemoryStore } from '../src/stores/memory/memory-store.js';
 import { byApiKey, createHttpRateLimit, EdgeLimiter } from '../src/http.js';
 import { serveToParent, startServeChild } from './lib/serve-child.js';

@@ -21,7 +21,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parsePolicies } from '../src/config/policies.js';
-import { createLimiter } from '../src/limiter/limiter.js';
+import { createLimiter } from '../src/local/create-limiter.js';
 import type { Policy } from '../src/core/policy.js';
 import type { StageItem } from '../src/limiter/stage.js';
 import { policyBounds } from '../src/local/bounds.js';

@@ -19,7 +19,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import express from 'express';
 import { createHttpRateLimit, EdgeLimiter } from '../src/http.js';
-import { createLimiter } from '../src/limiter/limiter.js';
+import { createLimiter } from '../src/local/create-limiter.js';
 import { createAdmissionBoundary, type AdmissionBoundaryOptions } from '../src/overload.js';
 import { MemoryStore } from '../src/stores/memory/memory-store.js';
 import { serveToParent, startServeChild } from './lib/serve-child.js';

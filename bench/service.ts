@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
-import { RLS_SERVICE } from '../src/service/grpc/protos.js';
+import { RLS_SERVICE } from '../src/protocol/protos.js';
 import { freePort } from '../test/support/free-port.js';
 import { zipfSampler } from './lib/rng.js';
 import { RedisServer } from '../test/support/redis-server.js';

@@ -8,13 +8,7 @@ export type { Descriptor, DescriptorEntry, DescriptorInput } from './core/descri
 export { toDescriptor, DEFAULT_MAX_DESCRIPTOR_VALUE_LENGTH } from './core/descriptor.js';
 export type { DescriptorLimits } from './core/descriptor-limits.js';
 export { DEFAULT_DESCRIPTOR_LIMITS, descriptorLimits } from './core/descriptor-limits.js';
-export type {
-  CostRule,
-  FailureMode,
-  MatchEntry,
-  Policy,
-  StaleSettings,
-} from './core/policy.js';
+export type { CostRule, FailureMode, MatchEntry, Policy, StaleSettings } from './core/policy.js';
 export { ALGORITHM_KINDS } from './algorithms/index.js';
 export type { ErrorCode, ErrorCodeInfo, ErrorFamily } from './core/error-codes.js';
 export { ERROR_CODES } from './core/error-codes.js';
@@ -86,12 +80,12 @@ export {
 export type { CheckResult } from './limiter/check-result.js';
 export {
   Limiter,
-  createLimiter,
   type CheckItem,
   type CheckOptions,
   type DecideOptions,
   type LimiterOptions,
 } from './limiter/limiter.js';
+export { createLimiter } from './local/create-limiter.js';
 
 // Metrics (docs/metrics.md)
 export type { CheckRecorder, StoreCallEndedBy } from './metrics/check-recorder.js';

@@ -36,11 +36,12 @@ export {
   criticalityRank,
   parseCriticality,
   type Criticality,
-} from './overload/criticality.js';
+} from './core/criticality.js';
 export { FixedLimit } from './overload/fixed-limit.js';
 export { GradientLimit, type GradientLimitOptions } from './overload/gradient-limit.js';
 export type { LimitAlgorithm, LimitSample } from './overload/limit-algorithm.js';
-export { DEFAULT_SHARES, LoadShedder, type CriticalityShares } from './overload/load-shedder.js';
+export { LoadShedder } from './overload/load-shedder.js';
+export { DEFAULT_SHARES, type CriticalityShares } from './config/criticality-shares.js';
 export { OVERLOAD_CODES, OverloadError, type OverloadReason } from './overload/overload-error.js';
 export {
   ADMISSION_OUTCOMES,
@@ -49,7 +50,7 @@ export {
 } from './overload/recorder.js';
 export { RetryBudget, type RetryBudgetOptions } from './overload/retry-budget.js';
 export { ManualTimer, systemTimer, type Timer } from './overload/timer.js';
-export { OverloadMetrics } from './metrics/overload-metrics.js';
+export { OverloadMetrics } from './overload/overload-metrics.js';
 export {
   overloadSchema,
   parseOverloadConfig,

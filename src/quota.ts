@@ -46,6 +46,7 @@ export type { Lease, LeaseFallback, QuotaBudget, UsageReport } from './quota/lea
 export { LeaseStage, type LeaseStageOptions } from './quota/lease-stage.js';
 export { RlqsAgentClient, type RlqsAgentClientOptions } from './quota/rlqs/agent-client.js';
 export { bucketKey, type RlqsStrategyKind } from './quota/rlqs/mapping.js';
-export { RLQS_SERVICE, RLQS_SERVICE_NAME } from './quota/rlqs/protos.js';
-export { AGENT_METADATA, TOKEN_METADATA, RlqsQuotaService } from './quota/rlqs/quota-service.js';
+export { RLQS_SERVICE, RLQS_SERVICE_NAME } from './protocol/rlqs-protos.js';
+export { RlqsQuotaService } from './quota/rlqs/quota-service.js';
+export { AGENT_METADATA, TOKEN_METADATA } from './protocol/metadata.js';
 export { simulateLeases, type SimulationReport } from './quota/simulation/simulate.js';

@@ -109,9 +109,9 @@ describe('npm pack', () => {
     expect(packed).toContain('dist/cli/main.js');
     expect(packed).toContain('dist/stores/redis/lua/applyBatches.lua');
     expect(packed).toContain('dist/stores/redis/lua/algorithms/tokenBucket.lua');
-    expect(packed).toContain('dist/service/proto/sluice/v1/sluice.proto');
+    expect(packed).toContain('dist/protocol/proto/sluice/v1/sluice.proto');
     expect(packed).toContain(
-      'dist/service/proto/upstream/envoy/service/rate_limit_quota/v3/rlqs.proto',
+      'dist/protocol/proto/upstream/envoy/service/rate_limit_quota/v3/rlqs.proto',
     );
     expect(packed).toContain('examples/policies.yaml');
     expect(packed).toContain('README.md');

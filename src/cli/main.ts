@@ -6,7 +6,7 @@ import { formatEnvoyConfigError, loadEnvoyConfigPath } from '../config/envoy/ind
 import { loadPolicyFile } from '../config/load.js';
 import { formatIssue } from '../core/errors.js';
 import { fsProblem } from '../config/read-file.js';
-import { createLimiter } from '../limiter/limiter.js';
+import { createLimiter } from '../local/create-limiter.js';
 import { formatBounds, policyBounds, type PolicyBounds } from '../local/bounds.js';
 import { algorithmOf } from '../algorithms/index.js';
 import {

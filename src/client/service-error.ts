@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { ERROR_CODES, type ErrorCode } from '../core/error-codes.js';
 import { PolicyError, ProtocolError, StoreError, type SluiceError } from '../core/errors.js';
-import { ERROR_CODE_METADATA_KEY } from '../service/grpc/call-error.js';
+import { ERROR_CODE_METADATA_KEY } from '../protocol/metadata.js';
 
 /** gRPC statuses that mean "the service did not decide": the failure mode applies. */
 const UNDECIDED: ReadonlySet<number> = new Set([

@@ -3,9 +3,9 @@ import type { Decision, DecisionPath } from '../core/decision.js';
 import type { DescriptorEntry, DescriptorInput } from '../core/descriptor.js';
 import { PolicyError, ProtocolError } from '../core/errors.js';
 import type { Status } from '../core/status.js';
-import { SLUICE_SERVICE } from '../service/grpc/protos.js';
-import type { NativeCheckResponse } from '../service/grpc/types.js';
-import type { WireCheckRequest, WireCheckResponse, WireDecision } from '../service/grpc/wire.js';
+import { SLUICE_SERVICE } from '../protocol/protos.js';
+import type { NativeCheckResponse } from '../protocol/messages.js';
+import type { WireCheckRequest, WireCheckResponse, WireDecision } from '../protocol/wire.js';
 import { fromServiceError, isUndecided } from './service-error.js';
 
 /** What the client does when the service cannot decide (unreachable, timed out). */

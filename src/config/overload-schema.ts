@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { durationMs } from '../algorithms/params.js';
 import { PolicyError, formatIssue, type PolicyIssue } from '../core/errors.js';
 import type { ErrorCode } from '../core/error-codes.js';
-import { CRITICALITIES } from '../overload/criticality.js';
-import { DEFAULT_SHARES, sharesProblem, type CriticalityShares } from '../overload/load-shedder.js';
+import { CRITICALITIES } from '../core/criticality.js';
+import { DEFAULT_SHARES, sharesProblem, type CriticalityShares } from './criticality-shares.js';
 import { issueText } from './issue-text.js';
 
 const whole = (min: number) => z.number().int('must be a whole number').min(min);

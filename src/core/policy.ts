@@ -1,6 +1,5 @@
 import type { DescriptorEntry } from './descriptor.js';
 
-
 /**
  * What happens when the store cannot decide (timeout, outage):
  * - `open`: allow, and count it as a fail-open allow;

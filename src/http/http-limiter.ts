@@ -5,7 +5,7 @@ import type { Policy } from '../core/policy.js';
 import type { CheckResult } from '../limiter/check-result.js';
 import type { CheckOptions, Limiter } from '../limiter/limiter.js';
 import type { AdmissionBoundary, AdmissionPermit } from '../overload/admission-boundary.js';
-import type { Criticality } from '../overload/criticality.js';
+import type { Criticality } from '../core/criticality.js';
 import type { OverloadReason } from '../overload/overload-error.js';
 import { createClientIp, type ForwardedHeader, type TrustProxy } from './client-ip.js';
 import type { DescriptorBuilder, RequestContext } from './descriptors.js';

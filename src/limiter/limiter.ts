@@ -1,4 +1,3 @@
-import { localStages } from '../local/stages.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import type { DescriptorInput } from '../core/descriptor.js';
@@ -60,13 +59,8 @@ export class Limiter {
         ? undefined
         : new LimiterMetrics({ registry: options.registry }));
     this.#gateway = new StoreGateway(this.#store, options.storeObserver, this.#metrics);
-    const stages =
-      options.stages ??
-      localStages({
-        clock: this.#clock,
-        overLimitCacheBytes: options.overLimitCacheBytes ?? 0,
-        ...(options.stageMetrics === undefined ? {} : { metrics: options.stageMetrics }),
-      });
+    // Stages come from outside (createLimiter in local/ adds the local ones).
+    const stages = options.stages ?? [];
     checkStages(stages);
     this.#stages = Object.freeze([...stages]);
     this.#current = this.#accept(options.policies);
@@ -631,8 +625,3 @@ const EMPTY_RESULTS: readonly StoreResult[] = Object.freeze([]);
 
 /** `performance.timeOrigin` is a getter with argument checks: read it once. */
 const TIME_ORIGIN = performance.timeOrigin;
-
-/** Creates a {@link Limiter}. Throws a `PolicyError` when plain policy inputs are invalid. */
-export function createLimiter(options: LimiterOptions): Limiter {
-  return new Limiter(options);
-}

@@ -12,7 +12,7 @@ import {
   type ConcurrencyPermit,
   type PermitOutcome,
 } from './concurrency-limiter.js';
-import { DEFAULT_CRITICALITY, type Criticality } from './criticality.js';
+import { DEFAULT_CRITICALITY, type Criticality } from '../core/criticality.js';
 import { FixedLimit } from './fixed-limit.js';
 import { GradientLimit } from './gradient-limit.js';
 import type { LimitAlgorithm } from './limit-algorithm.js';

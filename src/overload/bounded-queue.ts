@@ -1,4 +1,4 @@
-import { CRITICALITIES, criticalityRank, type Criticality } from './criticality.js';
+import { CRITICALITIES, criticalityRank, type Criticality } from '../core/criticality.js';
 import type { Timer } from './timer.js';
 
 /** Why a waiting request left the queue without its turn. */

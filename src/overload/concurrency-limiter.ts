@@ -1,5 +1,5 @@
 import { systemClock, type Clock } from '../core/clock.js';
-import { DEFAULT_CRITICALITY, type Criticality } from './criticality.js';
+import { DEFAULT_CRITICALITY, type Criticality } from '../core/criticality.js';
 import type { LimitAlgorithm } from './limit-algorithm.js';
 import { LoadShedder } from './load-shedder.js';
 

@@ -1,18 +1,5 @@
-import { CRITICALITIES, criticalityRank, type Criticality } from './criticality.js';
-
-/** The share of the concurrency limit each criticality may fill, in (0, 1]. */
-export type CriticalityShares = Readonly<Record<Criticality, number>>;
-
-/**
- * Defaults: `SHEDDABLE` stops at half the limit, `SHEDDABLE_PLUS` at three quarters,
- * `CRITICAL` at 90 %, and the last 10 % is kept for `CRITICAL_PLUS`.
- */
-export const DEFAULT_SHARES: CriticalityShares = Object.freeze({
-  CRITICAL_PLUS: 1,
-  CRITICAL: 0.9,
-  SHEDDABLE_PLUS: 0.75,
-  SHEDDABLE: 0.5,
-});
+import type { Criticality } from '../core/criticality.js';
+import { DEFAULT_SHARES, type CriticalityShares } from '../config/criticality-shares.js';
 
 /**
  * Criticality-aware shedding: a request of level `c` is admitted only while fewer than
@@ -36,20 +23,4 @@ export class LoadShedder {
   ceiling(limit: number, c: Criticality): number {
     return Math.max(1, Math.ceil(limit * this.shares[c]));
   }
-}
-
-/** Why a set of shares is not usable, or `undefined` when it is. */
-export function sharesProblem(shares: Readonly<Record<string, number>>): string | undefined {
-  for (const c of CRITICALITIES) {
-    const s = shares[c];
-    if (s === undefined || !(s > 0 && s <= 1)) return `${c} must be in (0, 1], got ${String(s)}`;
-    const r = criticalityRank(c);
-    if (r > 0) {
-      const above = CRITICALITIES[r - 1] as Criticality;
-      if (s > (shares[above] as number)) {
-        return `${c} (${s}) must not exceed ${above} (${String(shares[above])}): a lower level would keep capacity from a higher one`;
-      }
-    }
-  }
-  return undefined;
 }

@@ -1,4 +1,4 @@
-import type { Criticality } from './criticality.js';
+import type { Criticality } from '../core/criticality.js';
 import type { OverloadReason } from './overload-error.js';
 import type { PermitOutcome } from './concurrency-limiter.js';
 

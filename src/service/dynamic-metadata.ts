@@ -1,5 +1,5 @@
 import type { EnvoyRule } from '../config/envoy/envoy-config.js';
-import type { JsonValue, RlsRequest } from './grpc/types.js';
+import type { JsonValue, RlsRequest } from '../protocol/messages.js';
 
 type JsonObject = { [key: string]: JsonValue };
 

@@ -493,12 +493,7 @@ export interface XdsSettings extends Omit<XdsOptions, 'tls'> {
   /** Serve (empty) before the first config arrives (`FORCE_START_WITHOUT_INITIAL_CONFIG`). */
   readonly forceStart: boolean;
   /** Absent: plaintext. Paths are '' when unset. */
-  readonly tls?: {
-    readonly caCertFile: string;
-    readonly clientCertFile: string;
-    readonly clientKeyFile: string;
-    readonly serverName: string;
-  };
+  readonly tls?: GrpcClientTlsFiles;
 }
 
 type Parsed = z.output<typeof serviceSettingsSchema>;

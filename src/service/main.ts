@@ -12,7 +12,7 @@ import { checkServeOptionValues } from './env-settings.js';
 import { createGrpcServer } from './grpc/server.js';
 import { ReloadingServerCredentials, type GrpcTlsSettings } from './grpc/tls-credentials.js';
 import { redisTls as watchedRedisTls, type RedisTlsSettings } from './redis-tls.js';
-import type { CallContext } from './grpc/types.js';
+import type { CallContext } from './grpc/handlers.js';
 import { HttpServer } from './http/http-server.js';
 import { RateLimitService } from './rate-limit-service.js';
 import { waitForRedis } from './redis-wait.js';

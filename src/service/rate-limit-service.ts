@@ -25,12 +25,12 @@ import {
 import { durationUntilResetSeconds } from '../config/envoy/window.js';
 import { DEFAULT_TIMEOUT_MS, type PolicySet } from '../config/policies.js';
 import {
-  createLimiter,
   type CheckItem,
   type DecideOptions,
   type Limiter,
   type StoreCallObserver,
 } from '../limiter/limiter.js';
+import { createLimiter } from '../local/create-limiter.js';
 import { combineDecisions, type CheckResult } from '../limiter/check-result.js';
 import type { RuleUsage } from '../metrics/rule-hits.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
@@ -45,14 +45,14 @@ import type { DecisionObserver } from './decision-event.js';
 import { rateLimitDynamicMetadata } from './dynamic-metadata.js';
 import { toNativeCheckResponse } from './grpc/check-response.js';
 import type {
-  CallContext,
   NativeCheckRequest,
   NativeCheckResponse,
   RlsDescriptorStatus,
   RlsRequest,
   RlsResponse,
   RlsUnit,
-} from './grpc/types.js';
+} from '../protocol/messages.js';
+import type { CallContext } from './grpc/handlers.js';
 import { rateLimitResponseHeaders, type ResponseHeaderNames } from './response-headers.js';
 
 export interface RateLimitServiceOptions {

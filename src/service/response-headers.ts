@@ -1,4 +1,4 @@
-import type { RlsDescriptorStatus, RlsHeader } from './grpc/types.js';
+import type { RlsDescriptorStatus, RlsHeader } from '../protocol/messages.js';
 
 /**
  * Names of the headers upstream adds to envoy's response when

@@ -8,7 +8,7 @@ import {
   descriptorLimits,
 } from '../../src/core/descriptor-limits.js';
 import { PolicyError } from '../../src/core/errors.js';
-import { createLimiter } from '../../src/limiter/limiter.js';
+import { createLimiter } from '../../src/local/create-limiter.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
 
 const limits = DEFAULT_DESCRIPTOR_LIMITS;

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PolicyInput } from '../../src/config/policies.js';
-import { createLimiter } from '../../src/limiter/limiter.js';
+import { createLimiter } from '../../src/local/create-limiter.js';
 import { RedisStore } from '../../src/stores/redis/redis-store.js';
 import { RedisServer } from '../support/redis-server.js';
 import { STATE_CODE, unpackState } from '../support/redis-state.js';

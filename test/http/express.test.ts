@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { PolicyInput } from '../../src/config/policies.js';
 import { ManualClock } from '../../src/core/clock.js';
 import { SluiceError } from '../../src/core/errors.js';
-import { createLimiter } from '../../src/limiter/limiter.js';
+import { createLimiter } from '../../src/local/create-limiter.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
 import {
   byApiKey,

@@ -15,7 +15,7 @@ import { ManualClock } from '../../src/core/clock.js';
 import { createFastifyRateLimit } from '../../src/fastify.js';
 import { byApiKey, createHttpRateLimit, type EdgeEvent } from '../../src/http.js';
 import type { HttpRateLimit } from '../../src/http/node-middleware.js';
-import { createLimiter } from '../../src/limiter/limiter.js';
+import { createLimiter } from '../../src/local/create-limiter.js';
 import { RedisStore } from '../../src/stores/redis/redis-store.js';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server.js';
 import { sleep } from '../support/wait.js';

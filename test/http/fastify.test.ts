@@ -9,7 +9,7 @@ import { ManualClock } from '../../src/core/clock.js';
 import { SluiceError } from '../../src/core/errors.js';
 import { createFastifyRateLimit, type FastifyRateLimitOptions } from '../../src/fastify.js';
 import { byApiKey, byClientIp, type EdgeEvent } from '../../src/http.js';
-import { createLimiter } from '../../src/limiter/limiter.js';
+import { createLimiter } from '../../src/local/create-limiter.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
 import { asAcme, post } from '../support/api-key-requests.js';
 import { headersOf } from './serve.js';

@@ -10,7 +10,7 @@ import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createFastifyRateLimit } from '../../src/fastify.js';
 import { createHttpRateLimit, type EdgeEvent } from '../../src/http.js';
-import { createLimiter } from '../../src/limiter/limiter.js';
+import { createLimiter } from '../../src/local/create-limiter.js';
 import {
   createAdmissionBoundary,
   OverloadMetrics,

@@ -33,7 +33,7 @@ import { createServer, request, Agent, type Server } from 'node:http';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
-import { createLimiter } from '../../src/limiter/limiter.js';
+import { createLimiter } from '../../src/local/create-limiter.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
 import { createHttpRateLimit } from '../../src/http.js';
 import {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
 import { PolicyError, StoreError } from '../../src/core/errors.js';
-import { createLimiter } from '../../src/limiter/limiter.js';
+import { createLimiter } from '../../src/local/create-limiter.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
 import type {
   Store,

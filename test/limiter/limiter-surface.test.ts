@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
 import { toDescriptor } from '../../src/core/descriptor.js';
 import { parsePolicies } from '../../src/config/policies.js';
-import { createLimiter } from '../../src/limiter/limiter.js';
+import { createLimiter } from '../../src/local/create-limiter.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
 import type { Store } from '../../src/stores/store.js';
 import { sleep } from '../support/wait.js';

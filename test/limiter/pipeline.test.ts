@@ -11,7 +11,8 @@ import { ManualClock } from '../../src/core/clock.js';
 import type { AlgorithmDecision } from '../../src/core/decision.js';
 import type { PolicyInput } from '../../src/config/policies.js';
 import type { Policy } from '../../src/core/policy.js';
-import { createLimiter, type Limiter } from '../../src/limiter/limiter.js';
+import { type Limiter } from '../../src/limiter/limiter.js';
+import { createLimiter } from '../../src/local/create-limiter.js';
 import type {
   Stage,
   StageContext,

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { parsePolicies } from '../../src/config/policies.js';
 import { ManualClock } from '../../src/core/clock.js';
 import { toDescriptor } from '../../src/core/descriptor.js';
-import { createLimiter } from '../../src/limiter/limiter.js';
+import { createLimiter } from '../../src/local/create-limiter.js';
 import { PolicyPlans } from '../../src/limiter/plan.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
 import { bucketKey } from '../../src/stores/key.js';

@@ -8,7 +8,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
 import type { StoreError } from '../../src/core/errors.js';
-import { createLimiter, type StoreCallEnd } from '../../src/limiter/limiter.js';
+import { type StoreCallEnd } from '../../src/limiter/limiter.js';
+import { createLimiter } from '../../src/local/create-limiter.js';
 import { StoreHealth } from '../../src/service/store-health.js';
 import { RedisStore } from '../../src/stores/redis/redis-store.js';
 import { captureLog } from '../support/captured-log.js';

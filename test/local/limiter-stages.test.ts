@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
-import { createLimiter } from '../../src/limiter/limiter.js';
+import { createLimiter } from '../../src/local/create-limiter.js';
 import { LocalStage } from '../../src/local/local-stage.js';
 import { OverLimitCache } from '../../src/local/over-limit-cache.js';
 import { TokenBatchStage } from '../../src/local/token-batch.js';

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import type { PolicyInput } from '../../src/config/policies.js';
 import { ManualClock } from '../../src/core/clock.js';
 import { StoreError } from '../../src/core/errors.js';
-import { createLimiter } from '../../src/limiter/limiter.js';
+import { createLimiter } from '../../src/local/create-limiter.js';
 import { DistinctCount } from '../../src/metrics/distinct-count.js';
 import { hashedKey } from '../../src/metrics/hashed-key.js';
 import { LimiterMetrics } from '../../src/metrics/limiter-metrics.js';

@@ -13,8 +13,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RLQS_SERVICE, type WireUsageReports } from '../../src/quota/rlqs/protos.js';
-import { AGENT_METADATA } from '../../src/quota/rlqs/quota-service.js';
+import { RLQS_SERVICE, type WireUsageReports } from '../../src/protocol/rlqs-protos.js';
+import { AGENT_METADATA } from '../../src/protocol/metadata.js';
 import { RedisServer } from '../support/redis-server.js';
 import { issueCert, makeCa, type TestCa, type TestCert } from '../support/test-certs.js';
 import {

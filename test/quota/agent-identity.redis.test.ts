@@ -8,8 +8,8 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RLQS_SERVICE, type WireUsageReports } from '../../src/quota/rlqs/protos.js';
-import { AGENT_METADATA } from '../../src/quota/rlqs/quota-service.js';
+import { RLQS_SERVICE, type WireUsageReports } from '../../src/protocol/rlqs-protos.js';
+import { AGENT_METADATA } from '../../src/protocol/metadata.js';
 import { RedisServer } from '../support/redis-server.js';
 import {
   agentProcess,

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { PolicyInput } from '../../src/config/policies.js';
 import { ManualClock } from '../../src/core/clock.js';
-import { createLimiter } from '../../src/limiter/limiter.js';
+import { createLimiter } from '../../src/local/create-limiter.js';
 import { QuotaAgent } from '../../src/quota/agent.js';
 import { LeaseStage } from '../../src/quota/lease-stage.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';

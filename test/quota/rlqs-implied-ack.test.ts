@@ -6,7 +6,7 @@ import {
   RLQS_SERVICE,
   type WireQuotaResponse,
   type WireUsageReports,
-} from '../../src/quota/rlqs/protos.js';
+} from '../../src/protocol/rlqs-protos.js';
 import { startRlqsServer } from '../support/rlqs-server.js';
 import { waitFor } from '../support/wait.js';
 

@@ -9,7 +9,7 @@ import {
 import { RedisServer } from '../support/redis-server.js';
 
 // An RLQS client built here from the official protos (the unchanged copies under
-// src/service/proto/upstream, loaded with keepCase so fields keep their proto names)
+// src/protocol/proto/upstream, loaded with keepCase so fields keep their proto names)
 // drives a real controller (real gRPC server, real Redis): subscribe, report,
 // assignment, TTL expiry and abandon.
 const def = loadSync('envoy/service/rate_limit_quota/v3/rlqs.proto', {
@@ -18,7 +18,7 @@ const def = loadSync('envoy/service/rate_limit_quota/v3/rlqs.proto', {
   enums: String,
   defaults: false,
   oneofs: true,
-  includeDirs: [join(import.meta.dirname, '../../src/service/proto/upstream')],
+  includeDirs: [join(import.meta.dirname, '../../src/protocol/proto/upstream')],
 });
 type Pkg = {
   envoy: {

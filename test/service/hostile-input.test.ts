@@ -16,7 +16,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_DESCRIPTOR_LIMITS } from '../../src/core/descriptor-limits.js';
 import { DEFAULT_MAX_SERIES_PER_METRIC } from '../../src/metrics/series-cap.js';
-import { RLS_SERVICE, SLUICE_SERVICE } from '../../src/service/grpc/protos.js';
+import { RLS_SERVICE, SLUICE_SERVICE } from '../../src/protocol/protos.js';
 import type { RunningService, ServeOptions } from '../../src/service/main.js';
 import { EXAMPLE_CONFIGS, startLoopbackService } from '../support/loopback-service.js';
 

@@ -5,7 +5,7 @@
  * own answers on top.
  */
 import { PolicyError, StoreError } from '../../src/core/errors.js';
-import type { CallContext } from '../../src/service/grpc/types.js';
+import type { CallContext } from '../../src/service/grpc/handlers.js';
 
 export function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;

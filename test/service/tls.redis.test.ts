@@ -14,7 +14,7 @@ import * as grpc from '@grpc/grpc-js';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readServiceSettings } from '../../src/service/env-settings.js';
-import { RLS_SERVICE } from '../../src/service/grpc/protos.js';
+import { RLS_SERVICE } from '../../src/protocol/protos.js';
 import { startService, type RunningService } from '../../src/service/main.js';
 import { RedisStore } from '../../src/stores/redis/redis-store.js';
 import { freePort } from '../support/free-port.js';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RLS_SERVICE } from '../../src/service/grpc/protos.js';
+import { RLS_SERVICE } from '../../src/protocol/protos.js';
 import { startLoopbackService, stillClock } from '../support/loopback-service.js';
 import { spawnServe, stopServe } from '../support/sluice-serve.js';
 import { XdsManagementServer } from '../support/xds-management-server.js';

@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Clock } from '../../src/core/clock.js';
 import type { QuotaController } from '../../src/quota/controller.js';
-import { RLQS_SERVICE } from '../../src/quota/rlqs/protos.js';
+import { RLQS_SERVICE } from '../../src/protocol/rlqs-protos.js';
 import { RlqsQuotaService } from '../../src/quota/rlqs/quota-service.js';
 
 export interface RlqsTestServer {

@@ -1,7 +1,7 @@
 /**
  * A minimal xDS management server for tests: @grpc/grpc-js serving
  * `envoy.service.discovery.v3.AggregatedDiscoveryService` from the official protos in
- * src/service/proto/upstream. It records every DiscoveryRequest, and pushes
+ * src/protocol/proto/upstream. It records every DiscoveryRequest, and pushes
  * DiscoveryResponses of RateLimitConfig resources (or raw Any resources) on the open
  * stream, answering each push with the request that carries its nonce (the ACK or NACK).
  */

@@ -1,10 +1,6 @@
 import type { PolicyIssue } from '../../core/errors.js';
 import type { AlgorithmKind } from '../../algorithms/index.js';
-import type {
-  BatchSettings,
-  FailureMode,
-  LocalSettings,
-} from '../../core/policy.js';
+import type { BatchSettings, FailureMode, LocalSettings } from '../../core/policy.js';
 
 /**
  * Time units of envoyproxy/ratelimit's `rate_limit.unit`, in its order. The YAML

@@ -1,10 +1,6 @@
 import type { z } from 'zod';
 import { ALGORITHMS, ALGORITHM_KINDS, type AlgorithmKind } from '../../algorithms/index.js';
-import {
-  type BatchSettings,
-  type FailureMode,
-  type LocalSettings,
-} from '../../core/policy.js';
+import { type BatchSettings, type FailureMode, type LocalSettings } from '../../core/policy.js';
 import { issueText } from '../issue-text.js';
 import { POLICY_NAME } from '../policies.js';
 import { batchSchema, localSchema, stageSettingsProblems } from '../stage-settings.js';

@@ -8,13 +8,13 @@ import {
   type WireBucketId,
   type WireQuotaResponse,
   type WireUsageReports,
-} from './protos.js';
+} from '../../protocol/rlqs-protos.js';
 import {
   AGENT_METADATA,
   REFRESH_METADATA,
   SEEN_TOKEN_METADATA,
   TOKEN_METADATA,
-} from './quota-service.js';
+} from '../../protocol/metadata.js';
 
 /** Statuses a controller refuses a stream with that retrying at once will not change. */
 const REFUSALS: ReadonlySet<number> = new Set([

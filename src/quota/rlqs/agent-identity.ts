@@ -1,8 +1,6 @@
 import type * as grpc from '@grpc/grpc-js';
 import { ProtocolError } from '../../core/errors.js';
-
-/** Metadata a Sluice agent may send to name itself; otherwise each stream is an agent. */
-export const AGENT_METADATA = 'sluice-agent';
+import { AGENT_METADATA } from '../../protocol/metadata.js';
 
 /** The agent a stream claims to be: its `sluice-agent` metadata, if given and not empty. */
 export function claimedAgent(metadata: grpc.Metadata): string | undefined {

@@ -1,5 +1,5 @@
 import type { Lease } from '../lease.js';
-import type { WireBucketId, WireDuration, WireStrategy } from './protos.js';
+import type { WireBucketId, WireDuration, WireStrategy } from '../../protocol/rlqs-protos.js';
 
 /**
  * Between RLQS messages and Sluice's lease shapes; pure.

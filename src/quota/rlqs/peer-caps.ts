@@ -1,6 +1,6 @@
 import { ProtocolError } from '../../core/errors.js';
 import { bucketIdProblem, bucketKey } from './mapping.js';
-import type { WireUsageReports } from './protos.js';
+import type { WireUsageReports } from '../../protocol/rlqs-protos.js';
 
 /**
  * What one peer may make a controller hold or do (issue 27, "bounded by construction").

@@ -2,7 +2,8 @@ import * as grpc from '@grpc/grpc-js';
 import type { Clock } from '../../core/clock.js';
 import { ProtocolError, StoreError } from '../../core/errors.js';
 import { SampledLog } from '../../core/sampled-log.js';
-import { toCallError } from '../../service/grpc/call-error.js';
+import { toCallError } from '../../protocol/call-error.js';
+import { REFRESH_METADATA, SEEN_TOKEN_METADATA, TOKEN_METADATA } from '../../protocol/metadata.js';
 import type { QuotaController } from '../controller.js';
 import type { Lease } from '../lease.js';
 import { duration, leaseStrategy, type RlqsStrategyKind } from './mapping.js';
@@ -16,31 +17,14 @@ import {
   type CapRefusal,
   type PeerCaps,
 } from './peer-caps.js';
-import { RLQS_SERVICE, type RlqsServiceDefinition } from './protos.js';
+import { RLQS_SERVICE, type RlqsServiceDefinition } from '../../protocol/rlqs-protos.js';
 import { scanReports, type OverCaps } from './wire-scan.js';
 import type {
   WireBucketAction,
   WireBucketId,
   WireQuotaResponse,
   WireUsageReports,
-} from './protos.js';
-
-export { AGENT_METADATA } from './agent-identity.js';
-/** Initial metadata of every stream: the serving leader's fencing token. */
-export const TOKEN_METADATA = 'sluice-fencing-token';
-/**
- * The refresh period R in ms: sent by the controller in every stream's initial metadata,
- * so that agents report (and window their leases) at its period; sent by a Sluice agent
- * with its configured period, so that a mismatch is seen on both sides.
- */
-export const REFRESH_METADATA = 'sluice-refresh-ms';
-
-/**
- * Metadata a Sluice agent sends when it opens a stream: the highest fencing token it has
- * seen. A leader whose own token is lower (its Redis lost the counter, and its clock is
- * behind the one that issued that token) refuses the stream and takes a higher term.
- */
-export const SEEN_TOKEN_METADATA = 'sluice-seen-token';
+} from '../../protocol/rlqs-protos.js';
 
 type Stream = grpc.ServerDuplexStream<WireUsageReports | OverCaps, WireQuotaResponse>;
 

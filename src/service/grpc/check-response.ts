@@ -1,5 +1,5 @@
 import type { CheckResult } from '../../limiter/check-result.js';
-import type { NativeCheckResponse } from './types.js';
+import type { NativeCheckResponse } from '../../protocol/messages.js';
 
 /**
  * The {@link NativeCheckResponse} for a limiter `CheckResult`: the top-level fields are

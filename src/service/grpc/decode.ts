@@ -13,8 +13,13 @@ import type {
   RlsLimitOverride,
   RlsOverrideUnit,
   RlsRequest,
-} from './types.js';
-import type { WireCheckRequest, WireEntry, WireRlsDescriptor, WireRlsRequest } from './wire.js';
+} from '../../protocol/messages.js';
+import type {
+  WireCheckRequest,
+  WireEntry,
+  WireRlsDescriptor,
+  WireRlsRequest,
+} from '../../protocol/wire.js';
 
 const OVERRIDE_UNITS: ReadonlySet<string> = new Set<RlsOverrideUnit>([
   'SECOND',

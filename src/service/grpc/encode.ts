@@ -1,13 +1,17 @@
 import type { Decision } from '../../core/decision.js';
 import { toWireStruct } from './struct.js';
-import type { NativeCheckResponse, RlsDescriptorStatus, RlsResponse } from './types.js';
+import type {
+  NativeCheckResponse,
+  RlsDescriptorStatus,
+  RlsResponse,
+} from '../../protocol/messages.js';
 import type {
   WireCheckResponse,
   WireDecision,
   WireDescriptorStatus,
   WireDuration,
   WireRlsResponse,
-} from './wire.js';
+} from '../../protocol/wire.js';
 
 const UINT32_MAX = 2 ** 32 - 1;
 const NANOS_PER_MS = 1_000_000;

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import type { WireHealthRequest, WireHealthResponse } from './wire.js';
+import type { WireHealthRequest, WireHealthResponse } from '../../protocol/wire.js';
 
 /** A serving status as the health protocol names it. */
 export type ServingStatus = 'SERVING' | 'NOT_SERVING';

@@ -1,23 +1,29 @@
 import * as grpc from '@grpc/grpc-js';
 import { DEFAULT_DESCRIPTOR_LIMITS, type DescriptorLimits } from '../../core/descriptor-limits.js';
-import { toCallError } from './call-error.js';
+import { toCallError } from '../../protocol/call-error.js';
 import { decodeCheckRequest, decodeRlsRequest } from './decode.js';
 import { encodeCheckResponse, encodeRlsResponse } from './encode.js';
 import { HealthService } from './health.js';
-import { HEALTH_SERVICE, RLS_SERVICE, SERVICE_NAMES, SLUICE_SERVICE } from './protos.js';
+import {
+  HEALTH_SERVICE,
+  RLS_SERVICE,
+  SERVICE_NAMES,
+  SLUICE_SERVICE,
+} from '../../protocol/protos.js';
 import {
   guardMethod,
   precheckCheckRequest,
   precheckRlsRequest,
   RefusedRequest,
 } from './request-guard.js';
-import type { CallContext, GrpcHandlers } from './types.js';
+import type { CallContext, GrpcHandlers } from './handlers.js';
 import type {
   WireCheckRequest,
   WireCheckResponse,
   WireRlsRequest,
   WireRlsResponse,
-} from './wire.js';
+} from '../../protocol/wire.js';
+import { REQUEST_ID_METADATA_KEY } from '../../protocol/metadata.js';
 import { requestIdOf } from '../request-id.js';
 
 /**
@@ -78,7 +84,7 @@ function contextOf(call: grpc.ServerUnaryCall<unknown, unknown>): {
   });
   const deadline = call.getDeadline();
   const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
-  const requestId = requestIdOf(call.metadata.get('x-request-id')[0]);
+  const requestId = requestIdOf(call.metadata.get(REQUEST_ID_METADATA_KEY)[0]);
   const header = (name: string): string | undefined => {
     const value = call.metadata.get(name)[0];
     return typeof value === 'string' ? value : undefined;

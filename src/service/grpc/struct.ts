@@ -1,5 +1,5 @@
-import type { JsonValue } from './types.js';
-import type { WireStruct, WireValue } from './wire.js';
+import type { JsonValue } from '../../protocol/messages.js';
+import type { WireStruct, WireValue } from '../../protocol/wire.js';
 
 /** Converts a JSON value to a `google.protobuf.Value` (undefined properties are dropped). */
 export function toWireValue(v: JsonValue): WireValue {

@@ -3,8 +3,8 @@ import { DEFAULT_DESCRIPTOR_LIMITS, type DescriptorLimits } from '../../core/des
 import { ProtocolError } from '../../core/errors.js';
 import { STATUSES as ALL_STATUSES, type Status } from '../../core/status.js';
 import { decodeCheckRequest } from '../grpc/decode.js';
-import type { NativeCheckRequest, NativeCheckResponse } from '../grpc/types.js';
-import type { WireCheckRequest } from '../grpc/wire.js';
+import type { NativeCheckRequest, NativeCheckResponse } from '../../protocol/messages.js';
+import type { WireCheckRequest } from '../../protocol/wire.js';
 
 const CHECK = 'CheckRequest';
 const FIELDS: ReadonlySet<string> = new Set([

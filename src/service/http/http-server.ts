@@ -6,9 +6,10 @@ import { ERROR_CODES, type ErrorCode } from '../../core/error-codes.js';
 import { ProtocolError, SluiceError } from '../../core/errors.js';
 import type { MetricsTransport, ServiceMetrics } from '../../metrics/service-metrics.js';
 import type { ShutdownResult } from '../grpc/server.js';
-import type { CallContext, GrpcHandlers } from '../grpc/types.js';
+import type { CallContext, GrpcHandlers } from '../grpc/handlers.js';
 import { checkHttpStatus, decodeCheckJson, encodeCheckJson } from './check-json.js';
 import { readBody } from './read-body.js';
+import { REQUEST_ID_METADATA_KEY } from '../../protocol/metadata.js';
 import { requestIdOf } from '../request-id.js';
 import { decodeRlsJson, encodeRlsJson } from './rls-json.js';
 import type { StatusSnapshot } from '../status/status-snapshot.js';
@@ -350,7 +351,7 @@ export class HttpServer {
       if (!res.writableFinished) controller.abort(new Error('client closed the connection'));
     });
     const startedMs = performance.now();
-    const requestId = requestIdOf(req.headers['x-request-id']);
+    const requestId = requestIdOf(req.headers[REQUEST_ID_METADATA_KEY]);
     const header = (name: string): string | undefined => {
       const value = req.headers[name];
       return typeof value === 'string' ? value : undefined;

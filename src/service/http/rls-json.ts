@@ -7,8 +7,8 @@ import {
 import { ProtocolError } from '../../core/errors.js';
 import { decodeRlsRequest } from '../grpc/decode.js';
 import { encodeRlsResponse } from '../grpc/encode.js';
-import type { JsonValue, RlsRequest, RlsResponse } from '../grpc/types.js';
-import type { WireDuration, WireEntry, WireRlsDescriptor } from '../grpc/wire.js';
+import type { JsonValue, RlsRequest, RlsResponse } from '../../protocol/messages.js';
+import type { WireDuration, WireEntry, WireRlsDescriptor } from '../../protocol/wire.js';
 
 // envoyproxy/ratelimit's `/json` endpoint reads a `RateLimitRequest` with Go's protojson
 // and writes the `RateLimitResponse` with protojson's defaults (`src/server/server_impl.go`,

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
 import { loadSync, type MessageTypeDefinition } from '@grpc/proto-loader';
-import { LOADER_OPTIONS, PROTO_DIR } from '../grpc/protos.js';
+import { LOADER_OPTIONS, PROTO_DIR } from '../../protocol/protos.js';
 
 /**
  * The official envoy, xds and ratelimit protos (`proto/upstream`, see its README), an

@@ -1,5 +1,4 @@
-import type { XdsSettings } from '../env-settings.js';
-import { readGrpcClientTlsFiles } from '../grpc-client-tls.js';
+import { readGrpcClientTlsFiles, type GrpcClientTlsFiles } from '../grpc-client-tls.js';
 import type { XdsTlsOptions } from './xds-config-client.js';
 
 /**
@@ -7,7 +6,7 @@ import type { XdsTlsOptions } from './xds-config-client.js';
  * (`SLUICE_ERR_CONFIG_READ`) naming each variable whose file cannot be read, and a
  * client certificate given without its key (or the key without the certificate).
  */
-export function readXdsTlsFiles(tls: NonNullable<XdsSettings['tls']>): XdsTlsOptions {
+export function readXdsTlsFiles(tls: GrpcClientTlsFiles): XdsTlsOptions {
   return readGrpcClientTlsFiles(tls, {
     caCert: 'CONFIG_GRPC_XDS_SERVER_TLS_CACERT',
     clientCert: 'CONFIG_GRPC_XDS_CLIENT_TLS_CERT',

@@ -10,9 +10,10 @@ import {
  * lua/algorithms/): each algorithm's own `luaCode`.
  */
 export const LUA_ALGORITHM_CODE: Readonly<Record<AlgorithmKind, number>> = Object.freeze(
-  Object.fromEntries(
-    ALGORITHM_KINDS.map((kind) => [kind, ALGORITHMS[kind].luaCode]),
-  ) as Record<AlgorithmKind, number>,
+  Object.fromEntries(ALGORITHM_KINDS.map((kind) => [kind, ALGORITHMS[kind].luaCode])) as Record<
+    AlgorithmKind,
+    number
+  >,
 );
 
 /**

@@ -68,12 +68,7 @@ export function refundArgs(
 ): (string | number)[] {
   const args: (string | number)[] = [nowMs, dedupTtlMs];
   for (const r of items) {
-    args.push(
-      r.algorithm.luaCode,
-      r.cost,
-      r.algorithm.ttlMs(r.params),
-      decidedAtMs,
-    );
+    args.push(r.algorithm.luaCode, r.cost, r.algorithm.ttlMs(r.params), decidedAtMs);
     args.push(...luaParams(r.algorithm.kind, r.params as Readonly<Record<string, unknown>>));
   }
   return args;

@@ -7,7 +7,8 @@
  */
 import { createInterface } from 'node:readline';
 import type { PolicyInput } from '../../../src/config/policies.js';
-import { createLimiter, type Limiter } from '../../../src/limiter/limiter.js';
+import { type Limiter } from '../../../src/limiter/limiter.js';
+import { createLimiter } from '../../../src/local/create-limiter.js';
 import type { Stage } from '../../../src/limiter/stage.js';
 import { LocalStage } from '../../../src/local/local-stage.js';
 import { OverLimitCache } from '../../../src/local/over-limit-cache.js';

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { HEALTH_SERVICE, RLS_SERVICE, SLUICE_SERVICE } from '../../../src/service/grpc/protos.js';
+import { HEALTH_SERVICE, RLS_SERVICE, SLUICE_SERVICE } from '../../../src/protocol/protos.js';
 
 /** Real @grpc/grpc-js clients built from the same proto files the server loads. */
 export interface Clients {

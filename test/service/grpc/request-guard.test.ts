@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_DESCRIPTOR_LIMITS } from '../../../src/core/descriptor-limits.js';
 import { PolicyError, ProtocolError } from '../../../src/core/errors.js';
-import { RLS_SERVICE, SLUICE_SERVICE } from '../../../src/service/grpc/protos.js';
+import { RLS_SERVICE, SLUICE_SERVICE } from '../../../src/protocol/protos.js';
 import {
   guardMethod,
   precheckCheckRequest,

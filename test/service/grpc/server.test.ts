@@ -3,13 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ScriptedHandlers } from '../scripted-handlers.js';
 import { createGrpcServer, type GrpcServer } from '../../../src/service/grpc/server.js';
 import type {
-  CallContext,
-  GrpcHandlers,
   NativeCheckRequest,
   NativeCheckResponse,
   RlsRequest,
   RlsResponse,
-} from '../../../src/service/grpc/types.js';
+} from '../../../src/protocol/messages.js';
+import type { CallContext, GrpcHandlers } from '../../../src/service/grpc/handlers.js';
 import { call, connect, watch, type Clients } from './client.js';
 
 // The transport is tested through real servers and real clients: these handlers are

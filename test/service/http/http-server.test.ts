@@ -4,12 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deferred, ScriptedHandlers } from '../scripted-handlers.js';
 import { ServiceMetrics } from '../../../src/metrics/service-metrics.js';
 import type {
-  CallContext,
   NativeCheckRequest,
   NativeCheckResponse,
   RlsRequest,
   RlsResponse,
-} from '../../../src/service/grpc/types.js';
+} from '../../../src/protocol/messages.js';
+import type { CallContext } from '../../../src/service/grpc/handlers.js';
 import {
   HttpServer,
   type HttpHandlers,

@@ -9,7 +9,7 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createLimiter } from '../../../src/limiter/limiter.js';
+import { createLimiter } from '../../../src/local/create-limiter.js';
 import { RedisStore } from '../../../src/stores/redis/redis-store.js';
 import { decidedByStore } from '../../support/check-results.js';
 import { ensureDebianCommand } from '../../support/debian-package.js';

@@ -155,9 +155,7 @@ export async function expectBitIdenticalRun<P, S>(
     lastWaitMs = waitMs(t.decision);
     const decision = await applyOne(ctx.store(), request(key, params, cost), nowMs);
     expect(decision).toEqual(t.decision);
-    expect(decode(await readState(ctx.redis(), `diff:${key}`, alg.luaCode))).toEqual(
-      state,
-    );
+    expect(decode(await readState(ctx.redis(), `diff:${key}`, alg.luaCode))).toEqual(state);
   }
 }
 

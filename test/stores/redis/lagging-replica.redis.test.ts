@@ -9,7 +9,8 @@
  */
 import { afterAll, afterEach, expect, it } from 'vitest';
 import type { CheckResult } from '../../../src/limiter/check-result.js';
-import { createLimiter, type Limiter } from '../../../src/limiter/limiter.js';
+import { type Limiter } from '../../../src/limiter/limiter.js';
+import { createLimiter } from '../../../src/local/create-limiter.js';
 import { bucketKey } from '../../../src/stores/key.js';
 import { toDescriptor } from '../../../src/core/descriptor.js';
 import { RedisStore, type RedisStoreOptions } from '../../../src/stores/redis/redis-store.js';

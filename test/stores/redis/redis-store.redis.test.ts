@@ -18,7 +18,7 @@ import {
 import type { AlgorithmDecision } from '../../../src/core/decision.js';
 import { PolicyError, StoreError } from '../../../src/core/errors.js';
 import type { PolicyInput } from '../../../src/config/policies.js';
-import { createLimiter } from '../../../src/limiter/limiter.js';
+import { createLimiter } from '../../../src/local/create-limiter.js';
 import { hashTagOf } from '../../../src/stores/key.js';
 import { RedisStore } from '../../../src/stores/redis/redis-store.js';
 import type { StoreRequest, StoreResult } from '../../../src/stores/store.js';

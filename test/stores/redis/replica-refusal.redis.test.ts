@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { CheckResult } from '../../../src/limiter/check-result.js';
-import { createLimiter } from '../../../src/limiter/limiter.js';
+import { createLimiter } from '../../../src/local/create-limiter.js';
 import { startService } from '../../../src/service/main.js';
 import { RedisStore } from '../../../src/stores/redis/redis-store.js';
 import { decidedByStore } from '../../support/check-results.js';

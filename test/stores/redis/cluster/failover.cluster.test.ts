@@ -8,7 +8,7 @@
  * does not hold (each one is capacity the policy hands out twice).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLimiter } from '../../../../src/limiter/limiter.js';
+import { createLimiter } from '../../../../src/local/create-limiter.js';
 import { RedisStore, type RedisStoreOptions } from '../../../../src/stores/redis/redis-store.js';
 import type { ReplicatedAckStats } from '../../../../src/stores/redis/replicated-ack.js';
 import { keySlot } from '../../../../src/stores/redis/slot-groups.js';

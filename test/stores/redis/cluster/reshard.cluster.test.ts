@@ -6,7 +6,7 @@
  * the buckets stay exact.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLimiter } from '../../../../src/limiter/limiter.js';
+import { createLimiter } from '../../../../src/local/create-limiter.js';
 import type { CheckResult } from '../../../../src/limiter/check-result.js';
 import { RedisStore } from '../../../../src/stores/redis/redis-store.js';
 import { RedisCluster } from '../../../support/redis-cluster.js';

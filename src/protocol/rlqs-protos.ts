@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import { LOADER_OPTIONS, PROTO_DIR } from '../../service/grpc/protos.js';
+import { LOADER_OPTIONS, PROTO_DIR } from './protos.js';
 
 /**
  * The official RLQS protos (unchanged copies from envoy's api tree and its imports, with

@@ -1,9 +1,8 @@
 import * as grpc from '@grpc/grpc-js';
-import { ERROR_CODES } from '../../core/error-codes.js';
-import { SluiceError } from '../../core/errors.js';
+import { ERROR_CODES } from '../core/error-codes.js';
+import { SluiceError } from '../core/errors.js';
 
-/** Trailing metadata key carrying a `SluiceError`'s code, e.g. `SLUICE_ERR_PROTOCOL_BAD_REQUEST`. */
-export const ERROR_CODE_METADATA_KEY = 'sluice-error-code';
+import { ERROR_CODE_METADATA_KEY } from './metadata.js';
 
 /** The message sent for errors that are not `SluiceError`s: their text stays in the server. */
 export const INTERNAL_ERROR_MESSAGE = 'internal error';

@@ -1,8 +1,9 @@
 /**
  * The objects @grpc/proto-loader hands to and takes from the transport, under the
  * options in `protos.ts` (camelCase keys, 64-bit integers as numbers, enums as names,
- * scalar defaults filled in, absent messages as `null`). Only `decode.ts` and
- * `encode.ts` touch these; handlers see the types in `types.ts`.
+ * scalar defaults filled in, absent messages as `null`). The service's `decode.ts` and
+ * `encode.ts` and the client's `sluice-client.ts` touch these; handlers see the
+ * validated types in `messages.ts`.
  */
 
 /** `envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry` and `sluice.v1.DescriptorEntry`. */

@@ -1,8 +1,8 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { PermitOutcome } from '../overload/concurrency-limiter.js';
-import type { Criticality } from '../overload/criticality.js';
-import type { AdmissionStats } from '../overload/admission-boundary.js';
-import type { AdmissionOutcome, OverloadRecorder } from '../overload/recorder.js';
+import type { PermitOutcome } from './concurrency-limiter.js';
+import type { Criticality } from '../core/criticality.js';
+import type { AdmissionStats } from './admission-boundary.js';
+import type { AdmissionOutcome, OverloadRecorder } from './recorder.js';
 
 const BREAKER_VALUE = { closed: 0, 'half-open': 1, open: 2, none: -1 } as const;
 

@@ -12,10 +12,10 @@ import type {
 } from './wire.js';
 
 /**
- * The directory holding Sluice's `.proto` files: `src/service/proto` when run from
- * source, `dist/service/proto` once built (the build copies them there).
+ * The directory holding Sluice's `.proto` files: `src/protocol/proto` when run from
+ * source, `dist/protocol/proto` once built (the build copies them there).
  */
-export const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'proto');
+export const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), 'proto');
 
 /** The proto files the server offers, relative to {@link PROTO_DIR}. */
 export const PROTO_FILES: readonly string[] = Object.freeze([
