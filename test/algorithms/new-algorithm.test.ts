@@ -56,7 +56,7 @@ import { parsePolicies } from './src/config/policies.js';
 import { loadEnvoyConfigFiles } from './src/config/envoy/load.js';
 import { capacityPlan } from './src/capacity/capacity-plan.js';
 import { ManualClock } from './src/core/clock.js';
-import { createLimiter } from './src/limiter/limiter.js';
+import { createLimiter } from './src/local/create-limiter.js';
 import { MemoryStore } from './src/stores/memory/memory-store.js';
 import { RedisStore } from './src/stores/redis/redis-store.js';
 
