@@ -118,8 +118,8 @@ export class Limiter {
   }
 
   /**
-   * Whether the store decides synchronously (it implements `applySync`, as MemoryStore
-   * does), so {@link Limiter.checkSync} can be used.
+   * Whether the store decides synchronously (its `apply` answers with the results, as
+   * MemoryStore's does, not a promise), so {@link Limiter.checkSync} can be used.
    */
   get synchronous(): boolean {
     return this.#gateway.synchronous;
@@ -134,22 +134,24 @@ export class Limiter {
    * {@link Limiter.checkAt} without a promise, for a store that decides in process
    * (MemoryStore; see {@link Limiter.synchronous}): the same decision, the same
    * all-or-nothing batch and failure modes, returned directly. Throws the `PolicyError`s
-   * that `checkAt` rejects with, and a `TypeError` when the store is not synchronous or
-   * a stage answers with a promise (the error names the stage).
+   * that `checkAt` rejects with, and a `TypeError` when the store is not synchronous (the
+   * first check of a store not yet asked sends its request, then throws) or a stage
+   * answers with a promise (the error names the stage).
    */
   checkSyncAt(
     nowMs: number,
     descriptor: DescriptorInput,
     options: CheckOptions = NO_OPTIONS,
   ): CheckResult {
-    if (this.#store.applySync === undefined) {
-      throw new TypeError(
-        'Limiter.checkSync needs a store that decides synchronously (such as MemoryStore); use check()',
-      );
-    }
+    // Known from the store's answers; a store not asked yet is asked by this check.
+    if (this.#gateway.answersWithPromise) throw new TypeError(NOT_SYNCHRONOUS);
     const m = this.#metrics;
-    if (m !== undefined) return this.#measured(m, nowMs, descriptor, options, true) as CheckResult;
-    return this.#check(nowMs, descriptor, options, true) as CheckResult;
+    const result =
+      m === undefined
+        ? this.#check(nowMs, descriptor, options, true)
+        : this.#measured(m, nowMs, descriptor, options, true);
+    if (result instanceof Promise) throw new TypeError(NOT_SYNCHRONOUS);
+    return result;
   }
 
   /** The clock's reading; the system clock's time origin is read once, not per check. */
@@ -292,8 +294,8 @@ export class Limiter {
 
   /**
    * Runs a check's prepared items through the pipeline: the stages that apply (if any),
-   * then the store for the items no stage answered. A store with `applySync` (in
-   * process) is called directly: no deadline, timer or promise is made for it.
+   * then the store for the items no stage answered. A store that answers in process is
+   * called directly: no deadline, timer or promise is made for it.
    */
   #run(
     nowMs: number,
@@ -400,7 +402,7 @@ export class Limiter {
     ctx: StageContext | undefined,
   ): CheckResult | Promise<CheckResult> {
     const independent = options.independent === true;
-    if (!this.#gateway.synchronous) {
+    if (!this.#gateway.answersInProcess) {
       return this.#toAsyncStore(nowMs, items, batch, requestId, options, ctx);
     }
     let call: StoreApplyOptions;
@@ -411,6 +413,9 @@ export class Limiter {
       call = syncCallOf(nowMs, requestId, independent);
     }
     const results = this.#gateway.inProcess(batch, call);
+    if (results instanceof Promise) {
+      return results.then((r) => this.#finish(nowMs, items, batch, r, independent, ctx));
+    }
     return this.#finish(nowMs, items, batch, results, independent, ctx);
   }
 
@@ -425,7 +430,7 @@ export class Limiter {
     requestId: string | undefined,
     options: DecideOptions,
     ctx: StageContext | undefined,
-  ): Promise<CheckResult> {
+  ): CheckResult | Promise<CheckResult> {
     const independent = options.independent === true;
     for (let i = 0; i < items.length; i++) items[i]!.fix();
     let policyMs = MAX_TIMER_MS;
@@ -553,14 +558,23 @@ export class Limiter {
     deadlineEnds: 'store' | 'deadline',
     signal: AbortSignal | undefined,
     ctx: StageContext | undefined,
-  ): Promise<CheckResult> {
+  ): CheckResult | Promise<CheckResult> {
     // The store may read the items until its call ends, even past the deadline.
     for (let i = 0; i < batch.length; i++) batch[i]!.hold();
-    return this.#gateway
-      .call(batch, nowMs, requestId, independent, timeoutMs, deadlineEnds, signal, () =>
-        release(batch),
-      )
-      .then((results) => this.#finish(nowMs, items, batch, results, independent, ctx));
+    const answer = this.#gateway.call(
+      batch,
+      nowMs,
+      requestId,
+      independent,
+      timeoutMs,
+      deadlineEnds,
+      signal,
+      () => release(batch),
+    );
+    if (!(answer instanceof Promise)) {
+      return this.#finish(nowMs, items, batch, answer, independent, ctx);
+    }
+    return answer.then((results) => this.#finish(nowMs, items, batch, results, independent, ctx));
   }
 
   /**
@@ -621,6 +635,9 @@ function syncCallOf(
     ...(independent ? { independent } : {}),
   };
 }
+
+const NOT_SYNCHRONOUS =
+  'Limiter.checkSync needs a store that decides synchronously (such as MemoryStore); use check()';
 
 /** The default of `options`: one shared object, not a new one per check. */
 const NO_OPTIONS: CheckOptions = Object.freeze({});

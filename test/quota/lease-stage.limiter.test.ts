@@ -17,10 +17,6 @@ const t0 = 1_700_000_000_000; // a whole second: lease windows start here
 
 class RecordingStore extends MemoryStore {
   keys: string[] = [];
-  override applySync(batch: readonly StoreRequest[], o: StoreApplyOptions): readonly StoreResult[] {
-    for (const r of batch) this.keys.push(r.key);
-    return super.applySync(batch, o);
-  }
   override apply(batch: readonly StoreRequest[], o: StoreApplyOptions) {
     for (const r of batch) this.keys.push(r.key);
     return super.apply(batch, o);
