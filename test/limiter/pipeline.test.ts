@@ -35,7 +35,6 @@ class CountingStore extends MemoryStore {
   calls = 0;
   requests: { key: string; cost: number }[] = [];
 
-
   override apply(batch: readonly StoreRequest[], o: StoreApplyOptions) {
     this.calls += 1;
     for (const r of batch) this.requests.push({ key: r.key, cost: r.cost });
