@@ -1,9 +1,8 @@
 import { localStages } from '../local/stages.js';
 import { systemClock, type Clock } from '../core/clock.js';
-import type { Decision } from '../core/decision.js';
 import type { DescriptorInput } from '../core/descriptor.js';
 import { descriptorLimits } from '../core/descriptor-limits.js';
-import { PolicyError, StoreError } from '../core/errors.js';
+import { PolicyError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
 import { parsePolicies, type PolicyInput, type PolicySet } from '../config/policies.js';
 import type { CheckRecorder } from '../metrics/check-recorder.js';
@@ -13,12 +12,13 @@ import type { Store, StoreApplyOptions, StoreResult } from '../stores/store.js';
 import { combineDecisions, type CheckResult } from './check-result.js';
 import { PolicyPlans } from './plan.js';
 import { planOf, PreparedItem, release, type PolicyPlan } from './policy-plan.js';
-import { checkStages, enterStages, settleStages } from './pipeline.js';
+import { checkStages, enterStages } from './pipeline.js';
 import type { Stage, StageContext } from './stage.js';
 import { validOptions, validateCost } from './check-input.js';
 import { askedBuckets, measured, recorded, settled } from './check-metrics.js';
-import { FailurePolicy, neverFits, notReached, withPolicy } from './failure-policy.js';
+import { FailurePolicy } from './failure-policy.js';
 import { Resolver } from './resolve.js';
+import { Settle } from './settle.js';
 import { budget, MAX_TIMER_MS, StoreGateway } from './store-gateway.js';
 import type { CheckItem, CheckOptions, DecideOptions, LimiterOptions } from './limiter-options.js';
 
@@ -44,7 +44,7 @@ export class Limiter {
   #current: PolicyPlans;
   /** Plans of `decideAt` policies outside the set in force, by policy object. */
   readonly #loose = new WeakMap<Policy, PolicyPlan>();
-  readonly #failure = new FailurePolicy();
+  readonly #settle = new Settle(new FailurePolicy());
   readonly #gateway: StoreGateway;
   readonly #metrics: CheckRecorder | undefined;
   /** The options of a synchronous store call with no request id, reused. */
@@ -341,26 +341,17 @@ export class Limiter {
     try {
       entering = enterStages(items, ctx, sync);
     } catch (error) {
-      this.#abandon(items, ctx);
+      this.#settle.abandon(items, ctx);
       throw error;
     }
     if (entering === undefined) return this.#afterStages(nowMs, items, requestId, options, ctx);
     return entering.then(
       () => this.#afterStages(nowMs, items, requestId, options, ctx),
       (error: unknown) => {
-        this.#abandon(items, ctx);
+        this.#settle.abandon(items, ctx);
         throw error;
       },
     );
-  }
-
-  /** Settles a check that ended in an error before it was decided (nothing admitted). */
-  #abandon(items: readonly PreparedItem[], ctx: StageContext): void {
-    try {
-      settleStages(items, ctx, items.map(notReached), false);
-    } finally {
-      release(items);
-    }
   }
 
   /**
@@ -384,7 +375,7 @@ export class Limiter {
       else if (item.plan.enforce && !answer.allowed) denied = true;
     }
     if ((denied && !independent) || pending.length === 0) {
-      return this.#finish(nowMs, items, EMPTY, EMPTY_RESULTS, independent, ctx);
+      return this.#settle.finish(nowMs, items, EMPTY, EMPTY_RESULTS, independent, ctx);
     }
     return this.#toStore(nowMs, items, pending, requestId, options, ctx);
   }
@@ -414,9 +405,9 @@ export class Limiter {
     }
     const results = this.#gateway.inProcess(batch, call);
     if (results instanceof Promise) {
-      return results.then((r) => this.#finish(nowMs, items, batch, r, independent, ctx));
+      return results.then((r) => this.#settle.finish(nowMs, items, batch, r, independent, ctx));
     }
-    return this.#finish(nowMs, items, batch, results, independent, ctx);
+    return this.#settle.finish(nowMs, items, batch, results, independent, ctx);
   }
 
   /**
@@ -454,96 +445,6 @@ export class Limiter {
   }
 
   /**
-   * Turns the stages' answers and the store's results (for `batch`, the items no stage
-   * answered, in item order; empty when the store was not called) into the check's
-   * result, settles the stages and gives the items back.
-   */
-  #finish(
-    nowMs: number,
-    items: readonly PreparedItem[],
-    batch: readonly PreparedItem[],
-    results: readonly StoreResult[],
-    independent: boolean,
-    ctx: StageContext | undefined,
-  ): CheckResult {
-    // A batch is atomic: if any item failed, nothing is known about the others. Items
-    // decided independently fail alone.
-    if (!independent) {
-      for (let i = 0; i < results.length; i++) {
-        const r = results[i]!;
-        if (!r.ok) return this.#failed(nowMs, items, r.error, ctx);
-      }
-    }
-    if (items.length === 1) {
-      // One item (the usual check): a one-element literal, no array growth.
-      return this.#decided(
-        items,
-        [this.#decisionOf(items[0]!, batch, results[0], nowMs)],
-        independent,
-        ctx,
-      );
-    }
-    const decisions = new Array<Decision>(items.length);
-    let j = 0;
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i]!;
-      const answered = item.answer !== undefined || batch.length === 0;
-      decisions[i] = this.#decisionOf(item, batch, answered ? undefined : results[j++], nowMs);
-    }
-    return this.#decided(items, decisions, independent, ctx);
-  }
-
-  /**
-   * One item's decision: a stage's answer; not reached (`batch` empty: the store was not
-   * called); else from its store result (`result`), or its failure mode when that failed.
-   */
-  #decisionOf(
-    item: PreparedItem,
-    batch: readonly PreparedItem[],
-    result: StoreResult | undefined,
-    nowMs: number,
-  ): Decision {
-    const policy = item.plan.policy;
-    const answer = item.answer;
-    if (answer !== undefined) {
-      return withPolicy(answer, policy.name, policy.shadow ? 'shadow' : item.answerPath!);
-    }
-    if (batch.length === 0 || result === undefined) return notReached(item);
-    if (!result.ok) {
-      item.storeError = result.error;
-      const d = this.#failure.withoutStore(item, nowMs);
-      if (d.path === 'stale' && d.allowed) this.#failure.spendStale(item, nowMs);
-      return d;
-    }
-    let decision = result.decision;
-    // INVALID_POLICY from a transition: the cost is above capacity (decideAt lets such
-    // costs through), so it can never fit.
-    if (decision.status === 'INVALID_POLICY') decision = neverFits(decision);
-    this.#failure.remember(item, decision, nowMs);
-    return withPolicy(decision, policy.name, policy.shadow ? 'shadow' : 'store');
-  }
-
-  /** The check's result from its decisions; the stages settled and the items given back. */
-  #decided(
-    items: readonly PreparedItem[],
-    decisions: readonly Decision[],
-    independent: boolean,
-    ctx: StageContext | undefined,
-  ): CheckResult {
-    const result = combineDecisions(decisions);
-    if (ctx === undefined) {
-      release(items);
-      return result;
-    }
-    try {
-      settleStages(items, ctx, decisions, independent ? undefined : result.allowed);
-    } finally {
-      release(items);
-    }
-    return result;
-  }
-
-  /**
    * Runs the batch through the store gateway with a deadline and finishes it into the
    * check's result. The items are held until the store's own call ends.
    */
@@ -572,46 +473,11 @@ export class Limiter {
       () => release(batch),
     );
     if (!(answer instanceof Promise)) {
-      return this.#finish(nowMs, items, batch, answer, independent, ctx);
+      return this.#settle.finish(nowMs, items, batch, answer, independent, ctx);
     }
-    return answer.then((results) => this.#finish(nowMs, items, batch, results, independent, ctx));
-  }
-
-  /**
-   * Decides without the store, after the store call for the items no stage answered
-   * failed with `error`: their failure modes, all-or-nothing like a store batch (stale
-   * budgets are spent only when the request is admitted as a whole).
-   */
-  #failed(
-    nowMs: number,
-    items: readonly PreparedItem[],
-    error: StoreError,
-    ctx: StageContext | undefined,
-  ): CheckResult {
-    const decisions: Decision[] = [];
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i]!;
-      const policy = item.plan.policy;
-      const answer = item.answer;
-      if (answer !== undefined) {
-        decisions.push(
-          withPolicy(answer, policy.name, policy.shadow ? 'shadow' : item.answerPath!),
-        );
-      } else {
-        item.storeError = error;
-        decisions.push(this.#failure.withoutStore(item, nowMs));
-      }
-    }
-    if (combineDecisions(decisions).allowed) {
-      for (let i = 0; i < items.length; i++) {
-        const item = items[i]!;
-        const d = decisions[i]!;
-        if (item.answer === undefined && d.path === 'stale' && d.allowed) {
-          this.#failure.spendStale(item, nowMs);
-        }
-      }
-    }
-    return this.#decided(items, decisions, false, ctx);
+    return answer.then((results) =>
+      this.#settle.finish(nowMs, items, batch, results, independent, ctx),
+    );
   }
 }
 
