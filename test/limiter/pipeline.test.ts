@@ -21,12 +21,7 @@ import type {
 } from '../../src/limiter/stage.js';
 import { parsePolicies } from '../../src/config/policies.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
-import type {
-  Store,
-  StoreApplyOptions,
-  StoreRequest,
-  StoreResult,
-} from '../../src/stores/store.js';
+import type { Store, StoreApplyOptions, StoreRequest } from '../../src/stores/store.js';
 
 const t0 = 1_700_000_000_000;
 

@@ -11,7 +11,7 @@ import { createLimiter } from '../../src/limiter/limiter.js';
 import { QuotaAgent } from '../../src/quota/agent.js';
 import { LeaseStage } from '../../src/quota/lease-stage.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
-import type { StoreApplyOptions, StoreRequest, StoreResult } from '../../src/stores/store.js';
+import type { StoreApplyOptions, StoreRequest } from '../../src/stores/store.js';
 
 const t0 = 1_700_000_000_000; // a whole second: lease windows start here
 
