@@ -19,6 +19,8 @@ import { RedisServer } from '../support/redis-server.js';
 import { issueCert, makeCa, type TestCa, type TestCert } from '../support/test-certs.js';
 import {
   agentProcess,
+  median,
+  nextWindows,
   controllerProcess,
   type JsonLine,
   type JsonProcess,
@@ -84,23 +86,9 @@ function agent(name: string, credentials: Record<string, string>): JsonProcess {
   return p;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
-/** Waits for `n` more windows of `p` and returns what it admitted in each. */
-async function nextWindows(p: JsonProcess, n: number): Promise<number[]> {
-  const from = p.lines.length;
-  await p.waitFor(
-    (l, i, lines) =>
-      l['event'] === 'window' &&
-      lines.slice(0, i + 1).filter((x) => x['event'] === 'window').length >= n,
-    (n + 10) * 1_000,
-    from,
-  );
-  return p.lines
-    .slice(from)
-    .filter((l) => l['event'] === 'window')
-    .slice(0, n)
-    .map((w: JsonLine) => w['admitted'] as number);
+/** What `p` admitted in each of its next `n` windows. */
+async function nextAdmitted(p: JsonProcess, n: number): Promise<number[]> {
+  return (await nextWindows(p, n)).map((w: JsonLine) => w['admitted'] as number);
 }
 
 async function settled(p: JsonProcess): Promise<number[]> {
@@ -111,7 +99,7 @@ async function settled(p: JsonProcess): Promise<number[]> {
         .length >= 5,
     40_000,
   );
-  return nextWindows(p, 4);
+  return nextAdmitted(p, 4);
 }
 
 async function metrics(): Promise<string> {
@@ -167,7 +155,7 @@ describe('authenticated agents', () => {
     }, 200);
     let during: number[][];
     try {
-      during = await Promise.all(honest.map((p) => nextWindows(p, 6)));
+      during = await Promise.all(honest.map((p) => nextAdmitted(p, 6)));
     } finally {
       clearInterval(attack);
       for (const f of fakes) f.client.close();

@@ -13,8 +13,9 @@ import { AGENT_METADATA } from '../../src/protocol/metadata.js';
 import { RedisServer } from '../support/redis-server.js';
 import {
   agentProcess,
+  median,
+  nextWindows,
   controllerProcess,
-  type JsonLine,
   type JsonProcess,
 } from './fixtures/json-process.js';
 
@@ -53,23 +54,6 @@ const windows = (p: JsonProcess, fromMs: number) =>
 /** Streams a leader accepted (it sent its fencing token). */
 const accepted = (p: JsonProcess) =>
   p.lines.filter((l) => l['event'] === 'stream' && Number.isFinite(l['token'])).length;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
-/** Waits for `n` more windows of `p` and returns them. */
-async function nextWindows(p: JsonProcess, n: number): Promise<JsonLine[]> {
-  const from = p.lines.length;
-  await p.waitFor(
-    (l, i, lines) =>
-      l['event'] === 'window' &&
-      lines.slice(0, i + 1).filter((x) => x['event'] === 'window').length >= n,
-    (n + 10) * 1_000,
-    from,
-  );
-  return p.lines
-    .slice(from)
-    .filter((l) => l['event'] === 'window')
-    .slice(0, n);
-}
 
 /** The victim's admitted per window once the three shares have settled: ~33 each. */
 async function settledBaseline(p: JsonProcess): Promise<number[]> {
