@@ -128,6 +128,10 @@ export async function startQuotaController(
     domain: o.domain,
     clock,
     log,
+    saveBeforeSend: async () => {
+      const c = controller;
+      return c !== undefined && (await lease.writeState(JSON.stringify(c.state())));
+    },
     ...(o.auth === undefined ? {} : { auth: o.auth }),
     onHigherTerm: (seen) => {
       termFloor = Math.max(termFloor, seen + 1);

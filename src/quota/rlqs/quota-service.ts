@@ -104,6 +104,13 @@ export interface RlqsQuotaServiceOptions {
    * at most once per reason per this period, with a count of those left out. @default 10000
    */
   readonly logSampleMs?: number;
+  /**
+   * Saves the ledger before a lease given outside a round (a newcomer's share, a lease sent
+   * again after a reconnect) is sent, as a round is saved before it is sent: a successor
+   * must know every lease this leader may have sent. Resolves false when the save was
+   * refused; the lease then stays counted and goes out with the next round.
+   */
+  readonly saveBeforeSend?: () => Promise<boolean>;
   /** An agent configured with another setting than the controller's (`refresh-ms`). @default ignore */
   onSettingsMismatch?(setting: string): void;
   /**
@@ -367,6 +374,22 @@ export class RlqsQuotaService {
     call.on('cancelled', forget);
   }
 
+  #send(s: StreamState, out: WireBucketAction[], controller: QuotaController): void {
+    const save = this.#o.saveBeforeSend;
+    if (save === undefined) {
+      s.call.write({ bucketAction: out });
+      return;
+    }
+    void save().then(
+      (saved) => {
+        if (saved && this.#controller === controller && this.#streams.get(s.agent) === s) {
+          s.call.write({ bucketAction: out });
+        }
+      },
+      () => undefined,
+    );
+  }
+
   #reports(s: StreamState, msg: WireUsageReports | OverCaps): void {
     if (this.#controller !== undefined) this.#lapsed();
     const controller = this.#controller;
@@ -441,6 +464,6 @@ export class RlqsQuotaService {
       }
     }
     if (unknown > 0) this.#o.onRefusal?.('unknown-bucket', unknown);
-    if (out.length > 0) s.call.write({ bucketAction: out });
+    if (out.length > 0) this.#send(s, out, controller);
   }
 }
