@@ -2,7 +2,6 @@ import { StoreError } from '../core/errors.js';
 import type { CheckRecorder } from '../metrics/check-recorder.js';
 import type {
   Store,
-  StoreAnswer,
   StoreApplyOptions,
   StoreRefundOptions,
   StoreRequest,
@@ -49,8 +48,6 @@ export class StoreGateway implements StageGateway {
   readonly #observer: StoreCallObserver | undefined;
   readonly #metrics: CheckRecorder | undefined;
   readonly #deadlines = new Deadlines();
-  /** Whether the store answers in process; `undefined` until it has answered once. */
-  #inProcess: boolean | undefined = undefined;
 
   constructor(
     store: Store,
@@ -62,55 +59,26 @@ export class StoreGateway implements StageGateway {
     this.#metrics = metrics;
   }
 
-  /**
-   * Whether the store decides in process (its `apply` answers with the results, as
-   * MemoryStore's does, not a promise). Learnt from its answers; asked with an empty
-   * batch (which changes nothing) when no call has told yet.
-   */
+  /** Whether the store decides in process (`Store.applySync`, as MemoryStore does). */
   get synchronous(): boolean {
-    if (this.#inProcess === undefined) {
-      let answer: StoreAnswer | undefined;
-      try {
-        answer = this.#store.apply(NO_REQUESTS, { nowMs: 0 });
-      } catch {
-        answer = undefined;
-      }
-      if (answer instanceof Promise) answer.then(undefined, ignore);
-      this.#inProcess = answer !== undefined && !(answer instanceof Promise);
-    }
-    return this.#inProcess;
-  }
-
-  /** Whether the store has answered a call with a promise (no probe). */
-  get answersWithPromise(): boolean {
-    return this.#inProcess === false;
-  }
-
-  /** Whether the store's calls so far were answered in process (no probe). */
-  get answersInProcess(): boolean {
-    return this.#inProcess === true;
+    return this.#store.applySync !== undefined;
   }
 
   /**
-   * One call to a store that answers in process (see {@link StoreGateway.answersInProcess}):
+   * One call to a store that decides in process (see {@link StoreGateway.synchronous}):
    * no deadline, timer or promise. A throw becomes per-request errors; a failure is
-   * counted in the metrics (an in-process call is not timed: it is the check). A store
-   * that answers with a promise after all is waited on without a deadline this once.
+   * counted in the metrics (an in-process call is not timed: it is the check).
    */
-  inProcess(batch: readonly StoreRequest[], options: StoreApplyOptions): StoreAnswer {
-    let answer: StoreAnswer;
+  inProcess(batch: readonly StoreRequest[], options: StoreApplyOptions): readonly StoreResult[] {
+    let results: readonly StoreResult[];
     try {
-      answer = this.#store.apply(batch, options);
+      results = this.#store.applySync!(batch, options);
     } catch (cause) {
-      answer = failedResults(batch, cause);
-    }
-    if (answer instanceof Promise) {
-      this.#inProcess = false;
-      return answer.then(undefined, (cause: unknown) => failedResults(batch, cause));
+      results = failedResults(batch, cause);
     }
     const m = this.#metrics;
-    if (m !== undefined) inProcessCall(m, answer);
-    return answer;
+    if (m !== undefined) inProcessCall(m, results);
+    return results;
   }
 
   /**
@@ -118,9 +86,7 @@ export class StoreGateway implements StageGateway {
    * that bound stands for) and until `signal` aborts. Never rejects: a late, thrown or
    * failed answer becomes per-request errors. `timeoutMs` 0 or less: the caller's budget
    * is already spent, and the store is not called. `onEnded` runs when the store's own
-   * call ends (the store may read `batch` until then, even past the deadline). A store
-   * that answers in process gets no deadline: its results come back as they are, told
-   * as an in-process call.
+   * call ends (the store may read `batch` until then, even past the deadline).
    */
   call(
     batch: readonly StoreRequest[],
@@ -131,46 +97,11 @@ export class StoreGateway implements StageGateway {
     deadlineEnds: 'store' | 'deadline',
     signal: AbortSignal | undefined,
     onEnded?: () => void,
-  ): StoreAnswer {
+  ): Promise<readonly StoreResult[]> {
     const metrics = this.#metrics;
     const startedAt = metrics === undefined ? 0 : performance.now();
-    if (signal?.aborted === true) {
-      onEnded?.();
-      return Promise.resolve(this.#told(failedResults(batch, cancelled()), 'cancel', startedAt));
-    }
-    if (!(timeoutMs > 0)) {
-      onEnded?.();
-      return Promise.resolve(
-        this.#told(
-          failedResults(
-            batch,
-            new StoreError(
-              'SLUICE_ERR_STORE_TIMEOUT',
-              "the caller's budget for the check was spent before the store was asked; nothing was applied",
-            ),
-          ),
-          'deadline',
-          startedAt,
-        ),
-      );
-    }
-    const call = new StoreCall(nowMs, requestId, independent);
-    let answer: StoreAnswer;
-    try {
-      answer = this.#store.apply(batch, call);
-    } catch (cause) {
-      onEnded?.();
-      return Promise.resolve(this.#told(failedResults(batch, cause), 'store', startedAt));
-    }
-    if (!(answer instanceof Promise)) {
-      this.#inProcess ??= true;
-      onEnded?.();
-      if (metrics !== undefined) inProcessCall(metrics, answer);
-      return answer;
-    }
-    this.#inProcess = false;
-    const pending = answer;
     return new Promise<readonly StoreResult[]>((resolve) => {
+      const call = new StoreCall(nowMs, requestId, independent);
       let deadline: Deadline | undefined;
       let done = false;
       const finish = (results: readonly StoreResult[], endedBy: StoreCallEnd = 'store'): void => {
@@ -178,16 +109,47 @@ export class StoreGateway implements StageGateway {
         done = true;
         deadline?.clear();
         signal?.removeEventListener('abort', onAbort);
-        resolve(this.#told(results, endedBy, startedAt));
+        const observer = this.#observer;
+        if (observer !== undefined || metrics !== undefined) {
+          const failed = results.find((r) => !r.ok);
+          if (failed === undefined) observer?.answered();
+          else observer?.failed(failed.error, endedBy);
+          metrics?.storeCall(performance.now() - startedAt, failed?.error, endedBy);
+        }
+        resolve(results);
       };
       const fail = (cause: unknown, endedBy: StoreCallEnd = 'store'): void => {
         finish(failedResults(batch, cause), endedBy);
       };
       const onAbort = (): void => {
         call.abort();
-        fail(cancelled(), 'cancel');
+        fail(
+          new StoreError(
+            'SLUICE_ERR_STORE_TIMEOUT',
+            'the caller cancelled the check before the store answered; the request may or may not have been applied',
+          ),
+          'cancel',
+        );
       };
-      signal?.addEventListener('abort', onAbort, { once: true });
+      if (signal !== undefined) {
+        if (signal.aborted) {
+          onAbort();
+          onEnded?.();
+          return;
+        }
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
+      if (!(timeoutMs > 0)) {
+        fail(
+          new StoreError(
+            'SLUICE_ERR_STORE_TIMEOUT',
+            "the caller's budget for the check was spent before the store was asked; nothing was applied",
+          ),
+          'deadline',
+        );
+        onEnded?.();
+        return;
+      }
       if (Number.isFinite(timeoutMs)) {
         deadline = this.#deadlines.add(timeoutMs, () => {
           call.abort();
@@ -202,34 +164,22 @@ export class StoreGateway implements StageGateway {
           );
         });
       }
-      pending.then(
-        (results) => {
-          onEnded?.();
-          finish(results);
-        },
-        (cause: unknown) => {
-          onEnded?.();
-          fail(cause);
-        },
-      );
+      try {
+        this.#store.apply(batch, call).then(
+          (results) => {
+            onEnded?.();
+            finish(results);
+          },
+          (cause: unknown) => {
+            onEnded?.();
+            fail(cause);
+          },
+        );
+      } catch (cause) {
+        onEnded?.();
+        fail(cause);
+      }
     });
-  }
-
-  /** Tells the observer and the metrics how a waited-on call ended; gives the results back. */
-  #told(
-    results: readonly StoreResult[],
-    endedBy: StoreCallEnd,
-    startedAt: number,
-  ): readonly StoreResult[] {
-    const observer = this.#observer;
-    const metrics = this.#metrics;
-    if (observer !== undefined || metrics !== undefined) {
-      const failed = results.find((r) => !r.ok);
-      if (failed === undefined) observer?.answered();
-      else observer?.failed(failed.error, endedBy);
-      metrics?.storeCall(performance.now() - startedAt, failed?.error, endedBy);
-    }
-    return results;
   }
 
   /**
@@ -243,8 +193,7 @@ export class StoreGateway implements StageGateway {
     requestId?: string,
   ): Promise<readonly StoreResult[]> {
     const { ms, endedBy } = budget(timeoutMs, ctx.deadlineAtMs);
-    const answer = this.call(batch, ctx.nowMs, requestId, false, ms, endedBy, ctx.signal);
-    return answer instanceof Promise ? answer : Promise.resolve(answer);
+    return this.call(batch, ctx.nowMs, requestId, false, ms, endedBy, ctx.signal);
   }
 
   refund(
@@ -311,19 +260,6 @@ class StoreCall implements StoreApplyOptions {
     this.#aborted = true;
     this.#controller?.abort();
   }
-}
-
-/** No requests: what {@link StoreGateway.synchronous} asks a store that has not answered yet. */
-const NO_REQUESTS: readonly StoreRequest[] = Object.freeze([]);
-
-function ignore(): void {}
-
-/** The error of a call the caller cancelled. */
-function cancelled(): StoreError {
-  return new StoreError(
-    'SLUICE_ERR_STORE_TIMEOUT',
-    'the caller cancelled the check before the store answered; the request may or may not have been applied',
-  );
 }
 
 /** Every request of `batch` failed with `cause` (as a `StoreError`). */

@@ -43,7 +43,7 @@ describe('LocalStage', () => {
       ...Array<string>(5).fill('local:OVER_LIMIT'),
     ]);
     // The store saw 5: a read (cost 0) finds 15 of 20 left.
-    const [read] = store.apply(
+    const [read] = store.applySync(
       [
         {
           key: '{t1}:api',
