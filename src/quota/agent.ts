@@ -14,7 +14,10 @@ export interface AgentOptions {
    * unreachable. @default fallback
    */
   readonly initial?: LeaseFallback;
-  /** The window of the fallback's static share before any lease named one. @default 1000 */
+  /**
+   * The window of the fallback's static share (the controller's refresh R). Unset, the
+   * last lease's window, or 1000 before any lease.
+   */
   readonly windowMs?: number;
   /** Sent with every report. @default 0 */
   readonly priority?: number;
@@ -128,15 +131,23 @@ export class QuotaAgent {
         : this.options.fallback;
     if (f.kind === 'deny') return 0;
     if (f.kind === 'store') return undefined;
-    return (f.rate * this.#windowMs()) / 1000;
+    return (f.rate * this.#windowMs(nowMs)) / 1000;
   }
 
-  #windowMs(): number {
-    return this.#lease?.windowMs ?? this.options.windowMs ?? 1000;
+  /**
+   * A lease's own window while it holds. On the fallback, the agent's window (the
+   * controller's R) when set: a small share is sent as whole tokens per a longer fill
+   * (5 per 11 s), and a static fallback over that window would admit 11 s of its rate
+   * at once, not the per-R amount `sluice explain` bounds.
+   */
+  #windowMs(nowMs: number): number {
+    const held = this.lease(nowMs);
+    if (held !== undefined) return held.windowMs;
+    return this.options.windowMs ?? this.#lease?.windowMs ?? 1000;
   }
 
   #roll(nowMs: number): void {
-    const index = Math.floor(nowMs / this.#windowMs());
+    const index = Math.floor(nowMs / this.#windowMs(nowMs));
     if (index !== this.#windowIndex) {
       this.#windowIndex = index;
       this.#usedInWindow = 0;
@@ -190,7 +201,7 @@ export class QuotaAgent {
    */
   window(nowMs: number): { allowance: number | undefined; used: number; resetAfterMs: number } {
     this.#roll(nowMs);
-    const w = this.#windowMs();
+    const w = this.#windowMs(nowMs);
     return {
       allowance: this.#allowance(nowMs),
       used: this.#usedInWindow,

@@ -48,6 +48,23 @@ describe('QuotaAgent', () => {
     expect(store.report(3_000).heldVersion).toBeUndefined();
   });
 
+  it("applies a static fallback per the agent's window, not an expired lease's longer one", () => {
+    // A small share is sent as whole tokens per a longer fill (RLQS): 5 units per 11 s.
+    // Once it expires, the fallback of 50/s is 50 per agent window (1 s), as
+    // `sluice explain` bounds it, not 550 at once over the lease's 11 s window.
+    const a = new QuotaAgent(
+      { agent: 'a', bucket: 'b', fallback: { kind: 'static', rate: 50 }, windowMs: 1_000 },
+      0,
+    );
+    a.apply(lease({ rate: 5 / 11, burst: 5, windowMs: 11_000, ttlMs: 3_000 }), 0);
+    expect(a.admit(0, 100)).toBe(5);
+    expect(a.mode(3_000)).toBe('fallback');
+    expect(a.window(3_000)).toMatchObject({ allowance: 50, resetAfterMs: 1_000 });
+    expect(a.admit(3_000, 1_000)).toBe(50);
+    expect(a.admit(3_999, 1_000)).toBe(0);
+    expect(a.admit(4_000, 1_000)).toBe(50);
+  });
+
   it('refuses a lease from a deposed leader, and an older version from the same one', () => {
     const a = new QuotaAgent({ agent: 'a', bucket: 'b', fallback: { kind: 'deny' } }, 0);
     expect(a.apply(lease({ fencingToken: 6, version: 4 }), 0)).toBe('applied');

@@ -89,6 +89,8 @@ interface LeaseRow {
   policy: string;
   mode: 'lease' | 'fallback';
   ratePerSecond: number | null;
+  /** The window the lease is enforced over: R for a round's lease. */
+  windowMs?: number;
   controller: string | null;
   fencingToken?: number;
 }
@@ -230,13 +232,17 @@ describe('sluice serve as a quota lease agent', () => {
     const load = drive(answers, errors);
     onTestFinished(() => load.stop());
 
-    // Both hold a lease with a share of the budget (a newcomer's first may be small).
+    // Both hold a lease with a share of the budget, over windows of R. A newcomer's first
+    // may be a small share sent as whole units per a longer window (5 per 11 s), which
+    // the windows of R counted below cannot place.
     await Promise.all(
       live.map((s) =>
         waitFor(
           async () => {
             const row = await leaseRow(s);
-            return row.mode === 'lease' && (row.ratePerSecond ?? 0) > 0 ? row : undefined;
+            return row.mode === 'lease' && (row.ratePerSecond ?? 0) > 0 && row.windowMs === R
+              ? row
+              : undefined;
           },
           { what: 'a lease with a share', timeoutMs: 10_000, intervalMs: 50 },
         ),
@@ -380,12 +386,16 @@ describe('sluice serve as a quota lease agent', () => {
     for (const w of cutWindows) expect(w.fleet).toBeLessThanOrEqual(peakBound);
     const over = cutWindows.reduce((sum, w) => sum + Math.max(0, w.fleet - C), 0);
     expect(over).toBeLessThanOrEqual(extraBound);
-    // On the fallback: bounded (never allow-all), and not deny-all either.
+    // On the fallback: bounded (never allow-all), and not deny-all either: each service,
+    // driven at twice its fallback, admits in every window of R, the returning one too
+    // (its last lease, a newcomer's small share, was 5 units per 11 s: its fallback must
+    // still be FALLBACK per R, not 11 s of it at once).
     expect(onFallback.length).toBeGreaterThanOrEqual(2);
     for (const w of onFallback) {
       expect(w.s1).toBeLessThanOrEqual(FALLBACK);
       expect(w.s2).toBeLessThanOrEqual(FALLBACK);
-      expect(w.fleet).toBeGreaterThan(0);
+      expect(w.s1).toBeGreaterThan(0);
+      expect(w.s2).toBeGreaterThan(0);
     }
 
     // Metrics: the lease's units, under the rule's public name.
