@@ -60,10 +60,16 @@ export interface StageGateway {
     ctx: StageContext,
     requestId?: string,
   ): Promise<readonly StoreResult[]>;
-  /** `Store.refund` through the gateway; `undefined` when the store cannot refund. */
+  /**
+   * `Store.refund` through the gateway, waited on at most `timeoutMs` (the policy's
+   * timeout) and until `options.signal` aborts, and told to the health observer and the
+   * metrics. Never rejects: a failure or a timeout is a failed result per request.
+   * `undefined` when the store cannot refund.
+   */
   refund(
     batch: readonly StoreRequest[],
     options: StoreRefundOptions,
+    timeoutMs: number,
   ): Promise<readonly StoreResult[]> | undefined;
 }
 

@@ -98,10 +98,26 @@ export class StoreGateway implements StageGateway {
     signal: AbortSignal | undefined,
     onEnded?: () => void,
   ): Promise<readonly StoreResult[]> {
+    const call = new StoreCall(nowMs, requestId, independent);
+    return this.#waited(batch, call, timeoutMs, deadlineEnds, signal, onEnded, APPLY);
+  }
+
+  /**
+   * `invoke` (the store's apply or refund, with `call` as its options) waited on as
+   * {@link StoreGateway.call} describes, and told to the observer and the metrics.
+   */
+  #waited(
+    batch: readonly StoreRequest[],
+    call: StoreCall,
+    timeoutMs: number,
+    deadlineEnds: 'store' | 'deadline',
+    signal: AbortSignal | undefined,
+    onEnded: (() => void) | undefined,
+    invoke: Invoke,
+  ): Promise<readonly StoreResult[]> {
     const metrics = this.#metrics;
     const startedAt = metrics === undefined ? 0 : performance.now();
     return new Promise<readonly StoreResult[]>((resolve) => {
-      const call = new StoreCall(nowMs, requestId, independent);
       let deadline: Deadline | undefined;
       let done = false;
       const finish = (results: readonly StoreResult[], endedBy: StoreCallEnd = 'store'): void => {
@@ -165,7 +181,7 @@ export class StoreGateway implements StageGateway {
         });
       }
       try {
-        this.#store.apply(batch, call).then(
+        invoke(this.#store, batch, call).then(
           (results) => {
             onEnded?.();
             finish(results);
@@ -196,25 +212,19 @@ export class StoreGateway implements StageGateway {
     return this.call(batch, ctx.nowMs, requestId, false, ms, endedBy, ctx.signal);
   }
 
+  /**
+   * `Store.refund` through the gateway (see {@link StageGateway.refund}): waited on at
+   * most `timeoutMs` and until `options.signal` aborts, told to the observer and the
+   * metrics like an apply. `undefined` when the store cannot refund.
+   */
   refund(
     batch: readonly StoreRequest[],
     options: StoreRefundOptions,
+    timeoutMs: number,
   ): Promise<readonly StoreResult[]> | undefined {
-    const store = this.#store;
-    if (store.refund === undefined) return undefined;
-    const observer = this.#observer;
-    return store.refund(batch, options).then(
-      (results) => {
-        const failed = results.find((r) => !r.ok);
-        if (failed === undefined) observer?.answered();
-        else observer?.failed(failed.error, 'store');
-        return results;
-      },
-      (cause: unknown) => {
-        observer?.failed(asStoreError(cause), 'store');
-        return failedResults(batch, cause);
-      },
-    );
+    if (this.#store.refund === undefined) return undefined;
+    const call = new RefundCall(options.nowMs, options.requestId, options.consumedAtMs);
+    return this.#waited(batch, call, timeoutMs, 'store', options.signal, undefined, REFUND);
   }
 }
 
@@ -261,6 +271,26 @@ class StoreCall implements StoreApplyOptions {
     this.#controller?.abort();
   }
 }
+
+/** The options of one refund call: a store call's, with when the units were taken. */
+class RefundCall extends StoreCall implements StoreRefundOptions {
+  readonly consumedAtMs: number;
+
+  constructor(nowMs: number, requestId: string | undefined, consumedAtMs: number) {
+    super(nowMs, requestId, false);
+    this.consumedAtMs = consumedAtMs;
+  }
+}
+
+/** One store call of a batch with its options: an apply or a refund. */
+type Invoke = (
+  store: Store,
+  batch: readonly StoreRequest[],
+  call: StoreCall,
+) => Promise<readonly StoreResult[]>;
+
+const APPLY: Invoke = (store, batch, call) => store.apply(batch, call);
+const REFUND: Invoke = (store, batch, call) => store.refund!(batch, call as RefundCall);
 
 /** Every request of `batch` failed with `cause` (as a `StoreError`). */
 export function failedResults(batch: readonly unknown[], cause: unknown): StoreResult[] {

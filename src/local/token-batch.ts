@@ -481,11 +481,11 @@ export class TokenBatchStage implements Stage {
         cost: units,
         enforce: true,
       };
-      const refund = gateway.refund([req], {
-        nowMs,
-        consumedAtMs: r.reservedAtMs,
-        requestId: r.requestId,
-      });
+      const refund = gateway.refund(
+        [req],
+        { nowMs, consumedAtMs: r.reservedAtMs, requestId: r.requestId },
+        r.policy.timeoutMs,
+      );
       if (refund === undefined) continue; // the store cannot give back
       calls.push(
         refund.then(([res]) => {

@@ -3,13 +3,15 @@
  * redis-server (behind a fault proxy that can freeze it: commands swallowed, no reply).
  * The caller's deadline bounds the whole batched check (reservation tries and the
  * fallback call together), and reservations that succeed tell the store's health
- * observer, so health recovers when only reservations reach the store.
+ * observer, so health recovers when only reservations reach the store. The refunds of
+ * `close` go through it too: a frozen store cannot hold `close` past the policy timeout.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
 import type { StoreError } from '../../src/core/errors.js';
 import { type StoreCallEnd } from '../../src/limiter/limiter.js';
 import { createLimiter } from '../../src/local/create-limiter.js';
+import type { TokenBatchStage } from '../../src/local/token-batch.js';
 import { StoreHealth } from '../../src/service/store-health.js';
 import { RedisStore } from '../../src/stores/redis/redis-store.js';
 import { captureLog } from '../support/captured-log.js';
@@ -105,5 +107,35 @@ describe('the token batch through the store gateway', () => {
     expect(d).toMatchObject({ path: 'batch', allowed: true });
     expect(health.failing).toBe(false);
     expect(log.matching('store healthy again')).toHaveLength(1);
+  });
+
+  it('bounds the refunds of close by the policy timeout, and tells the observer', async () => {
+    const { store, proxy } = await storeBehindProxy();
+    const ends: StoreCallEnd[] = [];
+    let answered = 0;
+    const limiter = createLimiter({
+      store,
+      policies: [batched(200)],
+      storeObserver: { answered: () => answered++, failed: (_e, endedBy) => ends.push(endedBy) },
+    });
+    cleanup.push(() => limiter.close());
+    // Slow start: the first check reserves 1 and spends it, the second reserves 2 and
+    // spends 1: one unspent unit for close to give back.
+    for (let i = 0; i < 2; i++) {
+      expect((await limiter.check({ tenant: 'a' })).decisions[0]).toMatchObject({
+        path: 'batch',
+        allowed: true,
+      });
+    }
+    expect(answered).toBe(2);
+    const batch = limiter.stages.find((s) => s.name === 'batch') as TokenBatchStage;
+    expect(batch.unitsHeld).toBe(1);
+    // The store freezes: the refund gets no answer. Close ends anyway (had the refund
+    // waited on the store, it would never end), with the refund failed by its timeout.
+    proxy.blackhole('both');
+    await limiter.close();
+    expect(ends).toEqual(['store']);
+    expect(batch.stats.unitsReturned).toBe(0);
+    proxy.heal();
   });
 });
