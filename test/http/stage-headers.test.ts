@@ -28,8 +28,11 @@ afterEach(async () => {
   await Promise.all(running.splice(0).map((s) => s.close()));
 });
 
-/** GET /status (cost 1) as tenant acme, behind the rate limit of `limiter`. */
-async function serveStatus(limiter: Limiter): Promise<() => Promise<Response>> {
+/**
+ * GET /status (cost 1) as tenant acme, behind the rate limit of `limiter`; with `path`
+ * /bulk, the same at cost 6.
+ */
+async function serveStatus(limiter: Limiter): Promise<(path?: string) => Promise<Response>> {
   const limits = createHttpRateLimit({
     limiter,
     descriptor: byApiKey({
@@ -41,9 +44,12 @@ async function serveStatus(limiter: Limiter): Promise<() => Promise<Response>> {
   app.get('/status', limits.route({ cost: 1 }), (_req, res) => {
     res.json({ ok: true });
   });
+  app.get('/bulk', limits.route({ cost: 6 }), (_req, res) => {
+    res.json({ ok: true });
+  });
   const s = await listen(createServer(app));
   running.push(s);
-  return () => fetch(`${s.url}/status`, asAcme);
+  return (path = '/status') => fetch(`${s.url}${path}`, asAcme);
 }
 
 describe('RateLimit headers and Retry-After on the batch path', () => {
@@ -81,6 +87,25 @@ describe('RateLimit headers and Retry-After on the batch path', () => {
       },
       body: '{"error":"rate limit exceeded","policy":"tenant","retry_after_seconds":1}',
     });
+  });
+
+  it('on a denial, still show what is left: the units the store holds plus those the reserve set aside', async () => {
+    const clock = new ManualClock(T0);
+    const limiter = createLimiter({ store: new MemoryStore(), policies, clock });
+    const batch = limiter.stages.find((s) => s instanceof TokenBatchStage)!;
+    const get = await serveStatus(limiter);
+    for (let i = 0; i < 5; i++) expect((await get()).status).toBe(200);
+    // As above, after 5: store 3, reserve 2 (of the 4th reservation) → r=5.
+    // /bulk costs 6: the reserve's 2 are set aside and the store is asked for 4 of its 3,
+    // denied. What is left is still 3 + 2 = 5 (the 2 go back to the reserve); the missing
+    // unit refills in 100 ms, rounded up to 1 s.
+    const denied = await snapshot(await get('/bulk'));
+    expect(denied.status).toBe(429);
+    expect(denied.headers).toMatchObject({ 'retry-after': '1', ratelimit: '"tenant";r=5;t=1' });
+    expect(batch.stats).toMatchObject({ reservationCalls: 4, unitsReserved: 7, unitsSpent: 5 });
+    // The 2 set aside are still there: the next check is answered from the reserve.
+    expect((await get()).status).toBe(200);
+    expect(batch.stats).toMatchObject({ reservationCalls: 4, unitsSpent: 6 });
   });
 });
 

@@ -96,6 +96,8 @@ interface Measured {
   readonly windowMax: number;
   readonly underUse: number;
   readonly zipfOvershoot: number;
+  /** Units the store admitted on the hot tenant's bucket, less those given back. */
+  readonly storeUnits: number;
   /** The hot tenant's store calls per decision. */
   readonly callsPerDecision: number;
   /** What the bucket refills in the longest round trip (+ one 2 ms tick): under-use's in-flight term. */
@@ -140,6 +142,7 @@ function measure(reports: readonly RunReport[], b: PolicyBounds): Measured {
     windowMax,
     underUse: Math.max(0, ideal - admissions.length),
     zipfOvershoot: Math.max(0, ...[...tenants.values()].map((n) => n - ideal)),
+    storeUnits: reports.reduce((a, r) => a + r.hotStoreUnits, 0),
     callsPerDecision:
       reports.reduce((a, r) => a + r.hotCalls, 0) / reports.reduce((a, r) => a + r.hotDecisions, 0),
     inFlightUnits: Math.ceil((G * (maxLatencyMs + 2)) / 1_000),
@@ -158,7 +161,7 @@ describe('local protection and token batching: accuracy against the bound (10 pr
   afterAll(() => {
     console.log(
       [
-        'setup / load            | admitted | overshoot (window, whole) ≤ bound | under-use ≤ bound + in flight | hot calls/decision | paths',
+        'setup / load            | admitted (store admitted) | overshoot (window, whole) ≤ bound | under-use ≤ bound + in flight | hot calls/decision | paths',
         ...rows,
       ].join('\n'),
     );
@@ -193,13 +196,21 @@ describe('local protection and token batching: accuracy against the bound (10 pr
           (bounds.underUse.perSecond * m.spanMs) / 1_000 +
           bounds.underUse.batchUnits;
         rows.push(
-          `${`${name} / ${pattern}`.padEnd(23)} | ${String(m.admitted).padStart(8)} | ${m.overshootWindow.toFixed(1)} (${m.windowMax} in a window), ${m.overshootWhole.toFixed(1)} ≤ ${bounds.overshootUnits} | ${m.underUse.toFixed(1)} ≤ ${underBound.toFixed(1)} + ${m.inFlightUnits} | ${m.callsPerDecision.toFixed(3)} (explain ${(bounds.remoteCallsPerSecond! / (N * HOT_RPS)).toFixed(3)}) | ${JSON.stringify(m.paths)}`,
+          `${`${name} / ${pattern}`.padEnd(23)} | ${`${m.admitted} (${m.storeUnits})`.padStart(25)} | ${m.overshootWindow.toFixed(1)} (${m.windowMax} in a window), ${m.overshootWhole.toFixed(1)} ≤ ${bounds.overshootUnits} | ${m.underUse.toFixed(1)} ≤ ${underBound.toFixed(1)} + ${m.inFlightUnits} | ${m.callsPerDecision.toFixed(3)} (explain ${(bounds.remoteCallsPerSecond! / (N * HOT_RPS)).toFixed(3)}) | ${JSON.stringify(m.paths)}`,
         );
-        // The hot tenant was over its limit: sent above what the global policy admits.
-        // (What was admitted is bounded below by the under-use bound, whose in-flight
-        // term grows with the round trips of a busy machine.)
-        const hotSent = reports.reduce((a, r) => a + r.hotSent, 0);
-        expect(hotSent).toBeGreaterThan(100 + (500 * m.spanMs) / 1_000);
+        // The hot tenant reached a limit: some of its checks were denied (by the store,
+        // a batch or the local stage). Not how many it sent: with both cores busy the
+        // senders fall short of 1,000/s (722 sent where 1,131.5 were due, in one run).
+        const denied = Object.entries(m.paths).filter(([p]) => p.endsWith(':OVER_LIMIT'));
+        expect(denied.reduce((a, [, n]) => a + n, 0)).toBeGreaterThan(0);
+        // explain's overshoot bound: N × batch size, 0 without batching.
+        expect(bounds.overshootUnits).toBe(stages.includes('batch') ? N * BATCH.size : 0);
+        // Every admission comes out of units the store admitted (a check, or a batch's
+        // reservation): with no batching, exactly those (the local stage only refuses).
+        // Exact, whatever the round trips: under-use cannot hide a unit admitted beside
+        // the store.
+        if (stages.includes('batch')) expect(m.admitted).toBeLessThanOrEqual(m.storeUnits);
+        else expect(m.admitted).toBe(m.storeUnits);
         // Overshoot within explain's bound, with no tolerance: 0 is 0.
         const overshoot = [m.overshootWindow, m.overshootWhole, m.zipfOvershoot];
         if (bounds.overshootUnits === 0) expect(overshoot).toEqual([0, 0, 0]);
@@ -315,7 +326,9 @@ describe('local protection and token batching: accuracy against the bound (10 pr
       `store down, ${n} instances: admitted ${admitted} ≤ explain's ${bound.toFixed(1)} (${open.atOnce} at once + ${open.perSecond}/s over ${spanMs} ms); paths ${JSON.stringify(paths)}`,
     );
     expect(admitted).toBeLessThanOrEqual(bound);
-    expect(admitted).toBeGreaterThan(0.7 * bound);
+    // No lower bound from the admitted count: busy cores send fewer than due (435 of a
+    // bound of 622 in one run). The local stage's denials show it is what limits.
+    expect(admitted).toBeGreaterThan(0);
     expect(paths['fail-open:OK']).toBe(admitted);
     expect(paths['local:OVER_LIMIT']).toBeGreaterThan(0);
   }, 30_000);

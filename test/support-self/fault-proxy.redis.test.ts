@@ -121,8 +121,15 @@ describe('FaultProxy', () => {
 
     // Lowering the latency never lets a later chunk overtake an earlier one: the GET sent with
     // no latency still reaches Redis after the SET sent with 100 ms.
+    const delayedBefore = proxy.stats().chunksDelayed;
     const set = client.set('order', 'first');
-    await sleep(20); // so that the GET travels in a chunk of its own
+    // The proxy holds the SET (counted when it arrives), so the GET travels in a chunk of
+    // its own, sent after it.
+    await waitFor(() => (proxy.stats().chunksDelayed > delayedBefore ? true : undefined), {
+      what: 'the proxy to hold the SET',
+      timeoutMs: 10_000,
+      intervalMs: 1,
+    });
     proxy.setLatency(0);
     const get = client.get('order');
     expect(await get).toBe('first');

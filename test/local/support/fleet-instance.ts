@@ -58,6 +58,11 @@ export interface RunReport {
   readonly decisions: number;
   /** Store calls on the hot tenant's bucket, and its decisions. */
   readonly hotCalls: number;
+  /**
+   * Units the store admitted on the hot tenant's bucket (checks, or a batch's
+   * reservations), less those given back: every admission of the stages comes out of it.
+   */
+  readonly hotStoreUnits: number;
   readonly hotDecisions: number;
   readonly maxLatencyMs: number;
   /** The batch stage's counters, when it ran. */
@@ -89,17 +94,34 @@ class CountingStore implements Store {
   calls = 0;
   /** Calls on the hot tenant's bucket. */
   hotCalls = 0;
+  /** Units the store itself admitted on the hot tenant's bucket, less those given back. */
+  hotStoreUnits = 0;
   constructor(readonly inner: RedisStore) {}
   apply(...args: Parameters<Store['apply']>): ReturnType<Store['apply']> {
     this.calls++;
-    if (args[0][0]?.key.startsWith('{hot}') === true) this.hotCalls++;
-    return this.inner.apply(...args);
+    const batch = args[0];
+    if (batch[0]?.key.startsWith('{hot}') === true) this.hotCalls++;
+    return this.inner.apply(...args).then((results) => {
+      results.forEach((r, k) => {
+        const req = batch[k]!;
+        if (r.ok && r.decision.allowed && req.enforce && req.key.startsWith('{hot}'))
+          this.hotStoreUnits += req.cost;
+      });
+      return results;
+    });
   }
   refund(
     ...args: Parameters<NonNullable<Store['refund']>>
   ): ReturnType<NonNullable<Store['refund']>> {
     this.calls++;
-    return this.inner.refund(...args);
+    const batch = args[0];
+    return this.inner.refund(...args).then((results) => {
+      results.forEach((r, k) => {
+        const req = batch[k]!;
+        if (r.ok && req.key.startsWith('{hot}')) this.hotStoreUnits -= req.cost;
+      });
+      return results;
+    });
   }
   close(): Promise<void> {
     return this.inner.close();
@@ -200,6 +222,7 @@ async function run(c: RunCommand): Promise<RunReport> {
     storeCalls: store.calls,
     decisions,
     hotCalls: store.hotCalls,
+    hotStoreUnits: store.hotStoreUnits,
     hotDecisions: Object.values(paths).reduce((a, b) => a + b, 0),
     maxLatencyMs,
     ...(batchStage === undefined ? {} : { batch: { ...batchStage.stats } }),

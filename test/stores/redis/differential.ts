@@ -12,6 +12,7 @@ import type { AlgorithmDecision } from '../../../src/core/decision.js';
 import { decideBatch } from '../../../src/stores/batch.js';
 import { RedisStore } from '../../../src/stores/redis/redis-store.js';
 import type { StoreRequest, StoreResult } from '../../../src/stores/store.js';
+import { propertySeed } from '../../support/property-seed.js';
 import { RedisServer } from '../../support/redis-server.js';
 import { dtArb } from '../../support/time-steps.js';
 import type { DiffContext } from './diff-helpers.js';
@@ -139,7 +140,7 @@ export function describeDifferential<P>(
             );
           }
         }),
-        { numRuns: DIFF_RUNS },
+        { numRuns: DIFF_RUNS, seed: propertySeed() },
       );
     });
 
