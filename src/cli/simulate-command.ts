@@ -1,7 +1,5 @@
 import { writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { simulateLeases } from '../quota/simulation/simulate.js';
-import { simulationSvg } from '../quota/simulation/svg.js';
 import { wholeNumber } from './option-values.js';
 
 const pct = (v: number) => `${(v * 100).toFixed(2)}%`;
@@ -32,6 +30,11 @@ export function addSimulateCommand(program: Command, fail: (error: unknown) => n
         json?: boolean;
       }) => {
         try {
+          // Imported here so that other commands do not load the simulator.
+          const [{ simulateLeases }, { simulationSvg }] = await Promise.all([
+            import('../quota/simulation/simulate.js'),
+            import('../quota/simulation/svg.js'),
+          ]);
           const { report, series } = simulateLeases(o);
           await writeFile(o.svg, simulationSvg(report, series));
           if (o.json) {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_STORE_TIMEOUT_MS } from './store-timeout-limit.js';
 import {
   anyText,
   fraction,
@@ -99,8 +100,7 @@ const timerDuration = settingValue('a duration such as 10s or 24h, at most 596h'
   return ms !== undefined && ms <= 2 ** 31 - 1 ? ms : undefined;
 });
 
-/** The longest store deadline accepted, in ms: a rate limit decision that waits longer is an outage. */
-export const MAX_STORE_TIMEOUT_MS = 60_000;
+export { MAX_STORE_TIMEOUT_MS };
 
 /** The largest descriptor limit accepted (count or length). */
 export const MAX_DESCRIPTOR_LIMIT = 1_000_000;
