@@ -6,6 +6,7 @@ import { QuotaController, type ControllerState } from './controller.js';
 import type { ControllerOptions } from './controller-config.js';
 import { controllerConfig } from './controller-config.js';
 import { LeaderLease } from './leader-lease.js';
+import { StateSaver } from './state-saver.js';
 import type { RlqsStrategyKind } from './rlqs/mapping.js';
 import type { PeerCaps } from './rlqs/peer-caps.js';
 import { RlqsQuotaService } from './rlqs/quota-service.js';
@@ -104,11 +105,17 @@ export async function startQuotaController(
   const clock = o.clock ?? systemClock;
   const log = o.log ?? (() => {});
   const electionTtlMs = o.electionTtlMs ?? defaultElectionTtlMs(config.leaseTtlMs);
-  const redis = new Redis(o.redisUrl, {
-    lazyConnect: true,
-    maxRetriesPerRequest: 1,
-    enableOfflineQueue: false,
-  });
+  const connect = () =>
+    new Redis(o.redisUrl, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 1,
+      enableOfflineQueue: false,
+    });
+  // Two connections: Redis answers one connection's commands in order, so a renewal sent
+  // on the connection that carries state writes would wait behind them. The election's
+  // own connection keeps the term's renewal ahead of any round's save.
+  const redis = connect();
+  const stateRedis = connect();
   // Redis may be down at start, or go away: ioredis keeps reconnecting, the election
   // ticks fail and step down meanwhile, and `ready` says why it waits. Without a listener
   // each failed attempt would be an unhandled 'error' event with its stack.
@@ -116,9 +123,15 @@ export async function startQuotaController(
   redis.on('error', (error: Error) => {
     for (const l of errorListeners) l(error);
   });
-  const connecting = redis.connect().catch(() => undefined);
+  stateRedis.on('error', () => {});
+  const connecting = Promise.all([redis.connect(), stateRedis.connect()]).catch(() => undefined);
   let knownLeader: string | undefined;
-  const lease = new LeaderLease(redis, o.prefix ?? 'sluice-quota', o.id, electionTtlMs);
+  const lease = new LeaderLease(redis, o.prefix ?? 'sluice-quota', o.id, electionTtlMs, stateRedis);
+  // One save in flight; a round's and every newcomer's save share the next write.
+  const saver = new StateSaver(async () => {
+    const c = controller;
+    return c !== undefined && (await lease.writeState(JSON.stringify(c.state())));
+  });
   // The lowest token the next term may take (above a term an agent reported seeing).
   let termFloor = 0;
   // Until when (monotonic ms, which a SIGSTOP does not stop) the key cannot have run out:
@@ -128,10 +141,7 @@ export async function startQuotaController(
     domain: o.domain,
     clock,
     log,
-    saveBeforeSend: async () => {
-      const c = controller;
-      return c !== undefined && (await lease.writeState(JSON.stringify(c.state())));
-    },
+    saveBeforeSend: () => saver.save(),
     ...(o.auth === undefined ? {} : { auth: o.auth }),
     onHigherTerm: (seen) => {
       termFloor = Math.max(termFloor, seen + 1);
@@ -175,7 +185,10 @@ export async function startQuotaController(
   );
 
   let controller: QuotaController | undefined;
-  let busy = false;
+  // One in-flight flag per timer: a slow round must not skip a renewal, nor a slow
+  // campaign a round. They may overlap: a round acts on the controller it began with and
+  // its save is fenced by that term's value, so a term lost meanwhile makes it a no-op.
+  const inFlight = { campaign: false, round: false };
   let closed = false;
   const stepDown = (reason: string) => {
     if (controller === undefined) return;
@@ -190,11 +203,12 @@ export async function startQuotaController(
     const nowMs = clock.nowMs();
     const result = c.round(nowMs);
     // Saved before sent: a successor must know every lease this leader may have sent.
-    if (!(await lease.writeState(JSON.stringify(c.state())))) {
+    const saved = await saver.save();
+    if (controller !== c) return;
+    if (!saved) {
       stepDown('state write refused');
       return;
     }
-    if (controller !== c) return;
     if (performance.now() >= termHeldUntil) {
       stepDown(`no renewal for ${electionTtlMs} ms: the term may have lapsed`);
       return;
@@ -249,19 +263,19 @@ export async function startQuotaController(
       records: state?.records.length ?? 0,
     });
   };
-  const tick = (f: () => Promise<void>) => async () => {
-    if (busy || closed) return;
-    busy = true;
+  const tick = (name: keyof typeof inFlight, f: () => Promise<void>) => async () => {
+    if (inFlight[name] || closed) return;
+    inFlight[name] = true;
     try {
       await f();
     } catch (e) {
       stepDown(`redis: ${(e as Error).message}`);
     } finally {
-      busy = false;
+      inFlight[name] = false;
     }
   };
-  const electionTimer = setInterval(tick(campaign), campaignTickMs(electionTtlMs));
-  const roundTimer = setInterval(tick(round), config.refreshMs);
+  const electionTimer = setInterval(tick('campaign', campaign), campaignTickMs(electionTtlMs));
+  const roundTimer = setInterval(tick('round', round), config.refreshMs);
   // A Redis that answers at once is led from before this resolves (as when the connection
   // was awaited); one that does not gets a second, then the ports serve regardless.
   let graceTimer: NodeJS.Timeout | undefined;
@@ -270,17 +284,19 @@ export async function startQuotaController(
     new Promise<void>((resolve) => (graceTimer = setTimeout(resolve, REDIS_CONNECT_GRACE_MS))),
   ]);
   clearTimeout(graceTimer);
-  await tick(campaign)();
+  await tick('campaign', campaign)();
 
   return {
     port,
     token: () => controller?.fencingToken ?? 0,
     ready: async (options = {}) => {
-      if (redis.status === 'ready') return;
+      if (redis.status === 'ready' && stateRedis.status === 'ready') return;
       const onError = options.onError;
       if (onError !== undefined) errorListeners.add(onError);
       try {
-        await new Promise<void>((resolve) => redis.once('ready', () => resolve()));
+        const ready = (r: Redis) =>
+          r.status === 'ready' ? undefined : new Promise((resolve) => r.once('ready', resolve));
+        await Promise.all([ready(redis), ready(stateRedis)]);
       } finally {
         if (onError !== undefined) errorListeners.delete(onError);
       }
@@ -288,7 +304,7 @@ export async function startQuotaController(
     status: () => {
       const c = controller;
       const nowMs = clock.nowMs();
-      const connected = redis.status === 'ready';
+      const connected = redis.status === 'ready' && stateRedis.status === 'ready';
       return {
         connected,
         leading: c !== undefined,
@@ -310,6 +326,7 @@ export async function startQuotaController(
       await lease.resign().catch(() => {});
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
       redis.disconnect();
+      stateRedis.disconnect();
     },
   };
 }

@@ -55,6 +55,7 @@ export type LeaderRedis = Pick<Redis, 'eval' | 'get'>;
 /** One controller's side of the election. */
 export class LeaderLease {
   readonly #redis: LeaderRedis;
+  readonly #stateRedis: LeaderRedis;
   readonly #keys: { leader: string; token: string; state: string };
   readonly #id: string;
   readonly #ttlMs: number;
@@ -65,9 +66,18 @@ export class LeaderLease {
    * @param prefix key prefix; keys are `{prefix}:leader`, `{prefix}:token`, `{prefix}:state`.
    * @param id this controller's name (unique among controllers).
    * @param ttlMs how long a term lasts without renewal.
+   * @param stateRedis the connection for the state (big writes), so that they never queue
+   *   in front of a renewal on `redis`. @default redis
    */
-  constructor(redis: LeaderRedis, prefix: string, id: string, ttlMs: number) {
+  constructor(
+    redis: LeaderRedis,
+    prefix: string,
+    id: string,
+    ttlMs: number,
+    stateRedis: LeaderRedis = redis,
+  ) {
     this.#redis = redis;
+    this.#stateRedis = stateRedis;
     const tag = `{${prefix}}`;
     this.#keys = { leader: `${tag}:leader`, token: `${tag}:token`, state: `${tag}:state` };
     this.#id = id;
@@ -116,7 +126,7 @@ export class LeaderLease {
     if (this.#value === undefined) return false;
     const ok =
       Number(
-        await this.#redis.eval(
+        await this.#stateRedis.eval(
           WRITE_STATE,
           2,
           this.#keys.leader,
@@ -136,7 +146,7 @@ export class LeaderLease {
 
   /** The last state a leader wrote, if any. */
   async readState(): Promise<string | null> {
-    return this.#redis.get(this.#keys.state);
+    return this.#stateRedis.get(this.#keys.state);
   }
 
   /** Gives the term up at once (on shutdown), if still held. */
