@@ -151,7 +151,12 @@ describe('FaultProxy', () => {
 
     proxy.blackhole('upstream');
     await expect(client.incr('counter')).rejects.toThrow(/timed out/i);
-    await sleep(50);
+    // The INCR's bytes were discarded, not held: no later delivery can change the counter.
+    await waitFor(() => (proxy.stats().bytesDroppedUp > 0 ? true : undefined), {
+      what: 'the proxy to drop the INCR bytes',
+      timeoutMs: 5000,
+      intervalMs: 10,
+    });
     expect(await direct.get('counter')).toBe('5');
     const stats = proxy.stats();
     expect(stats.bytesDroppedUp).toBeGreaterThan(0);
@@ -272,7 +277,14 @@ describe('FaultProxy', () => {
       respCommand(proxy.host, proxy.port, ['PING'], { timeoutMs: 1000 }),
     ).rejects.toThrow(/ECONNRESET|closed before a complete reply/);
     const late = clientThroughProxy();
-    await sleep(200);
+    // Wait for the refusal of the late client's connection itself, not for a stretch of time.
+    await waitFor(
+      (report) => {
+        report(`refused=${proxy.stats().refused}`);
+        return proxy.stats().refused >= 2 ? true : undefined;
+      },
+      { what: 'the proxy to refuse the late client', timeoutMs: 5000, intervalMs: 10 },
+    );
     expect(late.status).not.toBe('ready');
     await expect(late.ping()).rejects.toThrow();
     expect(proxy.stats().refused).toBeGreaterThanOrEqual(2);
