@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { closeAllFaultProxies, FaultProxy } from '../support/fault-proxy.js';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server.js';
 import { respCommand } from '../support/resp.js';
-import { sleep, waitFor } from '../support/wait.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * ioredis settings for fault tests: fail fast instead of queueing or resending, reconnect
