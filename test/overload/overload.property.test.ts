@@ -19,6 +19,7 @@ import {
   type LimitAlgorithm,
   type PermitOutcome,
 } from '../../src/overload.js';
+import { propertySeed } from '../support/property-seed.js';
 
 const NUM_RUNS = 1_000;
 
@@ -95,7 +96,7 @@ describe('ConcurrencyLimiter invariants', () => {
           }
         }
       }),
-      { numRuns: NUM_RUNS },
+      { numRuns: NUM_RUNS, seed: propertySeed() },
     );
   });
 });
@@ -129,7 +130,7 @@ describe('CircuitBreaker invariants', () => {
         }
         expect(breaker.state).toBe('open');
       }),
-      { numRuns: NUM_RUNS },
+      { numRuns: NUM_RUNS, seed: propertySeed() },
     );
   });
 
@@ -167,7 +168,7 @@ describe('CircuitBreaker invariants', () => {
           expect(breaker.state).toBe('closed');
         }
       }),
-      { numRuns: NUM_RUNS },
+      { numRuns: NUM_RUNS, seed: propertySeed() },
     );
   });
 });

@@ -10,6 +10,7 @@ import { parsePolicies } from '../../../src/config/policies.js';
 import { toDescriptor } from '../../../src/core/descriptor.js';
 import { bucketKey } from '../../../src/stores/key.js';
 import { placeOf, valueIndexId } from '../../../src/stores/memory/bucket-place.js';
+import { propertySeed } from '../../support/property-seed.js';
 
 const text = fc
   .oneof(
@@ -49,7 +50,7 @@ describe('bucket places', () => {
           expect(placeOf(key)).toStrictEqual({ id: valueIndexId(name), value: v });
         },
       ),
-      { numRuns: 2_000 },
+      { numRuns: 2_000, seed: propertySeed() },
     );
   });
 
@@ -69,6 +70,7 @@ describe('bucket places', () => {
         ]);
         for (const policy of policies) expect(placeOf(bucketKey(policy, d))).toBeUndefined();
       }),
+      { seed: propertySeed() },
     );
   });
 
@@ -77,7 +79,7 @@ describe('bucket places', () => {
       fc.property(keyLike, keyLike, (a, b) => {
         if (a !== b) expect(placeText(a)).not.toBe(placeText(b));
       }),
-      { numRuns: 5_000 },
+      { numRuns: 5_000, seed: propertySeed() },
     );
   });
 

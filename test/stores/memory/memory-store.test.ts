@@ -7,6 +7,7 @@ import { MemoryStore } from '../../../src/stores/memory/memory-store.js';
 import { keyValue } from '../../../src/stores/key.js';
 import type { KeySpace, StoreRequest } from '../../../src/stores/store.js';
 import { describeStore } from '../conformance.js';
+import { propertySeed } from '../../support/property-seed.js';
 
 describeStore('MemoryStore', async () => {
   let store = new MemoryStore();
@@ -133,7 +134,7 @@ describe('MemoryStore: bounds and expiry', () => {
           expect(keys + evictions).toBeLessThanOrEqual(writes + expired);
         },
       ),
-      { numRuns: 500 },
+      { numRuns: 500, seed: propertySeed() },
     );
   });
 

@@ -18,6 +18,7 @@ import {
   requestFor,
 } from './diff-helpers.js';
 import { readState, STATE_CODE } from '../../support/redis-state.js';
+import { propertySeed } from '../../support/property-seed.js';
 
 // ttlMs = burst * periodMs / rate >= 2000ms (see describeDifferential). Fractional rates
 // make the emission interval T = periodMs / rate a non-integer, so TATs round.
@@ -67,7 +68,7 @@ describeDifferential(
             (stored) => (stored === null ? undefined : { tatMs: stored[0] }),
           );
         }),
-        { numRuns: 300 },
+        { numRuns: 300, seed: propertySeed() },
       );
     });
 

@@ -25,6 +25,7 @@ import {
   type DiffContext,
 } from './diff-helpers.js';
 import { readState, STATE_CODE } from '../../support/redis-state.js';
+import { propertySeed } from '../../support/property-seed.js';
 
 // ttlMs = capacity * periodMs / rate >= 2000ms (see describeDifferential)
 const paramsArb = (mode: LeakyBucketMode): fc.Arbitrary<LeakyBucketParams> =>
@@ -63,7 +64,7 @@ function bitIdentical(mode: LeakyBucketMode, ctx: DiffContext): void {
           (stored) => (stored === null ? undefined : { level: stored[0], tsMs: stored[1] }),
         );
       }),
-      { numRuns: 300 },
+      { numRuns: 300, seed: propertySeed() },
     );
   });
 }

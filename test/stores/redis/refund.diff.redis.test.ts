@@ -27,6 +27,7 @@ import { RedisServer } from '../../support/redis-server.js';
 import { dtArb } from '../../support/time-steps.js';
 import { expectSameDecisions } from './differential.js';
 import { burstParamsArb, periodMsArb, rateArb, windowParamsArb } from './diff-helpers.js';
+import { propertySeed } from '../../support/property-seed.js';
 
 const RUNS = 300;
 
@@ -158,7 +159,7 @@ describe('refundBatch.lua agrees with refundState', () => {
             );
           }
         }),
-        { numRuns: RUNS },
+        { numRuns: RUNS, seed: propertySeed() },
       );
     }, 60_000);
   }

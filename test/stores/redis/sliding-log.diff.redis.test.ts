@@ -7,6 +7,7 @@ import {
 } from '../../../src/algorithms/sliding-log.js';
 import { describeDifferential, expectSameDecisions } from './differential.js';
 import { applyOnOneKey, requestFor, windowParamsArb } from './diff-helpers.js';
+import { propertySeed } from '../../support/property-seed.js';
 
 // windowMs >= 2000 (see describeDifferential). limit stays far below the RedisStore's
 // maxSlidingLogLimit (1000): every entry is a sorted-set member.
@@ -99,7 +100,7 @@ describeDifferential(
             expect(pttl).toBeLessThanOrEqual(untilMs);
           }
         }),
-        { numRuns: 300 },
+        { numRuns: 300, seed: propertySeed() },
       );
     });
 
