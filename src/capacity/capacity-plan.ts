@@ -113,7 +113,7 @@ export function harmonic(n: number, s: number): number {
  * - Shards: enough primaries that each stays under `targetUtilization` of a core with an
  *   even spread; then more while the busiest shard (the busiest tenant's, which also gets
  *   its even share of the rest) is over it, unless that tenant alone is over it, which no
- *   shard count helps (DESIGN.md §4: local stages, batching or leases do).
+ *   shard count helps (docs/design.md#stages: local stages, batching or leases do).
  * - The busiest tenant's share under Zipf(s) over `tenants` is 1 / H(tenants, s).
  * - Keys: one per tenant per policy (one for a global policy); a policy with scope keys
  *   (a per-route limit) holds one per scope value, which the plan cannot know: it counts one.

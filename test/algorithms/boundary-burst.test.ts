@@ -1,5 +1,5 @@
 /**
- * The fixed window's 2x boundary burst, and token bucket's absence of it (DESIGN.md §3).
+ * The fixed window's 2x boundary burst, and token bucket's absence of it (docs/design.md#algorithms-and-their-invariants).
  * The same traffic goes through each algorithm: 100 requests of 1 unit at t = 999 ms,
  * the last ms of window [0, 1000), then 100 more at t = 1000 ms, the first ms of the next.
  */

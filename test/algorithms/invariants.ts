@@ -1,5 +1,5 @@
 /**
- * The invariants of DESIGN.md §3 as fast-check properties, shared by every algorithm.
+ * The invariants of docs/design.md#algorithms-and-their-invariants as fast-check properties, shared by every algorithm.
  * Each algorithm's `<name>.property.test.ts` calls `describeInvariants` with an
  * arbitrary for its params and adds its algorithm-specific properties.
  */
@@ -148,7 +148,7 @@ export function describeInvariants<P, S>(
   const scenario = scenarioArb(paramsArb, scaleMs, (p) => alg.capacity(p));
   const opts = { numRuns: NUM_RUNS };
 
-  describe(`${alg.kind}: DESIGN.md §3 invariants`, () => {
+  describe(`${alg.kind}: docs/design.md invariants`, () => {
     it('decisions are well-formed: 0 <= remaining <= limit = capacity, waits >= 0, allowed iff OK', () => {
       fc.assert(
         fc.property(scenario, ({ params, steps }) => {

@@ -28,7 +28,7 @@ const STARTS_MS = [1_000_000, 1_700_000_000_000] as const;
 /** At least one ulp of `ms`. */
 export const ulps = (ms: number): number => Math.max(1, Math.abs(ms)) * Number.EPSILON;
 
-/** The DESIGN.md §3 invariants over window params. */
+/** The invariants of docs/design.md#algorithms-and-their-invariants over window params. */
 export function describeWindowInvariants<S>(alg: Algorithm<WindowParams, S>): void {
   describeInvariants(alg, windowParamsArb, (p) => p.windowMs);
 }
