@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { systemClock, type Clock } from '../core/clock.js';
 import { campaignTickMs, defaultElectionTtlMs } from './bounds.js';
 import { QuotaController, type ControllerState } from './controller.js';
@@ -185,6 +186,15 @@ export async function startQuotaController(
   );
 
   let controller: QuotaController | undefined;
+  // The longest the event loop was held between two rounds, in each round's line: a
+  // stalled loop is what costs a term (a renewal that could not run), so it is shown.
+  const loopDelay = monitorEventLoopDelay({ resolution: 20 });
+  loopDelay.enable();
+  const loopMaxMs = () => {
+    const ms = Math.round(loopDelay.max / 1e6);
+    loopDelay.reset();
+    return ms;
+  };
   // One in-flight flag per timer: a slow round must not skip a renewal, nor a slow
   // campaign a round. They may overlap: a round acts on the controller it began with and
   // its save is fenced by that term's value, so a term lost meanwhile makes it a no-op.
@@ -192,7 +202,13 @@ export async function startQuotaController(
   let closed = false;
   const stepDown = (reason: string) => {
     if (controller === undefined) return;
-    log({ event: 'step_down', id: o.id, token: controller.fencingToken, reason });
+    log({
+      event: 'step_down',
+      id: o.id,
+      token: controller.fencingToken,
+      reason,
+      loopDelayMaxMs: loopMaxMs(),
+    });
     controller = undefined;
     knownLeader = undefined;
     service.lead(undefined);
@@ -234,6 +250,8 @@ export async function startQuotaController(
       leases: result.leases.length,
       committed,
       budget,
+      saveMs: Math.round(lateMs),
+      loopDelayMaxMs: loopMaxMs(),
     });
   };
   const campaign = async () => {
@@ -322,6 +340,7 @@ export async function startQuotaController(
       closed = true;
       clearInterval(electionTimer);
       clearInterval(roundTimer);
+      loopDelay.disable();
       stepDown('closing');
       await lease.resign().catch(() => {});
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));

@@ -211,7 +211,9 @@ describe('sluice serve as a quota lease agent', () => {
       ...['--redis', redis.url, '--domain', 'sluice', '--budget', `policy=global-api@${C}`],
       ...['--port', String(port), '--refresh-ms', String(R), '--lease-ttl-ms', String(L)],
     ]);
-    const term = (await controller.waitFor((l) => l['event'] === 'leader', 10_000))['token'];
+    // A wait for the event (the CLI starting beside two spinning processes printed nothing
+    // in 10 s once), not a bound on its speed.
+    const term = (await controller.waitFor((l) => l['event'] === 'leader', 60_000))['token'];
     const serveArgs = [
       ...['--config', join(dir, 'envoy'), '--lease-policies', 'global-api'],
       ...['--lease-fallback', `${FALLBACK}`],
