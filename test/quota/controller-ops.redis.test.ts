@@ -45,7 +45,7 @@ describe('sluice controller operations', () => {
     await redis.kill(); // its port is known, and nothing listens there now
     const startedAtMs = Date.now();
     const c1 = controller('c1', redis.url);
-    const listening = await c1.waitFor((l) => l['event'] === 'listening', 10_000);
+    const listening = await c1.waitFor((l) => l['event'] === 'listening', 60_000);
     const http = listening['httpPort'] as number;
     expect(await get(http, '/healthcheck')).toEqual({ status: 200, body: 'OK' });
     const notReady = await get(http, '/ready');
@@ -53,7 +53,7 @@ describe('sluice controller operations', () => {
     expect(JSON.parse(notReady.body)).toMatchObject({ ready: false, connected: false });
     const waiting = await c1.waitFor(
       (l) => typeof l['msg'] === 'string' && l['msg'].startsWith('waiting for Redis: '),
-      10_000,
+      60_000,
     );
     expect(waiting['msg']).toContain('ECONNREFUSED');
     expect(waiting['level']).toBe(40); // warn
@@ -62,7 +62,7 @@ describe('sluice controller operations', () => {
     expect(sample(before.body, 'sluice_controller_leader')).toBe(0);
 
     await redis.restart();
-    const leader = await c1.waitFor((l) => l['event'] === 'leader', 10_000);
+    const leader = await c1.waitFor((l) => l['event'] === 'leader', 60_000);
     // Terms are seeded from the leader's clock (docs/quota-leases.md, fencing across Redis loss).
     expect(leader['token']).toBeGreaterThanOrEqual(startedAtMs);
     await waitFor(async () => ((await get(http, '/ready')).status === 200 ? true : undefined), {
@@ -82,7 +82,7 @@ describe('sluice controller operations', () => {
 
     // A second controller on the same Redis follows the known leader: ready, not leader.
     const c2 = controller('c2', redis.url);
-    const http2 = (await c2.waitFor((l) => l['event'] === 'listening', 10_000))[
+    const http2 = (await c2.waitFor((l) => l['event'] === 'listening', 60_000))[
       'httpPort'
     ] as number;
     await waitFor(async () => ((await get(http2, '/ready')).status === 200 ? true : undefined), {
@@ -105,5 +105,5 @@ describe('sluice controller operations', () => {
       expect(JSON.stringify(l)).not.toMatch(/\\n\s+at /);
     }
     expect(c1.stderr).toBe('');
-  }, 60_000);
+  }, 300_000);
 });

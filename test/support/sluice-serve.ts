@@ -72,7 +72,7 @@ export async function spawnServe(
       },
       {
         what: `sluice serve ${args.join(' ')} on :${httpPort} to be healthy`,
-        timeoutMs: 15_000,
+        timeoutMs: 60_000,
         intervalMs: 50,
         fatal: (e) => e instanceof Error && e.message.startsWith('sluice serve exited early'),
       },
