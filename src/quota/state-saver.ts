@@ -17,9 +17,12 @@ export class StateSaver {
 
   /** Resolves true once a write that began after this call has succeeded. */
   save(): Promise<boolean> {
+    // A next write already waits (also in the moment between the running write's end and
+    // the next one's start): join it, so that two writes are never in flight.
+    if (this.#next !== undefined) return this.#next;
     if (this.#running === undefined) return this.#start();
     // The running write may have serialized the state before this caller's change.
-    this.#next ??= this.#running.then(
+    this.#next = this.#running.then(
       () => this.#start(),
       () => this.#start(),
     );

@@ -4,10 +4,13 @@ import { StateSaver } from '../../src/quota/state-saver.js';
 /** A write the test finishes by hand; records the state version each write serialized. */
 function manualWrites() {
   let version = 0;
-  const writes: { saw: number; finish: (ok: boolean) => void }[] = [];
-  const saver = new StateSaver(
-    () => new Promise<boolean>((finish) => writes.push({ saw: version, finish })),
-  );
+  const writes: { saw: number; finish: (ok: boolean) => void; written: Promise<boolean> }[] = [];
+  const saver = new StateSaver(() => {
+    let finish!: (ok: boolean) => void;
+    const written = new Promise<boolean>((resolve) => (finish = resolve));
+    writes.push({ saw: version, finish, written });
+    return written;
+  });
   return { saver, writes, change: () => ++version };
 }
 
@@ -38,5 +41,23 @@ describe('StateSaver', () => {
     expect(writes.length).toBe(2);
     writes[1]!.finish(true);
     expect(await b).toBe(true);
+  });
+
+  it('a save asked for just as a write ends, before the waiting one starts, joins the waiting one', async () => {
+    const { saver, writes } = manualWrites();
+    const first = saver.save();
+    const second = saver.save();
+    // Runs when the first write ends: after the saver has seen it end, before the write
+    // that waits has begun.
+    let third: Promise<boolean> | undefined;
+    void writes[0]!.written.then(() => (third = saver.save()));
+    writes[0]!.finish(true);
+    await first;
+    await Promise.resolve();
+    expect(third).toBeDefined();
+    expect(writes.length).toBe(2);
+    writes[1]!.finish(true);
+    expect(await Promise.all([second, third])).toEqual([true, true]);
+    expect(writes.length).toBe(2);
   });
 });
