@@ -121,10 +121,12 @@ export async function startQuotaController(
   // ticks fail and step down meanwhile, and `ready` says why it waits. Without a listener
   // each failed attempt would be an unhandled 'error' event with its stack.
   const errorListeners = new Set<(error: Error) => void>();
-  redis.on('error', (error: Error) => {
-    for (const l of errorListeners) l(error);
-  });
-  stateRedis.on('error', () => {});
+  // Both connections: `ready` waits for both, so either one's failure is why it waits.
+  for (const connection of [redis, stateRedis]) {
+    connection.on('error', (error: Error) => {
+      for (const l of errorListeners) l(error);
+    });
+  }
   const connecting = Promise.all([redis.connect(), stateRedis.connect()]).catch(() => undefined);
   let knownLeader: string | undefined;
   const lease = new LeaderLease(redis, o.prefix ?? 'sluice-quota', o.id, electionTtlMs, stateRedis);
