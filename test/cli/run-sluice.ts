@@ -48,7 +48,7 @@ export function runSluice(args: readonly string[], options: RunOptions = {}): Pr
       }
     });
     child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
     child.once('error', reject);
     child.once('close', (code) => {
       clearTimeout(timer);
