@@ -1,6 +1,6 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { PolicyBounds } from '../local/bounds.js';
-import { wholeNumber } from './option-values.js';
+import { positiveNumber, wholeNumber } from './option-values.js';
 
 /**
  * `sluice explain`: what the local stages (and, with --lease-refresh, quota leases)
@@ -19,12 +19,7 @@ export function addExplainCommand(program: Command, fail: (error: unknown) => ne
       'how many limiter instances share the store',
       wholeNumber('--instances', 1),
     )
-    .option('--rps <r>', 'requests per second to one key across the fleet', (v: string): number => {
-      const n = Number(v);
-      if (!Number.isFinite(n) || n <= 0)
-        throw new InvalidArgumentError('--rps must be a number > 0');
-      return n;
-    })
+    .option('--rps <r>', 'requests per second to one key across the fleet', positiveNumber('--rps'))
     .option(
       '--lease-refresh <ms>',
       'with quota leases: the report and lease period R; adds the partition bound to each policy',
