@@ -25,6 +25,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // One fast-check seed for every property (test/support/property-seed.ts).
+    setupFiles: ['test/support/property-setup.ts'],
     projects: [
       {
         extends: true,

@@ -17,5 +17,6 @@ export default defineConfig({
     ],
     exclude: [...configDefaults.exclude, '**/*.redis.test.ts', '**/*.cluster.test.ts'],
     testTimeout: 30_000,
+    setupFiles: ['test/support/property-setup.ts'],
   },
 });

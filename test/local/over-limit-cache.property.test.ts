@@ -13,7 +13,7 @@ import { propertySeed } from '../support/property-seed.js';
  * instance's checks. Whenever the cache answers, the transition on the bucket as it is
  * at that instant must deny the same cost. Costs vary, so a smaller cost that fits
  * earlier is exercised (one unit below the last denial on purpose), and so are clocks
- * that step back. The seed is fixed in CI and printed on failure (test/support/property-seed.ts).
+ * that step back. The seed is fixed in `npm test` and printed on failure (test/support/property-seed.ts).
  */
 
 const userParams: Record<AlgorithmKind, fc.Arbitrary<Record<string, unknown>>> = {
