@@ -38,12 +38,15 @@ export interface PolicyBounds {
   readonly overshootUnits: number;
   /**
    * Under-use with the store up and the load spread evenly over the instances: `atOnce`
-   * plus `perSecond` × the interval in seconds, plus `batchUnits` held unspent.
+   * plus `perSecond` × the interval in seconds, plus `batchUnits` held unspent, plus
+   * `perRoundTripMs` × the store's round trip in ms (a local stage's units taken for checks
+   * still in flight: the global bucket refills meanwhile).
    */
   readonly underUse: {
     readonly atOnce: number;
     readonly perSecond: number;
     readonly batchUnits: number;
+    readonly perRoundTripMs: number;
   };
   /** What each failure mode lets through with the store down; `null` is unlimited. */
   readonly storeDown: Readonly<
@@ -101,6 +104,7 @@ export function policyBounds(policy: Policy, instances: number, rps?: number): P
     atOnce: local === undefined ? 0 : Math.max(0, B - n * local.atOnce),
     perSecond: local === undefined ? 0 : Math.max(0, G - n * local.perSecond),
     batchUnits: n * S,
+    perRoundTripMs: local === undefined ? 0 : G / 1_000,
   };
   const openAtOnce = localStage ?? null;
   const openPerSecond = local === undefined ? null : n * local.perSecond;
@@ -170,8 +174,8 @@ export function policyBounds(policy: Policy, instances: number, rps?: number): P
   if (local !== undefined) {
     under.push({
       label: 'local stage, load spread evenly',
-      value: `${units(underUse.atOnce)} + ${units(underUse.perSecond)}/s`,
-      note: `global ${units(B)} + ${units(G)}/s vs ${units(n)} × (${units(local.atOnce)} + ${units(local.perSecond)}/s), plus ${units(G)}/s × the store round trip (checks in flight hold local units); load on k instances: ${units(B)} + ${units(G)}/s − k × (${units(local.atOnce)} + ${units(local.perSecond)}/s)`,
+      value: `${units(underUse.atOnce)} + ${units(underUse.perSecond)}/s + ${units(underUse.perRoundTripMs)} per ms of store round trip`,
+      note: `global ${units(B)} + ${units(G)}/s vs ${units(n)} × (${units(local.atOnce)} + ${units(local.perSecond)}/s); the round-trip term: checks in flight hold local units while the global bucket refills; load on k instances: ${units(B)} + ${units(G)}/s − k × (${units(local.atOnce)} + ${units(local.perSecond)}/s)`,
     });
   }
   under.push({

@@ -18,8 +18,9 @@ describe('policyBounds', () => {
       closed: { atOnce: 0, perSecond: 0 },
       stale: { atOnce: 2_000, perSecond: 1_000 },
     });
-    // 100 × (20 + 10/s) covers 20 + 100/s: no under-use when the load is spread evenly.
-    expect(b.underUse).toEqual({ atOnce: 0, perSecond: 0, batchUnits: 0 });
+    // 100 × (20 + 10/s) covers 20 + 100/s: no under-use when the load is spread evenly,
+    // but for the 100/s the global bucket refills while checks hold local units in flight.
+    expect(b.underUse).toEqual({ atOnce: 0, perSecond: 0, batchUnits: 0, perRoundTripMs: 0.1 });
     expect(b.overshootUnits).toBe(0);
   });
 
@@ -37,8 +38,9 @@ describe('policyBounds', () => {
 
   it('a local rate below the global one is under-use, per second, even with the load spread', () => {
     const b = policyBounds(policy({ local: { rate: 5, burst: 1 } }), 10, 1_000);
-    // 10 × 5/s = 50/s against 100/s; 10 × 1 at once against 20.
-    expect(b.underUse).toEqual({ atOnce: 10, perSecond: 50, batchUnits: 0 });
+    // 10 × 5/s = 50/s against 100/s; 10 × 1 at once against 20; the global 100/s refills
+    // 0.1 per ms of a store round trip while local units wait on it.
+    expect(b.underUse).toEqual({ atOnce: 10, perSecond: 50, batchUnits: 0, perRoundTripMs: 0.1 });
     expect(b.remoteCallsPerSecond).toBe(50);
   });
 

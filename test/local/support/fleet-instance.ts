@@ -64,7 +64,13 @@ export interface RunReport {
    */
   readonly hotStoreUnits: number;
   readonly hotDecisions: number;
-  readonly maxLatencyMs: number;
+  /**
+   * When the first answer to a hot request arrived (ms after startAtMs): the bucket had
+   * decided a hot request by then, so its time ran at least from there to the last send.
+   */
+  readonly firstHotAnsweredMs: number;
+  /** The longest round trip of a check (ms): under-use's in-flight term of a local stage. */
+  readonly maxRoundTripMs: number;
   /** The batch stage's counters, when it ran. */
   readonly batch?: TokenBatchStats;
 }
@@ -168,7 +174,8 @@ async function run(c: RunCommand): Promise<RunReport> {
   let hotSent = 0;
   let zipfSent = 0;
   let decisions = 0;
-  let maxLatencyMs = 0;
+  let firstHotAnsweredMs = Infinity;
+  let maxRoundTripMs = 0;
   const inFlight = new Set<Promise<void>>();
   const send = (tenant: string, hot: boolean): void => {
     const nowMs = Date.now();
@@ -180,7 +187,8 @@ async function run(c: RunCommand): Promise<RunReport> {
     const p = limiter.checkAt(nowMs, { tenant }).then((r) => {
       const d = r.decision!;
       decisions++;
-      maxLatencyMs = Math.max(maxLatencyMs, Date.now() - nowMs);
+      if (hot) firstHotAnsweredMs = Math.min(firstHotAnsweredMs, Date.now() - c.startAtMs);
+      maxRoundTripMs = Math.max(maxRoundTripMs, Date.now() - nowMs);
       if (hot) paths[`${d.path}:${d.status}`] = (paths[`${d.path}:${d.status}`] ?? 0) + 1;
       if (!d.allowed) return;
       if (hot) {
@@ -224,7 +232,8 @@ async function run(c: RunCommand): Promise<RunReport> {
     hotCalls: store.hotCalls,
     hotStoreUnits: store.hotStoreUnits,
     hotDecisions: Object.values(paths).reduce((a, b) => a + b, 0),
-    maxLatencyMs,
+    firstHotAnsweredMs,
+    maxRoundTripMs,
     ...(batchStage === undefined ? {} : { batch: { ...batchStage.stats } }),
   };
   await store.close();
