@@ -239,15 +239,19 @@ export class QuotaAgent {
 
   /**
    * The current window at `nowMs`: the units the rule in force allows in it (`undefined`
-   * under the `store` fallback), those used, and ms until it ends.
+   * under the `store` fallback), those used, and ms until it ends. A paced lease (a fill
+   * longer than R) ends the window a decision is counted in at the end of the window of
+   * R: more may be admitted from then on, while its fill lasts.
    */
   window(nowMs: number): { allowance: number | undefined; used: number; resetAfterMs: number } {
     this.#roll(nowMs);
     const w = this.#windowMs(nowMs);
+    const r = this.#paceMs();
+    const paced = Number.isFinite(this.#paceLeft(nowMs));
     return {
       allowance: this.#allowance(nowMs),
       used: this.#usedInWindow,
-      resetAfterMs: this.#windowStart + w - nowMs,
+      resetAfterMs: paced ? (this.#paceIndex + 1) * r - nowMs : this.#windowStart + w - nowMs,
     };
   }
 

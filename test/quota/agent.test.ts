@@ -76,6 +76,7 @@ describe('QuotaAgent', () => {
     const perSecond = [0, 1, 2, 3, 4, 5].map((s) => a.admit(s * 1_000, 100));
     expect(perSecond).toEqual([2, 2, 2, 2, 1, 2]);
     expect(a.take(5_500, 1)).toBe('denied'); // this second's 2 are spent
+    expect(a.window(5_500).resetAfterMs).toBe(500); // the window of R it is paced in
   });
 
   it('counts the units of a window across a change of rule to another window length', () => {
