@@ -123,8 +123,9 @@ export interface RlqsQuotaServiceOptions {
    * Whether the leader's term can still be held now (its key cannot yet have run out, by
    * this process's monotonic clock). Checked before a stream is taken and before any
    * assignment is sent, so a leader that wakes from a pause hands out nothing under a
-   * term a successor may hold; when false, `onTermLapsed` is called and the stream is
-   * refused with UNAVAILABLE. @default always true
+   * term a successor may hold; when false, `onTermLapsed` is called (the process renews
+   * at once, and steps down if that fails), an opening stream is refused with
+   * UNAVAILABLE and a report is dropped. @default always true
    */
   readonly termHeld?: () => boolean;
   readonly onTermLapsed?: () => void;
@@ -272,7 +273,7 @@ export class RlqsQuotaService {
     fail(call, r.error);
   }
 
-  /** Whether the term may have lapsed; if so the process is told (it steps down). */
+  /** Whether the term may have lapsed; if so the process is told (it renews at once). */
   #lapsed(): boolean {
     if (this.#o.termHeld === undefined || this.#o.termHeld()) return false;
     this.#o.onTermLapsed?.();
@@ -287,11 +288,16 @@ export class RlqsQuotaService {
       this.#authFailure(call, auth, named);
       return;
     }
-    if (this.#controller !== undefined) this.#lapsed();
+    const lapsed = this.#controller !== undefined && this.#lapsed();
     const controller = this.#controller;
-    if (controller === undefined) {
+    if (controller === undefined || lapsed) {
       this.#o.onRefusal?.('not-leader');
-      fail(call, notLeader('this controller does not lead'));
+      fail(
+        call,
+        notLeader(
+          lapsed ? 'this controller is renewing its term' : 'this controller does not lead',
+        ),
+      );
       return;
     }
     const seen = Number(call.metadata.get(SEEN_TOKEN_METADATA)[0] ?? 0);
@@ -382,7 +388,10 @@ export class RlqsQuotaService {
     }
     void save().then(
       (saved) => {
-        if (saved && this.#controller === controller && this.#streams.get(s.agent) === s) {
+        // The save took time: the term must still hold when the lease goes (else it stays
+        // counted, and the next round sends it).
+        const held = this.#o.termHeld?.() ?? true;
+        if (saved && held && this.#controller === controller && this.#streams.get(s.agent) === s) {
           s.call.write({ bucketAction: out });
         }
       },
@@ -391,7 +400,9 @@ export class RlqsQuotaService {
   }
 
   #reports(s: StreamState, msg: WireUsageReports | OverCaps): void {
-    if (this.#controller !== undefined) this.#lapsed();
+    // While the term is being renewed at once, a report is dropped (as one lost on the
+    // way): nothing it could earn may be sent under a term a successor may hold.
+    if (this.#controller !== undefined && this.#lapsed()) return;
     const controller = this.#controller;
     if (controller === undefined) return;
     const refuse = (r: CapRefusal) => {
