@@ -171,7 +171,10 @@ export function silenceTimeoutMs(refreshMs: number): number {
  *   every E/3, so the successor leads within E + E/3, having loaded every lease saved
  *   before it was sent. Each agent's last lease came at most R before the kill and holds
  *   L, so it lasts L − R into the failover; the agent finds the successor within K
- *   reconnects of it leading. Only the time beyond L − R runs on the fallback.
+ *   reconnects of it leading, and its lease arrives within δ/2 (the delivery the ledger's
+ *   margin leaves once a save took its half). Only the time beyond L − R runs on the
+ *   fallback. A follower campaigns again the moment the key runs out (its PTTL), so the
+ *   tick E/3 is slack for a busy machine's timers.
  * - Leader paused for S. Its agents' streams stay open and nothing answers. An agent
  *   whose stream has been silent for Q = R + δ (`silenceTimeoutMs`; its last assignment
  *   came at most then after the pause began) tries the other controllers beside it, and
@@ -205,7 +208,7 @@ export function leaseFailureBounds(i: LeaseFailureInput): LeaseFailureBounds {
   const oldLeasesMs = i.leaseTtlMs + i.refreshMs / 2;
   return {
     takeoverMs,
-    leaderKilled: fleet(takeoverMs + find),
+    leaderKilled: fleet(takeoverMs + find + i.refreshMs / 4),
     leaderPaused: fleet(
       Math.max(Math.min(i.pauseMs, silenceTimeoutMs(i.refreshMs)), takeoverMs) +
         find +
@@ -266,7 +269,7 @@ export function leaseFailureSections(i: LeaseFailureInput): readonly {
           value: s(b.takeoverMs),
           note: `E + E/3: the key runs out, then a campaign tick`,
         },
-        ...fleetLines(b.leaderKilled, `that + K reconnects (${K})`),
+        ...fleetLines(b.leaderKilled, `that + K reconnects (${K}) + δ/2 (delivery)`),
       ],
     },
     {

@@ -294,6 +294,13 @@ export async function startQuotaController(
     if (token > 0) termHeldUntil = startedAt + electionTtlMs;
     if (token === 0) {
       knownLeader = (await lease.leader()) ?? undefined;
+      // Campaign again the moment the leader's key runs out, not up to a tick later: a
+      // killed leader is followed within E (+ the acquire), and the tick's slack is left
+      // for a busy machine's timers.
+      const ttlMs = await lease.leaderTtlMs();
+      if (ttlMs > 0 && ttlMs < campaignTickMs(electionTtlMs)) {
+        setTimeout(() => void tick('campaign', campaign)(), ttlMs + 1).unref();
+      }
       return;
     }
     knownLeader = `${token}:${o.id}`;

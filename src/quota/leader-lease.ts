@@ -57,7 +57,7 @@ end
 return 0`;
 
 /** The Redis calls the leader lease makes. */
-export type LeaderRedis = Pick<Redis, 'eval' | 'get'>;
+export type LeaderRedis = Pick<Redis, 'eval' | 'get' | 'pttl'>;
 
 /** One controller's side of the election. */
 export class LeaderLease {
@@ -164,6 +164,12 @@ export class LeaderLease {
   /** Who leads now, as `<token>:<id>`, if anyone. */
   async leader(): Promise<string | null> {
     return this.#redis.get(this.#keys.leader);
+  }
+
+  /** Ms until the leader key runs out: 0 when there is none, −1 if it has no expiry. */
+  async leaderTtlMs(): Promise<number> {
+    const ttl = Number(await this.#redis.pttl(this.#keys.leader));
+    return ttl === -2 ? 0 : ttl;
   }
 
   /** The last state a leader wrote, if any. */

@@ -163,7 +163,7 @@ describe('sluice explain (built dist/, spawned)', () => {
       sections.find((x) => x.title === title)!.lines.map((l) => [l.label, l.value]);
     expect(rows('lease, leader killed (election TTL 1s)')).toEqual([
       ['successor leads within', '1.33s'],
-      ['fleet back on leases within', '1.73s'],
+      ['fleet back on leases within', '1.98s'],
       ['fallback runs, at most', '0s'],
       ['units over the budget, at most', '0'],
       ['any window of R, at most', '100% of the budget'],
