@@ -13,6 +13,7 @@ import type { PeerCaps } from './rlqs/peer-caps.js';
 import { RlqsQuotaService } from './rlqs/quota-service.js';
 import type { AgentAuth } from './rlqs/agent-auth.js';
 import { agentServerCredentials, type AgentTls } from './rlqs/agent-tls.js';
+import type { TermSigner } from './rlqs/term-signature.js';
 
 /** How long the start waits for Redis before it serves without it, in ms (as `serve`). */
 const REDIS_CONNECT_GRACE_MS = 1_000;
@@ -43,6 +44,8 @@ export interface QuotaControllerProcessOptions extends ControllerOptions {
   readonly electionTtlMs?: number;
   /** @default 'token_bucket' */
   readonly strategy?: RlqsStrategyKind;
+  /** Signs terms, and checks an agent's seen term (`--term-secret-file`). @default none */
+  readonly termSigner?: TermSigner;
   readonly clock?: Clock;
   /** One JSON object per event (leader, round, step-down). @default ignore */
   readonly log?: (event: Record<string, unknown>) => void;
@@ -159,6 +162,7 @@ export async function startQuotaController(
     // at once says whether the key is still this controller's.
     onTermLapsed: () => void renewNow().catch(() => undefined),
     ...(o.strategy === undefined ? {} : { strategy: o.strategy }),
+    ...(o.termSigner === undefined ? {} : { termSigner: o.termSigner }),
     ...(o.caps === undefined ? {} : { caps: o.caps }),
     ...(o.onRefusal === undefined
       ? {}

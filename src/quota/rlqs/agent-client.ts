@@ -13,8 +13,10 @@ import {
 import {
   AGENT_METADATA,
   REFRESH_METADATA,
+  SEEN_SIGNATURE_METADATA,
   SEEN_TOKEN_METADATA,
   TOKEN_METADATA,
+  TOKEN_SIGNATURE_METADATA,
 } from '../../protocol/metadata.js';
 
 /** Statuses a controller refuses a stream with that retrying at once will not change. */
@@ -103,6 +105,8 @@ export class RlqsAgentClient {
   #connectedTo: string | undefined;
   #periodMs: number;
   #controllerRefreshMs: number | undefined;
+  /** Signatures of the terms streams were accepted under (kept from the highest seen up). */
+  readonly #signatures = new Map<number, string>();
   /** Streams refused in a row (duplicate name, credentials): the reconnect backs off. */
   #refusals = 0;
 
@@ -257,8 +261,12 @@ export class RlqsAgentClient {
     md.set(REFRESH_METADATA, String(this.#o.refreshMs ?? 1_000));
     // A leader below this term (its Redis lost the counter) then takes a higher one,
     // rather than be refused as stale by this agent for as long as it runs.
-    if (Number.isFinite(this.agent.highestToken)) {
-      md.set(SEEN_TOKEN_METADATA, String(this.agent.highestToken));
+    const seen = this.agent.highestToken;
+    if (Number.isFinite(seen)) {
+      md.set(SEEN_TOKEN_METADATA, String(seen));
+      for (const t of this.#signatures.keys()) if (t < seen) this.#signatures.delete(t);
+      const sig = this.#signatures.get(seen);
+      if (sig !== undefined) md.set(SEEN_SIGNATURE_METADATA, sig);
     }
     const call = (
       client as unknown as {
@@ -276,6 +284,8 @@ export class RlqsAgentClient {
       // A refusal may come with (empty) initial metadata: only a leader's token is an accept.
       if (m.get(TOKEN_METADATA).length === 0) return;
       link.token = Number(m.get(TOKEN_METADATA)[0]);
+      const sig = m.get(TOKEN_SIGNATURE_METADATA)[0];
+      if (typeof sig === 'string') this.#signatures.set(link.token, sig);
       this.#follow(Number(m.get(REFRESH_METADATA)[0]));
       this.#refusals = 0;
       if (link.ended) return;

@@ -3,7 +3,14 @@ import type { Clock } from '../../core/clock.js';
 import { ProtocolError, StoreError } from '../../core/errors.js';
 import { SampledLog } from '../../core/sampled-log.js';
 import { toCallError } from '../../protocol/call-error.js';
-import { REFRESH_METADATA, SEEN_TOKEN_METADATA, TOKEN_METADATA } from '../../protocol/metadata.js';
+import {
+  REFRESH_METADATA,
+  SEEN_SIGNATURE_METADATA,
+  SEEN_TOKEN_METADATA,
+  TOKEN_METADATA,
+  TOKEN_SIGNATURE_METADATA,
+} from '../../protocol/metadata.js';
+import type { TermSigner } from './term-signature.js';
 import type { QuotaController } from '../controller.js';
 import type { Lease } from '../lease.js';
 import { duration, leaseStrategy, type RlqsStrategyKind } from './mapping.js';
@@ -129,6 +136,13 @@ export interface RlqsQuotaServiceOptions {
    */
   readonly termHeld?: () => boolean;
   readonly onTermLapsed?: () => void;
+  /**
+   * Signs the terms sent and checks a seen term's signature: a higher seen term whose
+   * signature does not hold is ignored (logged `forged_seen_token`, sampled, and counted
+   * as refusal reason `forged-seen-token`), the stream taken as any other.
+   * @default none: a seen term is believed
+   */
+  readonly termSigner?: TermSigner;
 }
 
 /**
@@ -301,7 +315,24 @@ export class RlqsQuotaService {
       return;
     }
     const seen = Number(call.metadata.get(SEEN_TOKEN_METADATA)[0] ?? 0);
-    if (Number.isSafeInteger(seen) && seen > controller.fencingToken) {
+    const signer = this.#o.termSigner;
+    const higher = Number.isSafeInteger(seen) && seen > controller.fencingToken;
+    const sig = call.metadata.get(SEEN_SIGNATURE_METADATA)[0];
+    if (
+      higher &&
+      signer !== undefined &&
+      !signer.verify(seen, typeof sig === 'string' ? sig : undefined)
+    ) {
+      // A term no controller of this domain signed: it moves nothing here.
+      this.#o.onRefusal?.('forged-seen-token');
+      this.#sampled.note('forged_seen_token', {
+        event: 'forged_seen_token',
+        agent: (named ?? '').slice(0, 256),
+        peer: call.getPeer(),
+        seen,
+        token: controller.fencingToken,
+      });
+    } else if (higher) {
       this.#o.log?.({ event: 'higher_term_seen', seen, token: controller.fencingToken });
       fail(
         call,
@@ -346,6 +377,8 @@ export class RlqsQuotaService {
     this.#streams.set(agent, state);
     const md = new grpc.Metadata();
     md.set(TOKEN_METADATA, String(controller.fencingToken));
+    if (signer !== undefined)
+      md.set(TOKEN_SIGNATURE_METADATA, signer.sign(controller.fencingToken));
     md.set(REFRESH_METADATA, String(controller.config.refreshMs));
     const agentRefresh = Number(call.metadata.get(REFRESH_METADATA)[0]);
     if (agentRefresh > 0 && agentRefresh !== controller.config.refreshMs) {
