@@ -10,6 +10,8 @@ import { checkControllerFlags } from './controller-settings.js';
 import { agentAuthFromFlags } from './controller-auth.js';
 import { waitForRedis } from '../service/redis-wait.js';
 import { wholeNumber } from './option-values.js';
+import { readFileSync } from 'node:fs';
+import { TermSigner } from '../quota/rlqs/term-signature.js';
 
 /** `k=v[,k=v…]@rate`: a BucketId's pairs (in any order) and its budget per second. */
 function budget(v: string, previous: QuotaBudget[] = []): QuotaBudget[] {
@@ -91,6 +93,10 @@ export function addControllerCommand(program: Command, fail: (error: unknown) =>
       'YAML list of {token, agents: [patterns], domains: [patterns]}: bearer tokens agents may present',
     )
     .option(
+      '--term-secret-file <file>',
+      'a secret (16 bytes or more) every controller of the domain shares: terms are signed, and a seen term must be',
+    )
+    .option(
       '--insecure-agents',
       'accept unauthenticated agents on an address other than loopback',
       false,
@@ -123,6 +129,7 @@ export function addControllerCommand(program: Command, fail: (error: unknown) =>
         clientCa?: string;
         agentCertsFile?: string;
         agentTokensFile?: string;
+        termSecretFile?: string;
         insecureAgents: boolean;
       } & PeerCaps,
     ) => {
@@ -132,6 +139,10 @@ export function addControllerCommand(program: Command, fail: (error: unknown) =>
         ) as unknown as PeerCaps;
         checkControllerFlags({ ...o, caps });
         const agents = agentAuthFromFlags(o);
+        const termSigner =
+          o.termSecretFile === undefined
+            ? undefined
+            : new TermSigner(Buffer.from(readFileSync(o.termSecretFile, 'utf8').trim()));
         // JSON lines as `serve` writes them; each event keeps its fields, `msg` is its name.
         const logger = pino({ name: 'sluice-controller' });
         const log = (e: Record<string, unknown>) => logger.info(e, String(e['event']));
@@ -149,6 +160,7 @@ export function addControllerCommand(program: Command, fail: (error: unknown) =>
           strategy: o.strategy,
           caps,
           ...agents,
+          ...(termSigner === undefined ? {} : { termSigner }),
           log,
           onRefusal: (reason, count) => metrics.refusal(reason, count),
           onAuthFailure: (reason) => metrics.authFailure(reason),

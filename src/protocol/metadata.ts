@@ -28,3 +28,13 @@ export const REFRESH_METADATA = 'sluice-refresh-ms';
  * behind the one that issued that token) refuses the stream and takes a higher term.
  */
 export const SEEN_TOKEN_METADATA = 'sluice-seen-token';
+
+/**
+ * Initial metadata of a quota stream whose controller signs its terms: the HMAC of its
+ * fencing token. A Sluice agent keeps it with the term and sends it back, as
+ * {@link SEEN_SIGNATURE_METADATA}, beside `sluice-seen-token`.
+ */
+export const TOKEN_SIGNATURE_METADATA = 'sluice-fencing-sig';
+
+/** The signature of the seen term (see {@link TOKEN_SIGNATURE_METADATA}). */
+export const SEEN_SIGNATURE_METADATA = 'sluice-seen-sig';

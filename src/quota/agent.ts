@@ -50,8 +50,13 @@ export class QuotaAgent {
   #lease: Lease | undefined;
   #expiresAtMs = 0;
   #highestToken = -Infinity;
-  #windowIndex = Number.NaN;
+  /** The window units are counted in: its start and length (ms). */
+  #windowStart = Number.NaN;
+  #windowLength = Number.NaN;
   #usedInWindow = 0;
+  /** The window of R (`options.windowMs`) a lease over a longer fill is paced in. */
+  #paceIndex = Number.NaN;
+  #usedInPace = 0;
   #allowed = 0;
   #denied = 0;
   #lastReportMs: number;
@@ -147,11 +152,44 @@ export class QuotaAgent {
   }
 
   #roll(nowMs: number): void {
-    const index = Math.floor(nowMs / this.#windowMs(nowMs));
-    if (index !== this.#windowIndex) {
-      this.#windowIndex = index;
-      this.#usedInWindow = 0;
+    const pace = Math.floor(nowMs / this.#paceMs());
+    if (pace !== this.#paceIndex) {
+      this.#paceIndex = pace;
+      this.#usedInPace = 0;
     }
+    const length = this.#windowMs(nowMs);
+    const start = Math.floor(nowMs / length) * length;
+    if (start === this.#windowStart && length === this.#windowLength) return;
+    // A rule over another window (a lease over a longer fill, the fallback's R) starts
+    // a window that may overlap the last one, and units used there still count (else 50
+    // on the fallback, then 5 of a 5-per-11-s lease, in one second): a window of R holds
+    // those used in it; a longer one, all those of the window it overlaps.
+    if (length !== this.#windowLength) {
+      const overlaps =
+        this.#windowStart < start + length && start < this.#windowStart + this.#windowLength;
+      if (length === this.#paceMs()) this.#usedInWindow = this.#usedInPace;
+      else if (!overlaps) this.#usedInWindow = 0;
+    } else this.#usedInWindow = 0;
+    this.#windowStart = start;
+    this.#windowLength = length;
+  }
+
+  /** The agent's own window (the controller's R), which a longer lease is paced in. */
+  #paceMs(): number {
+    return this.options.windowMs ?? 1000;
+  }
+
+  /**
+   * Units the rule allows in the current window of R beyond those used in it: a lease
+   * over a fill longer than R (9 per 5 s) spreads its units, at most ⌈rate × R⌉ per R, so
+   * that it never admits 5 s of its rate in one window of R beside agents that spend
+   * their whole share in it (4 × 99 + 9 = 405 of 400). `Infinity` otherwise.
+   */
+  #paceLeft(nowMs: number): number {
+    const lease = this.lease(nowMs);
+    const r = this.#paceMs();
+    if (lease === undefined || lease.windowMs <= r) return Infinity;
+    return Math.ceil((lease.rate * r) / 1000 - 1e-9) - this.#usedInPace;
   }
 
   /** Decides one request of `cost` units at `nowMs`. */
@@ -159,8 +197,9 @@ export class QuotaAgent {
     this.#roll(nowMs);
     const allowance = this.#allowance(nowMs);
     if (allowance === undefined) return 'store';
-    if (this.#usedInWindow + cost <= allowance + 1e-9) {
+    if (this.#usedInWindow + cost <= allowance + 1e-9 && cost <= this.#paceLeft(nowMs) + 1e-9) {
       this.#usedInWindow += cost;
+      this.#usedInPace += cost;
       this.#allowed += cost;
       return 'allowed';
     }
@@ -177,8 +216,10 @@ export class QuotaAgent {
     this.#roll(nowMs);
     const allowance = this.#allowance(nowMs);
     if (allowance === undefined) return undefined;
-    const admitted = Math.max(0, Math.min(units, allowance - this.#usedInWindow));
+    const left = Math.min(allowance - this.#usedInWindow, this.#paceLeft(nowMs));
+    const admitted = Math.max(0, Math.min(units, left));
     this.#usedInWindow += admitted;
+    this.#usedInPace += admitted;
     this.#allowed += admitted;
     this.#denied += units - admitted;
     return admitted;
@@ -192,20 +233,25 @@ export class QuotaAgent {
     this.#roll(nowMs);
     const back = Math.min(cost, this.#usedInWindow);
     this.#usedInWindow -= back;
+    this.#usedInPace -= Math.min(back, this.#usedInPace);
     this.#allowed = Math.max(0, this.#allowed - cost);
   }
 
   /**
    * The current window at `nowMs`: the units the rule in force allows in it (`undefined`
-   * under the `store` fallback), those used, and ms until it ends.
+   * under the `store` fallback), those used, and ms until it ends. A paced lease (a fill
+   * longer than R) ends the window a decision is counted in at the end of the window of
+   * R: more may be admitted from then on, while its fill lasts.
    */
   window(nowMs: number): { allowance: number | undefined; used: number; resetAfterMs: number } {
     this.#roll(nowMs);
     const w = this.#windowMs(nowMs);
+    const r = this.#paceMs();
+    const paced = Number.isFinite(this.#paceLeft(nowMs));
     return {
       allowance: this.#allowance(nowMs),
       used: this.#usedInWindow,
-      resetAfterMs: (this.#windowIndex + 1) * w - nowMs,
+      resetAfterMs: paced ? (this.#paceIndex + 1) * r - nowMs : this.#windowStart + w - nowMs,
     };
   }
 

@@ -154,17 +154,36 @@ export function campaignTickMs(electionTtlMs: number): number {
 }
 
 /**
+ * How long an agent's stream may stay silent before it looks for another leader: R + δ
+ * (δ = R / 2). A leader sends each subscribed bucket an assignment every R; a stream
+ * silent for longer is on a leader that is stopped (SIGSTOP, a frozen VM: its socket
+ * stays open, so the stream never fails) or that skipped a round. The agent keeps its
+ * stream and its lease, and tries the other controllers beside it.
+ */
+export function silenceTimeoutMs(refreshMs: number): number {
+  return refreshMs + refreshMs / 2;
+}
+
+/**
  * The cost of each failure (see docs/quota-leases.md, "What each failure costs"):
  *
  * - Leader killed. Its key runs out at most E after the kill and a follower campaigns
  *   every E/3, so the successor leads within E + E/3, having loaded every lease saved
  *   before it was sent. Each agent's last lease came at most R before the kill and holds
  *   L, so it lasts L − R into the failover; the agent finds the successor within K
- *   reconnects of it leading. Only the time beyond L − R runs on the fallback.
- * - Leader paused for S. Its agents' streams stay open and nothing answers, so they wait
- *   on it; once awake it sees by its own clock that its term may have lapsed and refuses
- *   them before it acts (it hands out nothing under the lost term). They are back once it
- *   has woken and a successor leads, plus K reconnects; beyond L − R, on the fallback.
+ *   reconnects of it leading, and its lease arrives within δ/2 (the delivery the ledger's
+ *   margin leaves once a save took its half). Only the time beyond L − R runs on the
+ *   fallback. A follower campaigns again the moment the key runs out (its PTTL), so the
+ *   tick E/3 is slack for a busy machine's timers.
+ * - Leader paused for S. Its agents' streams stay open and nothing answers. An agent
+ *   whose stream has been silent for Q = R + δ (`silenceTimeoutMs`; its last assignment
+ *   came at most then after the pause began) tries the other controllers beside it, and
+ *   moves to the first that leads: the successor, within E + E/3, which renews the
+ *   lease its predecessor saved. A leader that wakes first (S < Q) refuses its streams
+ *   before it acts, as it sees by its own clock that its term may have lapsed (it hands
+ *   out nothing under the lost term). So the fleet is back within max(min(S, Q), E + E/3)
+ *   + K reconnects + δ/2 (the delivery the ledger's margin leaves once a save took its
+ *   half); beyond L − R, on the fallback.
  * - Redis lost or emptied. The new term's ledger is empty while the old term's leases
  *   live, at most L + δ (δ = R / 2): old and new leases may together reach 2·C in a
  *   window, and at most C·(L + δ) units over. The leader's renewal fails within E/3, the
@@ -189,8 +208,12 @@ export function leaseFailureBounds(i: LeaseFailureInput): LeaseFailureBounds {
   const oldLeasesMs = i.leaseTtlMs + i.refreshMs / 2;
   return {
     takeoverMs,
-    leaderKilled: fleet(takeoverMs + find),
-    leaderPaused: fleet(Math.max(i.pauseMs, takeoverMs) + find),
+    leaderKilled: fleet(takeoverMs + find + i.refreshMs / 4),
+    leaderPaused: fleet(
+      Math.max(Math.min(i.pauseMs, silenceTimeoutMs(i.refreshMs)), takeoverMs) +
+        find +
+        i.refreshMs / 4,
+    ),
     redisLost: {
       backOnLeasesMs: 2 * tick + find,
       fallbackMs: 0,
@@ -246,7 +269,7 @@ export function leaseFailureSections(i: LeaseFailureInput): readonly {
           value: s(b.takeoverMs),
           note: `E + E/3: the key runs out, then a campaign tick`,
         },
-        ...fleetLines(b.leaderKilled, `that + K reconnects (${K})`),
+        ...fleetLines(b.leaderKilled, `that + K reconnects (${K}) + δ/2 (delivery)`),
       ],
     },
     {
@@ -257,7 +280,10 @@ export function leaseFailureSections(i: LeaseFailureInput): readonly {
           value: '0',
           note: 'awake, it sees by its own clock that its term may have lapsed, and refuses first',
         },
-        ...fleetLines(b.leaderPaused, `max(S, E + E/3) + K reconnects (${K})`),
+        ...fleetLines(
+          b.leaderPaused,
+          `max(min(S, R + δ), E + E/3) + K reconnects (${K}) + δ/2: a silent stream makes the agent try the others`,
+        ),
       ],
     },
     {

@@ -13,6 +13,7 @@ import type { PeerCaps } from './rlqs/peer-caps.js';
 import { RlqsQuotaService } from './rlqs/quota-service.js';
 import type { AgentAuth } from './rlqs/agent-auth.js';
 import { agentServerCredentials, type AgentTls } from './rlqs/agent-tls.js';
+import type { TermSigner } from './rlqs/term-signature.js';
 
 /** How long the start waits for Redis before it serves without it, in ms (as `serve`). */
 const REDIS_CONNECT_GRACE_MS = 1_000;
@@ -43,6 +44,8 @@ export interface QuotaControllerProcessOptions extends ControllerOptions {
   readonly electionTtlMs?: number;
   /** @default 'token_bucket' */
   readonly strategy?: RlqsStrategyKind;
+  /** Signs terms, and checks an agent's seen term (`--term-secret-file`). @default none */
+  readonly termSigner?: TermSigner;
   readonly clock?: Clock;
   /** One JSON object per event (leader, round, step-down). @default ignore */
   readonly log?: (event: Record<string, unknown>) => void;
@@ -155,11 +158,11 @@ export async function startQuotaController(
       void lease.resign().catch(() => {});
     },
     termHeld: () => performance.now() < termHeldUntil,
-    onTermLapsed: () => {
-      stepDown(`no renewal for ${electionTtlMs} ms: the term may have lapsed`);
-      void lease.resign().catch(() => {});
-    },
+    // Nothing is sent meanwhile (the service refuses or drops what it meets): a renewal
+    // at once says whether the key is still this controller's.
+    onTermLapsed: () => void renewNow().catch(() => undefined),
     ...(o.strategy === undefined ? {} : { strategy: o.strategy }),
+    ...(o.termSigner === undefined ? {} : { termSigner: o.termSigner }),
     ...(o.caps === undefined ? {} : { caps: o.caps }),
     ...(o.onRefusal === undefined
       ? {}
@@ -227,10 +230,8 @@ export async function startQuotaController(
       stepDown('state write refused');
       return;
     }
-    if (performance.now() >= termHeldUntil) {
-      stepDown(`no renewal for ${electionTtlMs} ms: the term may have lapsed`);
-      return;
-    }
+    if (performance.now() >= termHeldUntil && !(await renewNow())) return;
+    if (controller !== c) return;
     // The ledger counts a lease until issue + L + δ, and δ must cover the delivery too: a
     // round whose save took more than half of δ is not sent (it stays counted, and the
     // agents keep their leases until the next round).
@@ -256,11 +257,40 @@ export async function startQuotaController(
       loopDelayMaxMs: loopMaxMs(),
     });
   };
+  // One renewal in flight, shared by the election tick and a renewal asked for at once.
+  let renewing: Promise<boolean> | undefined;
+  const renew = async (): Promise<boolean> => {
+    const startedAt = performance.now();
+    const c = controller;
+    const ok = await lease.renew();
+    if (controller !== c) return false;
+    if (ok) termHeldUntil = Math.max(termHeldUntil, startedAt + electionTtlMs);
+    else stepDown('term lost');
+    return ok;
+  };
+  /**
+   * A term that may have lapsed by this process's clock (no renewal began within E: a
+   * loop held up by a thousand streams, or a pause) is renewed at once, not given up:
+   * the renewal checks the key still holds this controller's value, so it succeeds only
+   * if no successor can lead, and then sending resumes from its start + E. Only a failed
+   * renewal steps down. Nothing is sent until then, so nothing goes out under a term a
+   * successor may hold.
+   */
+  const renewNow = (): Promise<boolean> => {
+    if (controller === undefined) return Promise.resolve(false);
+    if (renewing === undefined) {
+      log({ event: 'renew_at_once', id: o.id, loopDelayMaxMs: Math.round(loopDelay.max / 1e6) });
+      renewing = renew().finally(() => (renewing = undefined));
+    }
+    return renewing;
+  };
   const campaign = async () => {
     const startedAt = performance.now();
     if (controller !== undefined) {
-      if (await lease.renew()) termHeldUntil = startedAt + electionTtlMs;
-      else stepDown('term lost');
+      if (renewing === undefined) {
+        renewing = renew().finally(() => (renewing = undefined));
+      }
+      await renewing;
       return;
     }
     // Time seeds the term, so that it grows even when Redis lost the stored token.
@@ -268,6 +298,13 @@ export async function startQuotaController(
     if (token > 0) termHeldUntil = startedAt + electionTtlMs;
     if (token === 0) {
       knownLeader = (await lease.leader()) ?? undefined;
+      // Campaign again the moment the leader's key runs out, not up to a tick later: a
+      // killed leader is followed within E (+ the acquire), and the tick's slack is left
+      // for a busy machine's timers.
+      const ttlMs = await lease.leaderTtlMs();
+      if (ttlMs > 0 && ttlMs < campaignTickMs(electionTtlMs)) {
+        setTimeout(() => void tick('campaign', campaign)(), ttlMs + 1).unref();
+      }
       return;
     }
     knownLeader = `${token}:${o.id}`;

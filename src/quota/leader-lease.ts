@@ -30,9 +30,16 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 end
 return 0`;
 
+// Renews, or reclaims a key that ran out while no one took a term since (the stored token
+// is still this term's: every acquire raises it), so the term never had a successor.
 const RENEW = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+local held = redis.call('GET', KEYS[1])
+if held == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+if held == false and redis.call('GET', KEYS[2]) == ARGV[3] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
 end
 return 0`;
 
@@ -50,7 +57,7 @@ end
 return 0`;
 
 /** The Redis calls the leader lease makes. */
-export type LeaderRedis = Pick<Redis, 'eval' | 'get'>;
+export type LeaderRedis = Pick<Redis, 'eval' | 'get' | 'pttl'>;
 
 /** One controller's side of the election. */
 export class LeaderLease {
@@ -112,11 +119,26 @@ export class LeaderLease {
     return token;
   }
 
-  /** Extends the term; false once the term is lost (then the caller must stop leading). */
+  /**
+   * Extends the term; false once the term is lost (then the caller must stop leading). A
+   * key that ran out is taken back when no controller has taken a term since (the stored
+   * token is still this one), so a leader whose loop was held past E by its own load
+   * keeps its term rather than starting a new one.
+   */
   async renew(): Promise<boolean> {
     if (this.#value === undefined) return false;
     const ok =
-      Number(await this.#redis.eval(RENEW, 1, this.#keys.leader, this.#value, this.#ttlMs)) === 1;
+      Number(
+        await this.#redis.eval(
+          RENEW,
+          2,
+          this.#keys.leader,
+          this.#keys.token,
+          this.#value,
+          this.#ttlMs,
+          String(this.#token),
+        ),
+      ) === 1;
     if (!ok) this.#value = undefined;
     return ok;
   }
@@ -142,6 +164,12 @@ export class LeaderLease {
   /** Who leads now, as `<token>:<id>`, if anyone. */
   async leader(): Promise<string | null> {
     return this.#redis.get(this.#keys.leader);
+  }
+
+  /** Ms until the leader key runs out: 0 when there is none, −1 if it has no expiry. */
+  async leaderTtlMs(): Promise<number> {
+    const ttl = Number(await this.#redis.pttl(this.#keys.leader));
+    return ttl === -2 ? 0 : ttl;
   }
 
   /** The last state a leader wrote, if any. */

@@ -145,7 +145,8 @@ describe('sluice explain (built dist/, spawned)', () => {
 
   it('prints what each lease failure costs (src/quota/bounds.ts leaseFailureBounds)', async () => {
     // payments-tenant: 100/s over 100 agents on a static share (1/s each, 100/s in all);
-    // R = 1 s, L = 3 s, E = 1 s (tick 333 ms), reconnect 200 ms × 2 controllers, S = 2 s.
+    // R = 1 s, L = 3 s, E = 1 s (tick 333 ms), reconnect 200 ms × 2 controllers, S = 2 s; a
+    // paused leader's agents leave its silent stream after R + δ = 1.5 s.
     const r = await sluice(
       'explain',
       '--policies',
@@ -162,16 +163,16 @@ describe('sluice explain (built dist/, spawned)', () => {
       sections.find((x) => x.title === title)!.lines.map((l) => [l.label, l.value]);
     expect(rows('lease, leader killed (election TTL 1s)')).toEqual([
       ['successor leads within', '1.33s'],
-      ['fleet back on leases within', '1.73s'],
+      ['fleet back on leases within', '1.98s'],
       ['fallback runs, at most', '0s'],
       ['units over the budget, at most', '0'],
       ['any window of R, at most', '100% of the budget'],
     ]);
     expect(rows('lease, leader paused for 2s')).toEqual([
       ['leases under the lost term', '0'],
-      ['fleet back on leases within', '2.4s'],
-      ['fallback runs, at most', '0.4s'],
-      ['units over the budget, at most', '40'],
+      ['fleet back on leases within', '2.15s'],
+      ['fallback runs, at most', '0.15s'],
+      ['units over the budget, at most', '15'],
       ['any window of R, at most', '200% of the budget'],
     ]);
     expect(rows("lease, controllers' Redis lost or emptied")).toEqual([

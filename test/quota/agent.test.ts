@@ -57,12 +57,51 @@ describe('QuotaAgent', () => {
       0,
     );
     a.apply(lease({ rate: 5 / 11, burst: 5, windowMs: 11_000, ttlMs: 3_000 }), 0);
-    expect(a.admit(0, 100)).toBe(5);
+    expect(a.admit(0, 100)).toBe(1); // paced: ⌈5/11 × 1 s⌉ per window of R
     expect(a.mode(3_000)).toBe('fallback');
     expect(a.window(3_000)).toMatchObject({ allowance: 50, resetAfterMs: 1_000 });
     expect(a.admit(3_000, 1_000)).toBe(50);
     expect(a.admit(3_999, 1_000)).toBe(0);
     expect(a.admit(4_000, 1_000)).toBe(50);
+  });
+
+  it('paces a lease over a fill longer than its window of R: at most ⌈rate × R⌉ per R, the fill at most', () => {
+    // 1.8/s sent as 9 tokens per 5 s: never 9 in one second beside agents that spend
+    // their whole share in it (4 × 99 + 9 = 405 of 400 in leader-pause, before).
+    const a = new QuotaAgent(
+      { agent: 'a', bucket: 'b', fallback: { kind: 'deny' }, windowMs: 1_000 },
+      0,
+    );
+    a.apply(lease({ rate: 1.8, burst: 9, windowMs: 5_000, ttlMs: 60_000 }), 0);
+    const perSecond = [0, 1, 2, 3, 4, 5].map((s) => a.admit(s * 1_000, 100));
+    expect(perSecond).toEqual([2, 2, 2, 2, 1, 2]);
+    expect(a.take(5_500, 1)).toBe('denied'); // this second's 2 are spent
+    expect(a.window(5_500).resetAfterMs).toBe(500); // the window of R it is paced in
+  });
+
+  it('counts the units of a window across a change of rule to another window length', () => {
+    const a = new QuotaAgent(
+      { agent: 'a', bucket: 'b', fallback: { kind: 'static', rate: 50 }, windowMs: 1_000 },
+      0,
+    );
+    // 50 on the fallback, then a lease of 5 per 11 s mid-second: nothing more in it (its
+    // 11 s window holds the 50 already used), where the count restarted before (55).
+    expect(a.admit(100, 100)).toBe(50);
+    a.apply(lease({ rate: 5 / 11, burst: 5, windowMs: 11_000, ttlMs: 3_000 }), 500);
+    expect(a.admit(600, 100)).toBe(0);
+    // A lease over 5 s, then the fallback (window R) as it expires: the units of this
+    // second count, and those of the earlier seconds of the 5 s window do not.
+    const b = new QuotaAgent(
+      { agent: 'a', bucket: 'b', fallback: { kind: 'static', rate: 20 }, windowMs: 1_000 },
+      0,
+    );
+    b.apply(lease({ rate: 1.8, burst: 9, windowMs: 5_000, ttlMs: 2_500 }), 0);
+    expect(b.admit(2_000, 100)).toBe(2);
+    expect(b.admit(2_400, 100)).toBe(0);
+    expect(b.admit(2_600, 100)).toBe(18); // 20 in this second, 2 of them on the lease
+    // Back on a lease over 5 s: its window holds this second's 20.
+    b.apply(lease({ rate: 1.8, burst: 9, windowMs: 5_000, ttlMs: 2_500, version: 2 }), 2_700);
+    expect(b.admit(2_800, 100)).toBe(0);
   });
 
   it('refuses a lease from a deposed leader, and an older version from the same one', () => {

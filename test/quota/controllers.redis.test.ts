@@ -185,6 +185,10 @@ describe('quota controllers and agents as separate processes', () => {
     console.log(
       `leader killed: takeover ${Math.round(takeoverMs)} ms (bound ${failureBounds(budget, 4, 20).takeoverMs}); fleet back on leases ${Math.round(backMs)} ms (bound ${bound.backOnLeasesMs}); tokens ${first} → ${leader['token']}; fleet per window: ${sums.join(' ')}; max ${max} (bound ${budget * bound.peakRatio}, budget ${budget})`,
     );
+    // The bounds explain prints: the successor leads within E + E/3 (it campaigns as the
+    // key runs out), the fleet holds its leases within that + K reconnects + δ/2.
+    expect(takeoverMs).toBeLessThanOrEqual(failureBounds(budget, 4, 20).takeoverMs);
+    expect(backMs).toBeLessThanOrEqual(bound.backOnLeasesMs);
   }, 600_000);
 
   it('an agent cut off from the controller keeps its lease until it expires, then its fallback, within its bound', async () => {

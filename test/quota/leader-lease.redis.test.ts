@@ -44,6 +44,29 @@ describe('LeaderLease', () => {
     expect(await a.acquire()).toBe(3);
   });
 
+  it('takes back a key that ran out while no one took a term since, never one a successor took', async () => {
+    const a = new LeaderLease(conn, 'reclaim-test', 'a', 60_000);
+    const b = new LeaderLease(conn, 'reclaim-test', 'b', 60_000);
+    expect(await a.acquire()).toBe(1);
+    // Its loop held past E: the key ran out, and no one campaigned meanwhile.
+    await conn.del('{reclaim-test}:leader');
+    expect(await a.renew()).toBe(true);
+    expect(await conn.get('{reclaim-test}:leader')).toBe('1:a');
+    expect(await conn.pttl('{reclaim-test}:leader')).toBeGreaterThan(0);
+    expect(await b.acquire()).toBe(0);
+    // Ran out again, and b took a term (the token moved on): a's term is gone for good,
+    // also once b's key is gone in turn.
+    await conn.del('{reclaim-test}:leader');
+    expect(await b.acquire()).toBe(2);
+    await conn.del('{reclaim-test}:leader');
+    expect(await a.renew()).toBe(false);
+    expect(await conn.get('{reclaim-test}:leader')).toBeNull();
+    // And after a FLUSHALL-like loss of the token, no reclaim either.
+    expect(await b.acquire()).toBe(3);
+    await conn.del('{reclaim-test}:leader', '{reclaim-test}:token');
+    expect(await b.renew()).toBe(false);
+  });
+
   it('lets the key expire on its own when the leader stops renewing', async () => {
     // 2 s, not less: the TTL read below must come before the key expires even when the
     // machine's cores are busy (a 150 ms key could be gone by then, PTTL -2).

@@ -3,7 +3,14 @@ import type { Clock } from '../../core/clock.js';
 import { ProtocolError, StoreError } from '../../core/errors.js';
 import { SampledLog } from '../../core/sampled-log.js';
 import { toCallError } from '../../protocol/call-error.js';
-import { REFRESH_METADATA, SEEN_TOKEN_METADATA, TOKEN_METADATA } from '../../protocol/metadata.js';
+import {
+  REFRESH_METADATA,
+  SEEN_SIGNATURE_METADATA,
+  SEEN_TOKEN_METADATA,
+  TOKEN_METADATA,
+  TOKEN_SIGNATURE_METADATA,
+} from '../../protocol/metadata.js';
+import type { TermSigner } from './term-signature.js';
 import type { QuotaController } from '../controller.js';
 import type { Lease } from '../lease.js';
 import { duration, leaseStrategy, type RlqsStrategyKind } from './mapping.js';
@@ -123,11 +130,19 @@ export interface RlqsQuotaServiceOptions {
    * Whether the leader's term can still be held now (its key cannot yet have run out, by
    * this process's monotonic clock). Checked before a stream is taken and before any
    * assignment is sent, so a leader that wakes from a pause hands out nothing under a
-   * term a successor may hold; when false, `onTermLapsed` is called and the stream is
-   * refused with UNAVAILABLE. @default always true
+   * term a successor may hold; when false, `onTermLapsed` is called (the process renews
+   * at once, and steps down if that fails), an opening stream is refused with
+   * UNAVAILABLE and a report is dropped. @default always true
    */
   readonly termHeld?: () => boolean;
   readonly onTermLapsed?: () => void;
+  /**
+   * Signs the terms sent and checks a seen term's signature: a higher seen term whose
+   * signature does not hold is ignored (logged `forged_seen_token`, sampled, and counted
+   * as refusal reason `forged-seen-token`), the stream taken as any other.
+   * @default none: a seen term is believed
+   */
+  readonly termSigner?: TermSigner;
 }
 
 /**
@@ -272,7 +287,7 @@ export class RlqsQuotaService {
     fail(call, r.error);
   }
 
-  /** Whether the term may have lapsed; if so the process is told (it steps down). */
+  /** Whether the term may have lapsed; if so the process is told (it renews at once). */
   #lapsed(): boolean {
     if (this.#o.termHeld === undefined || this.#o.termHeld()) return false;
     this.#o.onTermLapsed?.();
@@ -287,15 +302,37 @@ export class RlqsQuotaService {
       this.#authFailure(call, auth, named);
       return;
     }
-    if (this.#controller !== undefined) this.#lapsed();
+    const lapsed = this.#controller !== undefined && this.#lapsed();
     const controller = this.#controller;
-    if (controller === undefined) {
+    if (controller === undefined || lapsed) {
       this.#o.onRefusal?.('not-leader');
-      fail(call, notLeader('this controller does not lead'));
+      fail(
+        call,
+        notLeader(
+          lapsed ? 'this controller is renewing its term' : 'this controller does not lead',
+        ),
+      );
       return;
     }
     const seen = Number(call.metadata.get(SEEN_TOKEN_METADATA)[0] ?? 0);
-    if (Number.isSafeInteger(seen) && seen > controller.fencingToken) {
+    const signer = this.#o.termSigner;
+    const higher = Number.isSafeInteger(seen) && seen > controller.fencingToken;
+    const sig = call.metadata.get(SEEN_SIGNATURE_METADATA)[0];
+    if (
+      higher &&
+      signer !== undefined &&
+      !signer.verify(seen, typeof sig === 'string' ? sig : undefined)
+    ) {
+      // A term no controller of this domain signed: it moves nothing here.
+      this.#o.onRefusal?.('forged-seen-token');
+      this.#sampled.note('forged_seen_token', {
+        event: 'forged_seen_token',
+        agent: (named ?? '').slice(0, 256),
+        peer: call.getPeer(),
+        seen,
+        token: controller.fencingToken,
+      });
+    } else if (higher) {
       this.#o.log?.({ event: 'higher_term_seen', seen, token: controller.fencingToken });
       fail(
         call,
@@ -340,6 +377,8 @@ export class RlqsQuotaService {
     this.#streams.set(agent, state);
     const md = new grpc.Metadata();
     md.set(TOKEN_METADATA, String(controller.fencingToken));
+    if (signer !== undefined)
+      md.set(TOKEN_SIGNATURE_METADATA, signer.sign(controller.fencingToken));
     md.set(REFRESH_METADATA, String(controller.config.refreshMs));
     const agentRefresh = Number(call.metadata.get(REFRESH_METADATA)[0]);
     if (agentRefresh > 0 && agentRefresh !== controller.config.refreshMs) {
@@ -382,7 +421,10 @@ export class RlqsQuotaService {
     }
     void save().then(
       (saved) => {
-        if (saved && this.#controller === controller && this.#streams.get(s.agent) === s) {
+        // The save took time: the term must still hold when the lease goes (else it stays
+        // counted, and the next round sends it).
+        const held = this.#o.termHeld?.() ?? true;
+        if (saved && held && this.#controller === controller && this.#streams.get(s.agent) === s) {
           s.call.write({ bucketAction: out });
         }
       },
@@ -391,7 +433,9 @@ export class RlqsQuotaService {
   }
 
   #reports(s: StreamState, msg: WireUsageReports | OverCaps): void {
-    if (this.#controller !== undefined) this.#lapsed();
+    // While the term is being renewed at once, a report is dropped (as one lost on the
+    // way): nothing it could earn may be sent under a term a successor may hold.
+    if (this.#controller !== undefined && this.#lapsed()) return;
     const controller = this.#controller;
     if (controller === undefined) return;
     const refuse = (r: CapRefusal) => {
