@@ -1,8 +1,7 @@
 import { systemClock, type Clock } from '../core/clock.js';
-import type { Decision } from '../core/decision.js';
 import type { DescriptorInput } from '../core/descriptor.js';
 import { descriptorLimits } from '../core/descriptor-limits.js';
-import { PolicyError, StoreError } from '../core/errors.js';
+import { PolicyError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
 import { parsePolicies, type PolicyInput, type PolicySet } from '../config/policies.js';
 import type { CheckRecorder } from '../metrics/check-recorder.js';
@@ -12,12 +11,13 @@ import type { Store, StoreApplyOptions, StoreResult } from '../stores/store.js';
 import { combineDecisions, type CheckResult } from './check-result.js';
 import { PolicyPlans } from './plan.js';
 import { planOf, PreparedItem, release, type PolicyPlan } from './policy-plan.js';
-import { checkStages, enterStages, settleStages } from './pipeline.js';
+import { checkStages, enterStages } from './pipeline.js';
 import type { Stage, StageContext } from './stage.js';
 import { validOptions, validateCost } from './check-input.js';
 import { askedBuckets, measured, recorded, settled } from './check-metrics.js';
-import { FailurePolicy, neverFits, notReached, withPolicy } from './failure-policy.js';
+import { FailurePolicy } from './failure-policy.js';
 import { Resolver } from './resolve.js';
+import { Settle } from './settle.js';
 import { budget, MAX_TIMER_MS, StoreGateway } from './store-gateway.js';
 import type { CheckItem, CheckOptions, DecideOptions, LimiterOptions } from './limiter-options.js';
 
@@ -43,7 +43,7 @@ export class Limiter {
   #current: PolicyPlans;
   /** Plans of `decideAt` policies outside the set in force, by policy object. */
   readonly #loose = new WeakMap<Policy, PolicyPlan>();
-  readonly #failure = new FailurePolicy();
+  readonly #settle = new Settle(new FailurePolicy());
   readonly #gateway: StoreGateway;
   readonly #metrics: CheckRecorder | undefined;
   /** The options of a synchronous store call with no request id, reused. */
@@ -112,8 +112,8 @@ export class Limiter {
   }
 
   /**
-   * Whether the store decides synchronously (it implements `applySync`, as MemoryStore
-   * does), so {@link Limiter.checkSync} can be used.
+   * Whether the store decides synchronously (its `apply` answers with the results, as
+   * MemoryStore's does, not a promise), so {@link Limiter.checkSync} can be used.
    */
   get synchronous(): boolean {
     return this.#gateway.synchronous;
@@ -128,22 +128,24 @@ export class Limiter {
    * {@link Limiter.checkAt} without a promise, for a store that decides in process
    * (MemoryStore; see {@link Limiter.synchronous}): the same decision, the same
    * all-or-nothing batch and failure modes, returned directly. Throws the `PolicyError`s
-   * that `checkAt` rejects with, and a `TypeError` when the store is not synchronous or
-   * a stage answers with a promise (the error names the stage).
+   * that `checkAt` rejects with, and a `TypeError` when the store is not synchronous (the
+   * first check of a store not yet asked sends its request, then throws) or a stage
+   * answers with a promise (the error names the stage).
    */
   checkSyncAt(
     nowMs: number,
     descriptor: DescriptorInput,
     options: CheckOptions = NO_OPTIONS,
   ): CheckResult {
-    if (this.#store.applySync === undefined) {
-      throw new TypeError(
-        'Limiter.checkSync needs a store that decides synchronously (such as MemoryStore); use check()',
-      );
-    }
+    // Known from the store's answers; a store not asked yet is asked by this check.
+    if (this.#gateway.answersWithPromise) throw new TypeError(NOT_SYNCHRONOUS);
     const m = this.#metrics;
-    if (m !== undefined) return this.#measured(m, nowMs, descriptor, options, true) as CheckResult;
-    return this.#check(nowMs, descriptor, options, true) as CheckResult;
+    const result =
+      m === undefined
+        ? this.#check(nowMs, descriptor, options, true)
+        : this.#measured(m, nowMs, descriptor, options, true);
+    if (result instanceof Promise) throw new TypeError(NOT_SYNCHRONOUS);
+    return result;
   }
 
   /** The clock's reading; the system clock's time origin is read once, not per check. */
@@ -286,8 +288,8 @@ export class Limiter {
 
   /**
    * Runs a check's prepared items through the pipeline: the stages that apply (if any),
-   * then the store for the items no stage answered. A store with `applySync` (in
-   * process) is called directly: no deadline, timer or promise is made for it.
+   * then the store for the items no stage answered. A store that answers in process is
+   * called directly: no deadline, timer or promise is made for it.
    */
   #run(
     nowMs: number,
@@ -333,26 +335,17 @@ export class Limiter {
     try {
       entering = enterStages(items, ctx, sync);
     } catch (error) {
-      this.#abandon(items, ctx);
+      this.#settle.abandon(items, ctx);
       throw error;
     }
     if (entering === undefined) return this.#afterStages(nowMs, items, requestId, options, ctx);
     return entering.then(
       () => this.#afterStages(nowMs, items, requestId, options, ctx),
       (error: unknown) => {
-        this.#abandon(items, ctx);
+        this.#settle.abandon(items, ctx);
         throw error;
       },
     );
-  }
-
-  /** Settles a check that ended in an error before it was decided (nothing admitted). */
-  #abandon(items: readonly PreparedItem[], ctx: StageContext): void {
-    try {
-      settleStages(items, ctx, items.map(notReached), false);
-    } finally {
-      release(items);
-    }
   }
 
   /**
@@ -376,7 +369,7 @@ export class Limiter {
       else if (item.plan.enforce && !answer.allowed) denied = true;
     }
     if ((denied && !independent) || pending.length === 0) {
-      return this.#finish(nowMs, items, EMPTY, EMPTY_RESULTS, independent, ctx);
+      return this.#settle.finish(nowMs, items, EMPTY, EMPTY_RESULTS, independent, ctx);
     }
     return this.#toStore(nowMs, items, pending, requestId, options, ctx);
   }
@@ -394,7 +387,7 @@ export class Limiter {
     ctx: StageContext | undefined,
   ): CheckResult | Promise<CheckResult> {
     const independent = options.independent === true;
-    if (!this.#gateway.synchronous) {
+    if (!this.#gateway.answersInProcess) {
       return this.#toAsyncStore(nowMs, items, batch, requestId, options, ctx);
     }
     let call: StoreApplyOptions;
@@ -405,7 +398,10 @@ export class Limiter {
       call = syncCallOf(nowMs, requestId, independent);
     }
     const results = this.#gateway.inProcess(batch, call);
-    return this.#finish(nowMs, items, batch, results, independent, ctx);
+    if (results instanceof Promise) {
+      return results.then((r) => this.#settle.finish(nowMs, items, batch, r, independent, ctx));
+    }
+    return this.#settle.finish(nowMs, items, batch, results, independent, ctx);
   }
 
   /**
@@ -419,7 +415,7 @@ export class Limiter {
     requestId: string | undefined,
     options: DecideOptions,
     ctx: StageContext | undefined,
-  ): Promise<CheckResult> {
+  ): CheckResult | Promise<CheckResult> {
     const independent = options.independent === true;
     for (let i = 0; i < items.length; i++) items[i]!.fix();
     let policyMs = MAX_TIMER_MS;
@@ -443,96 +439,6 @@ export class Limiter {
   }
 
   /**
-   * Turns the stages' answers and the store's results (for `batch`, the items no stage
-   * answered, in item order; empty when the store was not called) into the check's
-   * result, settles the stages and gives the items back.
-   */
-  #finish(
-    nowMs: number,
-    items: readonly PreparedItem[],
-    batch: readonly PreparedItem[],
-    results: readonly StoreResult[],
-    independent: boolean,
-    ctx: StageContext | undefined,
-  ): CheckResult {
-    // A batch is atomic: if any item failed, nothing is known about the others. Items
-    // decided independently fail alone.
-    if (!independent) {
-      for (let i = 0; i < results.length; i++) {
-        const r = results[i]!;
-        if (!r.ok) return this.#failed(nowMs, items, r.error, ctx);
-      }
-    }
-    if (items.length === 1) {
-      // One item (the usual check): a one-element literal, no array growth.
-      return this.#decided(
-        items,
-        [this.#decisionOf(items[0]!, batch, results[0], nowMs)],
-        independent,
-        ctx,
-      );
-    }
-    const decisions = new Array<Decision>(items.length);
-    let j = 0;
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i]!;
-      const answered = item.answer !== undefined || batch.length === 0;
-      decisions[i] = this.#decisionOf(item, batch, answered ? undefined : results[j++], nowMs);
-    }
-    return this.#decided(items, decisions, independent, ctx);
-  }
-
-  /**
-   * One item's decision: a stage's answer; not reached (`batch` empty: the store was not
-   * called); else from its store result (`result`), or its failure mode when that failed.
-   */
-  #decisionOf(
-    item: PreparedItem,
-    batch: readonly PreparedItem[],
-    result: StoreResult | undefined,
-    nowMs: number,
-  ): Decision {
-    const policy = item.plan.policy;
-    const answer = item.answer;
-    if (answer !== undefined) {
-      return withPolicy(answer, policy.name, policy.shadow ? 'shadow' : item.answerPath!);
-    }
-    if (batch.length === 0 || result === undefined) return notReached(item);
-    if (!result.ok) {
-      item.storeError = result.error;
-      const d = this.#failure.withoutStore(item, nowMs);
-      if (d.path === 'stale' && d.allowed) this.#failure.spendStale(item, nowMs);
-      return d;
-    }
-    let decision = result.decision;
-    // INVALID_POLICY from a transition: the cost is above capacity (decideAt lets such
-    // costs through), so it can never fit.
-    if (decision.status === 'INVALID_POLICY') decision = neverFits(decision);
-    this.#failure.remember(item, decision, nowMs);
-    return withPolicy(decision, policy.name, policy.shadow ? 'shadow' : 'store');
-  }
-
-  /** The check's result from its decisions; the stages settled and the items given back. */
-  #decided(
-    items: readonly PreparedItem[],
-    decisions: readonly Decision[],
-    independent: boolean,
-    ctx: StageContext | undefined,
-  ): CheckResult {
-    const result = combineDecisions(decisions);
-    if (ctx === undefined) {
-      release(items);
-      return result;
-    }
-    try {
-      settleStages(items, ctx, decisions, independent ? undefined : result.allowed);
-    } finally {
-      release(items);
-    }
-    return result;
-  }
-
-  /**
    * Runs the batch through the store gateway with a deadline and finishes it into the
    * check's result. The items are held until the store's own call ends.
    */
@@ -547,51 +453,25 @@ export class Limiter {
     deadlineEnds: 'store' | 'deadline',
     signal: AbortSignal | undefined,
     ctx: StageContext | undefined,
-  ): Promise<CheckResult> {
+  ): CheckResult | Promise<CheckResult> {
     // The store may read the items until its call ends, even past the deadline.
     for (let i = 0; i < batch.length; i++) batch[i]!.hold();
-    return this.#gateway
-      .call(batch, nowMs, requestId, independent, timeoutMs, deadlineEnds, signal, () =>
-        release(batch),
-      )
-      .then((results) => this.#finish(nowMs, items, batch, results, independent, ctx));
-  }
-
-  /**
-   * Decides without the store, after the store call for the items no stage answered
-   * failed with `error`: their failure modes, all-or-nothing like a store batch (stale
-   * budgets are spent only when the request is admitted as a whole).
-   */
-  #failed(
-    nowMs: number,
-    items: readonly PreparedItem[],
-    error: StoreError,
-    ctx: StageContext | undefined,
-  ): CheckResult {
-    const decisions: Decision[] = [];
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i]!;
-      const policy = item.plan.policy;
-      const answer = item.answer;
-      if (answer !== undefined) {
-        decisions.push(
-          withPolicy(answer, policy.name, policy.shadow ? 'shadow' : item.answerPath!),
-        );
-      } else {
-        item.storeError = error;
-        decisions.push(this.#failure.withoutStore(item, nowMs));
-      }
+    const answer = this.#gateway.call(
+      batch,
+      nowMs,
+      requestId,
+      independent,
+      timeoutMs,
+      deadlineEnds,
+      signal,
+      () => release(batch),
+    );
+    if (!(answer instanceof Promise)) {
+      return this.#settle.finish(nowMs, items, batch, answer, independent, ctx);
     }
-    if (combineDecisions(decisions).allowed) {
-      for (let i = 0; i < items.length; i++) {
-        const item = items[i]!;
-        const d = decisions[i]!;
-        if (item.answer === undefined && d.path === 'stale' && d.allowed) {
-          this.#failure.spendStale(item, nowMs);
-        }
-      }
-    }
-    return this.#decided(items, decisions, false, ctx);
+    return answer.then((results) =>
+      this.#settle.finish(nowMs, items, batch, results, independent, ctx),
+    );
   }
 }
 
@@ -615,6 +495,9 @@ function syncCallOf(
     ...(independent ? { independent } : {}),
   };
 }
+
+const NOT_SYNCHRONOUS =
+  'Limiter.checkSync needs a store that decides synchronously (such as MemoryStore); use check()';
 
 /** The default of `options`: one shared object, not a new one per check. */
 const NO_OPTIONS: CheckOptions = Object.freeze({});

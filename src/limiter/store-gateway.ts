@@ -2,6 +2,7 @@ import { StoreError } from '../core/errors.js';
 import type { CheckRecorder } from '../metrics/check-recorder.js';
 import type {
   Store,
+  StoreAnswer,
   StoreApplyOptions,
   StoreRefundOptions,
   StoreRequest,
@@ -48,6 +49,8 @@ export class StoreGateway implements StageGateway {
   readonly #observer: StoreCallObserver | undefined;
   readonly #metrics: CheckRecorder | undefined;
   readonly #deadlines = new Deadlines();
+  /** Whether the store answers in process; `undefined` until it has answered once. */
+  #inProcess: boolean | undefined = undefined;
 
   constructor(
     store: Store,
@@ -59,26 +62,55 @@ export class StoreGateway implements StageGateway {
     this.#metrics = metrics;
   }
 
-  /** Whether the store decides in process (`Store.applySync`, as MemoryStore does). */
+  /**
+   * Whether the store decides in process (its `apply` answers with the results, as
+   * MemoryStore's does, not a promise). Learnt from its answers; asked with an empty
+   * batch (which changes nothing) when no call has told yet.
+   */
   get synchronous(): boolean {
-    return this.#store.applySync !== undefined;
+    if (this.#inProcess === undefined) {
+      let answer: StoreAnswer | undefined;
+      try {
+        answer = this.#store.apply(NO_REQUESTS, { nowMs: 0 });
+      } catch {
+        answer = undefined;
+      }
+      if (answer instanceof Promise) answer.then(undefined, ignore);
+      this.#inProcess = answer !== undefined && !(answer instanceof Promise);
+    }
+    return this.#inProcess;
+  }
+
+  /** Whether the store has answered a call with a promise (no probe). */
+  get answersWithPromise(): boolean {
+    return this.#inProcess === false;
+  }
+
+  /** Whether the store's calls so far were answered in process (no probe). */
+  get answersInProcess(): boolean {
+    return this.#inProcess === true;
   }
 
   /**
-   * One call to a store that decides in process (see {@link StoreGateway.synchronous}):
+   * One call to a store that answers in process (see {@link StoreGateway.answersInProcess}):
    * no deadline, timer or promise. A throw becomes per-request errors; a failure is
-   * counted in the metrics (an in-process call is not timed: it is the check).
+   * counted in the metrics (an in-process call is not timed: it is the check). A store
+   * that answers with a promise after all is waited on without a deadline this once.
    */
-  inProcess(batch: readonly StoreRequest[], options: StoreApplyOptions): readonly StoreResult[] {
-    let results: readonly StoreResult[];
+  inProcess(batch: readonly StoreRequest[], options: StoreApplyOptions): StoreAnswer {
+    let answer: StoreAnswer;
     try {
-      results = this.#store.applySync!(batch, options);
+      answer = this.#store.apply(batch, options);
     } catch (cause) {
-      results = failedResults(batch, cause);
+      answer = failedResults(batch, cause);
+    }
+    if (answer instanceof Promise) {
+      this.#inProcess = false;
+      return answer.then(undefined, (cause: unknown) => failedResults(batch, cause));
     }
     const m = this.#metrics;
-    if (m !== undefined) inProcessCall(m, results);
-    return results;
+    if (m !== undefined) inProcessCall(m, answer);
+    return answer;
   }
 
   /**
@@ -86,7 +118,9 @@ export class StoreGateway implements StageGateway {
    * that bound stands for) and until `signal` aborts. Never rejects: a late, thrown or
    * failed answer becomes per-request errors. `timeoutMs` 0 or less: the caller's budget
    * is already spent, and the store is not called. `onEnded` runs when the store's own
-   * call ends (the store may read `batch` until then, even past the deadline).
+   * call ends (the store may read `batch` until then, even past the deadline). A store
+   * that answers in process gets no deadline: its results come back as they are, told
+   * as an in-process call.
    */
   call(
     batch: readonly StoreRequest[],
@@ -97,26 +131,61 @@ export class StoreGateway implements StageGateway {
     deadlineEnds: 'store' | 'deadline',
     signal: AbortSignal | undefined,
     onEnded?: () => void,
-  ): Promise<readonly StoreResult[]> {
+  ): StoreAnswer {
+    const metrics = this.#metrics;
+    const startedAt = metrics === undefined ? 0 : performance.now();
+    if (signal?.aborted === true) {
+      onEnded?.();
+      return Promise.resolve(this.#told(failedResults(batch, cancelled()), 'cancel', startedAt));
+    }
+    if (!(timeoutMs > 0)) {
+      onEnded?.();
+      return Promise.resolve(
+        this.#told(
+          failedResults(
+            batch,
+            new StoreError(
+              'SLUICE_ERR_STORE_TIMEOUT',
+              "the caller's budget for the check was spent before the store was asked; nothing was applied",
+            ),
+          ),
+          'deadline',
+          startedAt,
+        ),
+      );
+    }
     const call = new StoreCall(nowMs, requestId, independent);
-    return this.#waited(batch, call, timeoutMs, deadlineEnds, signal, onEnded, APPLY);
+    let answer: StoreAnswer;
+    try {
+      answer = this.#store.apply(batch, call);
+    } catch (cause) {
+      onEnded?.();
+      return Promise.resolve(this.#told(failedResults(batch, cause), 'store', startedAt));
+    }
+    if (!(answer instanceof Promise)) {
+      this.#inProcess ??= true;
+      onEnded?.();
+      if (metrics !== undefined) inProcessCall(metrics, answer);
+      return answer;
+    }
+    this.#inProcess = false;
+    return this.#wait(answer, batch, call, timeoutMs, deadlineEnds, signal, onEnded, startedAt);
   }
 
   /**
-   * `invoke` (the store's apply or refund, with `call` as its options) waited on as
-   * {@link StoreGateway.call} describes, and told to the observer and the metrics.
+   * Waits for `pending` (the store's answer to `call`) at most `timeoutMs` and until
+   * `signal` aborts, and tells the observer and the metrics how it ended. Never rejects.
    */
-  #waited(
+  #wait(
+    pending: Promise<readonly StoreResult[]>,
     batch: readonly StoreRequest[],
     call: StoreCall,
     timeoutMs: number,
     deadlineEnds: 'store' | 'deadline',
     signal: AbortSignal | undefined,
     onEnded: (() => void) | undefined,
-    invoke: Invoke,
+    startedAt: number,
   ): Promise<readonly StoreResult[]> {
-    const metrics = this.#metrics;
-    const startedAt = metrics === undefined ? 0 : performance.now();
     return new Promise<readonly StoreResult[]>((resolve) => {
       let deadline: Deadline | undefined;
       let done = false;
@@ -125,47 +194,16 @@ export class StoreGateway implements StageGateway {
         done = true;
         deadline?.clear();
         signal?.removeEventListener('abort', onAbort);
-        const observer = this.#observer;
-        if (observer !== undefined || metrics !== undefined) {
-          const failed = results.find((r) => !r.ok);
-          if (failed === undefined) observer?.answered();
-          else observer?.failed(failed.error, endedBy);
-          metrics?.storeCall(performance.now() - startedAt, failed?.error, endedBy);
-        }
-        resolve(results);
+        resolve(this.#told(results, endedBy, startedAt));
       };
       const fail = (cause: unknown, endedBy: StoreCallEnd = 'store'): void => {
         finish(failedResults(batch, cause), endedBy);
       };
       const onAbort = (): void => {
         call.abort();
-        fail(
-          new StoreError(
-            'SLUICE_ERR_STORE_TIMEOUT',
-            'the caller cancelled the check before the store answered; the request may or may not have been applied',
-          ),
-          'cancel',
-        );
+        fail(cancelled(), 'cancel');
       };
-      if (signal !== undefined) {
-        if (signal.aborted) {
-          onAbort();
-          onEnded?.();
-          return;
-        }
-        signal.addEventListener('abort', onAbort, { once: true });
-      }
-      if (!(timeoutMs > 0)) {
-        fail(
-          new StoreError(
-            'SLUICE_ERR_STORE_TIMEOUT',
-            "the caller's budget for the check was spent before the store was asked; nothing was applied",
-          ),
-          'deadline',
-        );
-        onEnded?.();
-        return;
-      }
+      signal?.addEventListener('abort', onAbort, { once: true });
       if (Number.isFinite(timeoutMs)) {
         deadline = this.#deadlines.add(timeoutMs, () => {
           call.abort();
@@ -180,22 +218,34 @@ export class StoreGateway implements StageGateway {
           );
         });
       }
-      try {
-        invoke(this.#store, batch, call).then(
-          (results) => {
-            onEnded?.();
-            finish(results);
-          },
-          (cause: unknown) => {
-            onEnded?.();
-            fail(cause);
-          },
-        );
-      } catch (cause) {
-        onEnded?.();
-        fail(cause);
-      }
+      pending.then(
+        (results) => {
+          onEnded?.();
+          finish(results);
+        },
+        (cause: unknown) => {
+          onEnded?.();
+          fail(cause);
+        },
+      );
     });
+  }
+
+  /** Tells the observer and the metrics how a waited-on call ended; gives the results back. */
+  #told(
+    results: readonly StoreResult[],
+    endedBy: StoreCallEnd,
+    startedAt: number,
+  ): readonly StoreResult[] {
+    const observer = this.#observer;
+    const metrics = this.#metrics;
+    if (observer !== undefined || metrics !== undefined) {
+      const failed = results.find((r) => !r.ok);
+      if (failed === undefined) observer?.answered();
+      else observer?.failed(failed.error, endedBy);
+      metrics?.storeCall(performance.now() - startedAt, failed?.error, endedBy);
+    }
+    return results;
   }
 
   /**
@@ -209,7 +259,8 @@ export class StoreGateway implements StageGateway {
     requestId?: string,
   ): Promise<readonly StoreResult[]> {
     const { ms, endedBy } = budget(timeoutMs, ctx.deadlineAtMs);
-    return this.call(batch, ctx.nowMs, requestId, false, ms, endedBy, ctx.signal);
+    const answer = this.call(batch, ctx.nowMs, requestId, false, ms, endedBy, ctx.signal);
+    return answer instanceof Promise ? answer : Promise.resolve(answer);
   }
 
   /**
@@ -222,9 +273,26 @@ export class StoreGateway implements StageGateway {
     options: StoreRefundOptions,
     timeoutMs: number,
   ): Promise<readonly StoreResult[]> | undefined {
-    if (this.#store.refund === undefined) return undefined;
+    const store = this.#store;
+    if (store.refund === undefined) return undefined;
+    const startedAt = this.#metrics === undefined ? 0 : performance.now();
     const call = new RefundCall(options.nowMs, options.requestId, options.consumedAtMs);
-    return this.#waited(batch, call, timeoutMs, 'store', options.signal, undefined, REFUND);
+    let pending: Promise<readonly StoreResult[]>;
+    try {
+      pending = store.refund(batch, call);
+    } catch (cause) {
+      return Promise.resolve(this.#told(failedResults(batch, cause), 'store', startedAt));
+    }
+    return this.#wait(
+      pending,
+      batch,
+      call,
+      timeoutMs,
+      'store',
+      options.signal,
+      undefined,
+      startedAt,
+    );
   }
 }
 
@@ -282,15 +350,18 @@ class RefundCall extends StoreCall implements StoreRefundOptions {
   }
 }
 
-/** One store call of a batch with its options: an apply or a refund. */
-type Invoke = (
-  store: Store,
-  batch: readonly StoreRequest[],
-  call: StoreCall,
-) => Promise<readonly StoreResult[]>;
+/** No requests: what {@link StoreGateway.synchronous} asks a store that has not answered yet. */
+const NO_REQUESTS: readonly StoreRequest[] = Object.freeze([]);
 
-const APPLY: Invoke = (store, batch, call) => store.apply(batch, call);
-const REFUND: Invoke = (store, batch, call) => store.refund!(batch, call as RefundCall);
+function ignore(): void {}
+
+/** The error of a call the caller cancelled. */
+function cancelled(): StoreError {
+  return new StoreError(
+    'SLUICE_ERR_STORE_TIMEOUT',
+    'the caller cancelled the check before the store answered; the request may or may not have been applied',
+  );
+}
 
 /** Every request of `batch` failed with `cause` (as a `StoreError`). */
 export function failedResults(batch: readonly unknown[], cause: unknown): StoreResult[] {

@@ -28,7 +28,7 @@ class RecordingStore implements Store {
     this.calls.push({ batch, options });
     if (this.mode === 'throw') throw new Error('socket closed');
     if (this.mode === 'hang') return new Promise(() => undefined);
-    return this.inner.apply(batch, options);
+    return Promise.resolve(this.inner.apply(batch, options));
   }
   close(): Promise<void> {
     return this.inner.close();

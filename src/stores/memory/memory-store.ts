@@ -48,6 +48,9 @@ const INITIAL_SLOTS = 1024;
 /** Ring slots checked for expired buckets per apply, to reclaim idle keys. */
 const SWEEP_PER_APPLY = 2;
 
+/** The results of an empty batch. */
+const NO_RESULTS: readonly StoreResult[] = Object.freeze([]);
+
 /**
  * The embedded store: an in-process map with TTL expiry and a bound on keys, running the
  * algorithms' own transitions (never a re-implementation). Batches are atomic because
@@ -95,13 +98,6 @@ export class MemoryStore implements Store {
   readonly #dedupTtlMs: number;
   readonly #maxRequestIds: number;
   readonly #requests = new Map<string, { results: readonly StoreResult[]; expiresAtMs: number }>();
-  /** The decision of the last one-request `applySync` without a request id, reused. */
-  readonly #out = decisionCell();
-  /** The results of that call, reused: `[{ ok: true, decision: #out }]`. */
-  readonly #outResults: readonly StoreResult[] = [
-    { ok: true, decision: this.#out as AlgorithmDecision },
-  ];
-
   constructor(options: MemoryStoreOptions = {}) {
     const maxKeys = options.maxKeys ?? 1_000_000;
     if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
@@ -114,33 +110,20 @@ export class MemoryStore implements Store {
     this.#maxRequestIds = options.maxRequestIds ?? 100_000;
   }
 
-  apply(
-    batch: readonly StoreRequest[],
-    options: StoreApplyOptions,
-  ): Promise<readonly StoreResult[]> {
-    // Fresh results: an asynchronous caller may hold them past the next call.
-    return Promise.resolve(this.#apply(batch, options));
-  }
-
-  /**
-   * {@link MemoryStore.apply}, synchronously (the limiter's path: no promise per check).
-   * A one-request call without a request id returns results and a decision the store
-   * reuses on its next call (see `Store.applySync`).
-   */
-  applySync(batch: readonly StoreRequest[], options: StoreApplyOptions): readonly StoreResult[] {
+  /** Decides `batch` in process: the results themselves, never a promise. */
+  apply(batch: readonly StoreRequest[], options: StoreApplyOptions): readonly StoreResult[] {
     if (batch.length === 1 && options.requestId === undefined && !this.#closed) {
       // The limiter's usual call, kept short (see #apply for the general case).
       const nowMs = options.nowMs;
       if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
       this.#sweep(nowMs);
-      const decision = this.#decideOne(batch[0]!, nowMs, this.#out);
-      // An algorithm without an in-place step (the sliding log) made a decision of its own.
-      return decision === this.#out ? this.#outResults : [{ ok: true, decision }];
+      return [{ ok: true, decision: this.#decideOne(batch[0]!, nowMs, decisionCell()) }];
     }
+    if (batch.length === 0) return NO_RESULTS;
     return this.#apply(batch, options);
   }
 
-  /** Any batch, with fresh results (only applySync's one-request path reuses them). */
+  /** Any batch, with fresh results (only apply's one-request path reuses them). */
   #apply(batch: readonly StoreRequest[], options: StoreApplyOptions): readonly StoreResult[] {
     if (this.#closed) {
       const error = new StoreError('SLUICE_ERR_STORE_CLOSED', 'MemoryStore is closed');
