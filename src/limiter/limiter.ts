@@ -7,7 +7,7 @@ import { parsePolicies, type PolicyInput, type PolicySet } from '../config/polic
 import type { CheckRecorder } from '../metrics/check-recorder.js';
 import { LimiterMetrics } from '../metrics/limiter-metrics.js';
 import { bucketKey } from '../stores/key.js';
-import type { Store, StoreApplyOptions, StoreResult } from '../stores/store.js';
+import type { Store, StoreRequest, StoreResult } from '../stores/store.js';
 import { combineDecisions, type CheckResult } from './check-result.js';
 import { PolicyPlans } from './plan.js';
 import { planOf, PreparedItem, release, type PolicyPlan } from './policy-plan.js';
@@ -18,7 +18,7 @@ import { askedBuckets, measured, recorded, settled } from './check-metrics.js';
 import { FailurePolicy } from './failure-policy.js';
 import { Resolver } from './resolve.js';
 import { Settle } from './settle.js';
-import { budget, MAX_TIMER_MS, StoreGateway } from './store-gateway.js';
+import { budgetMs, isPending, MAX_TIMER_MS, StoreGateway } from './store-gateway.js';
 import type { CheckItem, CheckOptions, DecideOptions, LimiterOptions } from './limiter-options.js';
 
 export type { CheckItem, CheckOptions, DecideOptions, LimiterOptions } from './limiter-options.js';
@@ -46,8 +46,6 @@ export class Limiter {
   readonly #settle = new Settle(new FailurePolicy());
   readonly #gateway: StoreGateway;
   readonly #metrics: CheckRecorder | undefined;
-  /** The options of a synchronous store call with no request id, reused. */
-  readonly #syncCall: { nowMs: number } = new SyncCall();
 
   constructor(options: LimiterOptions) {
     this.#store = options.store;
@@ -113,7 +111,8 @@ export class Limiter {
 
   /**
    * Whether the store decides synchronously (its `apply` answers with the results, as
-   * MemoryStore's does, not a promise), so {@link Limiter.checkSync} can be used.
+   * MemoryStore's does, not a promise), so {@link Limiter.checkSync} can be used. The
+   * store is asked each time, with an empty batch (which changes nothing).
    */
   get synchronous(): boolean {
     return this.#gateway.synchronous;
@@ -128,23 +127,25 @@ export class Limiter {
    * {@link Limiter.checkAt} without a promise, for a store that decides in process
    * (MemoryStore; see {@link Limiter.synchronous}): the same decision, the same
    * all-or-nothing batch and failure modes, returned directly. Throws the `PolicyError`s
-   * that `checkAt` rejects with, and a `TypeError` when the store is not synchronous (the
-   * first check of a store not yet asked sends its request, then throws) or a stage
-   * answers with a promise (the error names the stage).
+   * that `checkAt` rejects with, and a `TypeError` when a stage answers with a promise
+   * (the error names the stage; the store is not asked) or the store does: the check was
+   * then sent, goes on without a caller and its outcome is not known, so ask
+   * {@link Limiter.synchronous} first when the store may be remote.
    */
   checkSyncAt(
     nowMs: number,
     descriptor: DescriptorInput,
     options: CheckOptions = NO_OPTIONS,
   ): CheckResult {
-    // Known from the store's answers; a store not asked yet is asked by this check.
-    if (this.#gateway.answersWithPromise) throw new TypeError(NOT_SYNCHRONOUS);
     const m = this.#metrics;
     const result =
       m === undefined
         ? this.#check(nowMs, descriptor, options, true)
         : this.#measured(m, nowMs, descriptor, options, true);
-    if (result instanceof Promise) throw new TypeError(NOT_SYNCHRONOUS);
+    if (result instanceof Promise) {
+      result.then(undefined, ignore); // the check goes on; nobody waits for it
+      throw new TypeError(`${NOT_SYNCHRONOUS} (the store answered this check with a promise)`);
+    }
     return result;
   }
 
@@ -375,8 +376,9 @@ export class Limiter {
   }
 
   /**
-   * Sends `batch` (the items no stage answered) to the store and finishes the check:
-   * directly on a synchronous store, else with a deadline.
+   * Sends `batch` (the items no stage answered) to the store through the gateway and
+   * finishes the check: at once when the store answered in process, else when its
+   * promise (waited on under the policies' timeout and the caller's budget) settles.
    */
   #toStore(
     nowMs: number,
@@ -387,114 +389,45 @@ export class Limiter {
     ctx: StageContext | undefined,
   ): CheckResult | Promise<CheckResult> {
     const independent = options.independent === true;
-    if (!this.#gateway.answersInProcess) {
-      return this.#toAsyncStore(nowMs, items, batch, requestId, options, ctx);
-    }
-    let call: StoreApplyOptions;
-    if (requestId === undefined && !independent) {
-      this.#syncCall.nowMs = nowMs;
-      call = this.#syncCall;
-    } else {
-      call = syncCallOf(nowMs, requestId, independent);
-    }
-    const results = this.#gateway.inProcess(batch, call);
-    if (results instanceof Promise) {
-      return results.then((r) => this.#settle.finish(nowMs, items, batch, r, independent, ctx));
-    }
-    return this.#settle.finish(nowMs, items, batch, results, independent, ctx);
-  }
-
-  /**
-   * {@link Limiter.#toStore} on a store that is waited on: with a deadline. (Apart, so the
-   * in-process path stays small enough to be inlined.)
-   */
-  #toAsyncStore(
-    nowMs: number,
-    items: readonly PreparedItem[],
-    batch: readonly PreparedItem[],
-    requestId: string | undefined,
-    options: DecideOptions,
-    ctx: StageContext | undefined,
-  ): CheckResult | Promise<CheckResult> {
-    const independent = options.independent === true;
-    for (let i = 0; i < items.length; i++) items[i]!.fix();
     let policyMs = MAX_TIMER_MS;
-    for (let i = 0; i < batch.length; i++)
+    for (let i = 0; i < batch.length; i++) {
       policyMs = Math.min(policyMs, batch[i]!.policy.timeoutMs);
+    }
     const deadlineAtMs =
       ctx?.deadlineAtMs ??
       (options.timeoutMs === undefined ? undefined : performance.now() + options.timeoutMs);
-    const { ms: timeoutMs, endedBy } = budget(policyMs, deadlineAtMs);
-    return this.#apply(
-      items,
-      batch,
-      nowMs,
-      timeoutMs,
-      requestId,
-      independent,
-      endedBy,
-      options.signal,
-      ctx,
-    );
-  }
-
-  /**
-   * Runs the batch through the store gateway with a deadline and finishes it into the
-   * check's result. The items are held until the store's own call ends.
-   */
-  #apply(
-    items: readonly PreparedItem[],
-    batch: readonly PreparedItem[],
-    nowMs: number,
-    timeoutMs: number,
-    requestId: string | undefined,
-    independent: boolean,
-    /** What the deadline stands for: the policies' timeout, or the caller's shorter one. */
-    deadlineEnds: 'store' | 'deadline',
-    signal: AbortSignal | undefined,
-    ctx: StageContext | undefined,
-  ): CheckResult | Promise<CheckResult> {
-    // The store may read the items until its call ends, even past the deadline.
-    for (let i = 0; i < batch.length; i++) batch[i]!.hold();
+    const timeoutMs = budgetMs(policyMs, deadlineAtMs);
     const answer = this.#gateway.call(
       batch,
       nowMs,
       requestId,
       independent,
       timeoutMs,
-      deadlineEnds,
-      signal,
-      () => release(batch),
+      // What the deadline stands for: the policies' timeout, or the caller's shorter one.
+      timeoutMs < policyMs ? 'deadline' : 'store',
+      options.signal,
+      releaseBatch,
     );
-    if (!(answer instanceof Promise)) {
+    if (!isPending(answer)) {
       return this.#settle.finish(nowMs, items, batch, answer, independent, ctx);
     }
+    // The check now waits: the keys are built before the caller may change its
+    // descriptor, and the store may read the batch until its own call ends (even past
+    // the deadline; the gateway then calls releaseBatch).
+    for (let i = 0; i < items.length; i++) items[i]!.fix();
+    for (let i = 0; i < batch.length; i++) batch[i]!.hold();
     return answer.then((results) =>
       this.#settle.finish(nowMs, items, batch, results, independent, ctx),
     );
   }
 }
 
-/**
- * The options of a synchronous store call, reused. `nowMs` starts as a non-number so that
- * V8 keeps the field tagged: a double field would box a new number on every read.
- */
-class SyncCall {
-  nowMs = null as unknown as number;
+/** What the gateway calls when a waited-on store call ends: the batch's holds go. */
+function releaseBatch(batch: readonly StoreRequest[]): void {
+  release(batch as readonly PreparedItem[]);
 }
 
-/** The options of a synchronous store call with a request id or `independent`. */
-function syncCallOf(
-  nowMs: number,
-  requestId: string | undefined,
-  independent: boolean,
-): StoreApplyOptions {
-  return {
-    nowMs,
-    ...(requestId === undefined ? {} : { requestId }),
-    ...(independent ? { independent } : {}),
-  };
-}
+function ignore(): void {}
 
 const NOT_SYNCHRONOUS =
   'Limiter.checkSync needs a store that decides synchronously (such as MemoryStore); use check()';

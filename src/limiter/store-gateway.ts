@@ -49,8 +49,12 @@ export class StoreGateway implements StageGateway {
   readonly #observer: StoreCallObserver | undefined;
   readonly #metrics: CheckRecorder | undefined;
   readonly #deadlines = new Deadlines();
-  /** Whether the store answers in process; `undefined` until it has answered once. */
-  #inProcess: boolean | undefined = undefined;
+  /**
+   * The options the next call hands the store. Reused while the store answers in
+   * process; a call answered with a promise keeps its own (the store may read its signal
+   * until it settles), and a fresh one takes its place.
+   */
+  #spare = new StoreCall();
 
   constructor(
     store: Store,
@@ -63,64 +67,31 @@ export class StoreGateway implements StageGateway {
   }
 
   /**
-   * Whether the store decides in process (its `apply` answers with the results, as
-   * MemoryStore's does, not a promise). Learnt from its answers; asked with an empty
-   * batch (which changes nothing) when no call has told yet.
+   * Whether the store answers in process now: asked with an empty batch (which changes
+   * nothing), every time this is read. Nothing is remembered: each call of a check is
+   * taken as its answer comes.
    */
   get synchronous(): boolean {
-    if (this.#inProcess === undefined) {
-      let answer: StoreAnswer | undefined;
-      try {
-        answer = this.#store.apply(NO_REQUESTS, { nowMs: 0 });
-      } catch {
-        answer = undefined;
-      }
-      if (answer instanceof Promise) answer.then(undefined, ignore);
-      this.#inProcess = answer !== undefined && !(answer instanceof Promise);
-    }
-    return this.#inProcess;
-  }
-
-  /** Whether the store has answered a call with a promise (no probe). */
-  get answersWithPromise(): boolean {
-    return this.#inProcess === false;
-  }
-
-  /** Whether the store's calls so far were answered in process (no probe). */
-  get answersInProcess(): boolean {
-    return this.#inProcess === true;
-  }
-
-  /**
-   * One call to a store that answers in process (see {@link StoreGateway.answersInProcess}):
-   * no deadline, timer or promise. A throw becomes per-request errors; a failure is
-   * counted in the metrics (an in-process call is not timed: it is the check). A store
-   * that answers with a promise after all is waited on without a deadline this once.
-   */
-  inProcess(batch: readonly StoreRequest[], options: StoreApplyOptions): StoreAnswer {
     let answer: StoreAnswer;
     try {
-      answer = this.#store.apply(batch, options);
-    } catch (cause) {
-      answer = failedResults(batch, cause);
+      answer = this.#store.apply(NO_REQUESTS, PROBE);
+    } catch {
+      return false;
     }
-    if (answer instanceof Promise) {
-      this.#inProcess = false;
-      return answer.then(undefined, (cause: unknown) => failedResults(batch, cause));
-    }
-    const m = this.#metrics;
-    if (m !== undefined) inProcessCall(m, answer);
-    return answer;
+    if (!isPending(answer)) return true;
+    answer.then(undefined, ignore);
+    return false;
   }
 
   /**
-   * One store call of `batch`, waited on at most `timeoutMs` (what `deadlineEnds` says
-   * that bound stands for) and until `signal` aborts. Never rejects: a late, thrown or
-   * failed answer becomes per-request errors. `timeoutMs` 0 or less: the caller's budget
-   * is already spent, and the store is not called. `onEnded` runs when the store's own
-   * call ends (the store may read `batch` until then, even past the deadline). A store
-   * that answers in process gets no deadline: its results come back as they are, told
-   * as an in-process call.
+   * One store call of `batch`. The store's answer is taken as it comes, per call: results
+   * (a store that decides in process) come back as they are, with no deadline, timer or
+   * promise; a promise is waited on at most `timeoutMs` (what `deadlineEnds` says that
+   * bound stands for) and until `signal` aborts, and never rejects (a late, thrown or
+   * failed answer becomes per-request errors). Failed results come back at once when the
+   * store is not asked: `signal` already aborted, or `timeoutMs` 0 or less (the caller's
+   * budget is spent). `ended` runs only after an answer that was a promise, when the
+   * store's own call ends (the store may read `batch` until then, even past the deadline).
    */
   call(
     batch: readonly StoreRequest[],
@@ -130,46 +101,40 @@ export class StoreGateway implements StageGateway {
     timeoutMs: number,
     deadlineEnds: 'store' | 'deadline',
     signal: AbortSignal | undefined,
-    onEnded?: () => void,
+    ended?: (batch: readonly StoreRequest[]) => void,
   ): StoreAnswer {
-    const metrics = this.#metrics;
-    const startedAt = metrics === undefined ? 0 : performance.now();
     if (signal?.aborted === true) {
-      onEnded?.();
-      return Promise.resolve(this.#told(failedResults(batch, cancelled()), 'cancel', startedAt));
+      return this.#told(failedResults(batch, cancelled()), 'cancel', 0);
     }
     if (!(timeoutMs > 0)) {
-      onEnded?.();
-      return Promise.resolve(
-        this.#told(
-          failedResults(
-            batch,
-            new StoreError(
-              'SLUICE_ERR_STORE_TIMEOUT',
-              "the caller's budget for the check was spent before the store was asked; nothing was applied",
-            ),
+      return this.#told(
+        failedResults(
+          batch,
+          new StoreError(
+            'SLUICE_ERR_STORE_TIMEOUT',
+            "the caller's budget for the check was spent before the store was asked; nothing was applied",
           ),
-          'deadline',
-          startedAt,
         ),
+        'deadline',
+        0,
       );
     }
-    const call = new StoreCall(nowMs, requestId, independent);
+    const metrics = this.#metrics;
+    const startedAt = metrics === undefined ? 0 : performance.now();
+    const call = this.#spare;
     let answer: StoreAnswer;
     try {
-      answer = this.#store.apply(batch, call);
+      answer = this.#store.apply(batch, call.reset(nowMs, requestId, independent));
     } catch (cause) {
-      onEnded?.();
-      return Promise.resolve(this.#told(failedResults(batch, cause), 'store', startedAt));
+      return this.#told(failedResults(batch, cause), 'store', startedAt);
     }
-    if (!(answer instanceof Promise)) {
-      this.#inProcess ??= true;
-      onEnded?.();
+    if (!isPending(answer)) {
+      // Decided in process: not timed (it is the check), a failure counted.
       if (metrics !== undefined) inProcessCall(metrics, answer);
       return answer;
     }
-    this.#inProcess = false;
-    return this.#wait(answer, batch, call, timeoutMs, deadlineEnds, signal, onEnded, startedAt);
+    this.#spare = new StoreCall();
+    return this.#wait(answer, batch, call, timeoutMs, deadlineEnds, signal, ended, startedAt);
   }
 
   /**
@@ -177,13 +142,13 @@ export class StoreGateway implements StageGateway {
    * `signal` aborts, and tells the observer and the metrics how it ended. Never rejects.
    */
   #wait(
-    pending: Promise<readonly StoreResult[]>,
+    pending: PromiseLike<readonly StoreResult[]>,
     batch: readonly StoreRequest[],
     call: StoreCall,
     timeoutMs: number,
     deadlineEnds: 'store' | 'deadline',
     signal: AbortSignal | undefined,
-    onEnded: (() => void) | undefined,
+    ended: ((batch: readonly StoreRequest[]) => void) | undefined,
     startedAt: number,
   ): Promise<readonly StoreResult[]> {
     return new Promise<readonly StoreResult[]>((resolve) => {
@@ -220,18 +185,18 @@ export class StoreGateway implements StageGateway {
       }
       pending.then(
         (results) => {
-          onEnded?.();
+          ended?.(batch);
           finish(results);
         },
         (cause: unknown) => {
-          onEnded?.();
+          ended?.(batch);
           fail(cause);
         },
       );
     });
   }
 
-  /** Tells the observer and the metrics how a waited-on call ended; gives the results back. */
+  /** Tells the observer and the metrics how a call that failed or waited ended; gives the results back. */
   #told(
     results: readonly StoreResult[],
     endedBy: StoreCallEnd,
@@ -243,7 +208,11 @@ export class StoreGateway implements StageGateway {
       const failed = results.find((r) => !r.ok);
       if (failed === undefined) observer?.answered();
       else observer?.failed(failed.error, endedBy);
-      metrics?.storeCall(performance.now() - startedAt, failed?.error, endedBy);
+      metrics?.storeCall(
+        startedAt === 0 ? 0 : performance.now() - startedAt,
+        failed?.error,
+        endedBy,
+      );
     }
     return results;
   }
@@ -258,9 +227,10 @@ export class StoreGateway implements StageGateway {
     ctx: StageContext,
     requestId?: string,
   ): Promise<readonly StoreResult[]> {
-    const { ms, endedBy } = budget(timeoutMs, ctx.deadlineAtMs);
+    const ms = budgetMs(timeoutMs, ctx.deadlineAtMs);
+    const endedBy = ms < timeoutMs ? 'deadline' : 'store';
     const answer = this.call(batch, ctx.nowMs, requestId, false, ms, endedBy, ctx.signal);
-    return answer instanceof Promise ? answer : Promise.resolve(answer);
+    return isPending(answer) ? answer : Promise.resolve(answer);
   }
 
   /**
@@ -279,7 +249,7 @@ export class StoreGateway implements StageGateway {
     const call = new RefundCall(options.nowMs, options.requestId, options.consumedAtMs);
     let pending: Promise<readonly StoreResult[]>;
     try {
-      pending = store.refund(batch, call);
+      pending = store.refund(batch, call as StoreRefundOptions);
     } catch (cause) {
       return Promise.resolve(this.#told(failedResults(batch, cause), 'store', startedAt));
     }
@@ -297,35 +267,49 @@ export class StoreGateway implements StageGateway {
 }
 
 /**
+ * Whether a store's answer is to be waited on: anything with a `then` (a promise of this
+ * realm or another, or a thenable), never a results array.
+ */
+export function isPending(answer: StoreAnswer): answer is Promise<readonly StoreResult[]> {
+  return typeof (answer as { then?: unknown }).then === 'function';
+}
+
+/**
  * The wait a store call gets: the policies' `policyMs`, or what is left of the caller's
  * budget (`deadlineAtMs`, on the `performance.now()` clock) when that is shorter, in
- * whole ms (rounded up, so few distinct lengths reach the deadline queues).
+ * whole ms (rounded up, so few distinct lengths reach the deadline queues). Shorter than
+ * `policyMs` means the caller's deadline bounds the wait.
  */
-export function budget(
-  policyMs: number,
-  deadlineAtMs: number | undefined,
-): { ms: number; endedBy: 'store' | 'deadline' } {
-  if (deadlineAtMs === undefined) return { ms: policyMs, endedBy: 'store' };
+export function budgetMs(policyMs: number, deadlineAtMs: number | undefined): number {
+  if (deadlineAtMs === undefined) return policyMs;
   const left = Math.max(0, Math.ceil(deadlineAtMs - performance.now()));
-  return left < policyMs ? { ms: left, endedBy: 'deadline' } : { ms: policyMs, endedBy: 'store' };
+  return left < policyMs ? left : policyMs;
 }
 
 /**
  * The options of one store call. The abort signal is made only if the store reads it
  * (most calls never wait on anything abortable: an AbortController per check cost more
  * than the check); once the deadline has passed, a signal read later is already aborted.
+ * Every field is always present (one shape for V8); `requestId` and `independent` are
+ * `undefined` when not set.
  */
-class StoreCall implements StoreApplyOptions {
-  readonly nowMs: number;
-  readonly requestId?: string;
-  readonly independent?: boolean;
-  #controller: AbortController | undefined;
+class StoreCall {
+  // Starts as a non-number so that V8 keeps the field tagged: a double field would box a
+  // new number on every read of a reused object.
+  nowMs = null as unknown as number;
+  requestId: string | undefined = undefined;
+  independent: boolean | undefined = undefined;
+  #controller: AbortController | undefined = undefined;
   #aborted = false;
 
-  constructor(nowMs: number, requestId: string | undefined, independent: boolean) {
+  /** Sets the call up (a reused one included); `this`, typed as the store sees it. */
+  reset(nowMs: number, requestId: string | undefined, independent: boolean): StoreApplyOptions {
     this.nowMs = nowMs;
-    if (requestId !== undefined) this.requestId = requestId;
-    if (independent) this.independent = true;
+    this.requestId = requestId;
+    this.independent = independent ? true : undefined;
+    this.#controller = undefined;
+    this.#aborted = false;
+    return this as StoreApplyOptions;
   }
 
   get signal(): AbortSignal {
@@ -341,17 +325,19 @@ class StoreCall implements StoreApplyOptions {
 }
 
 /** The options of one refund call: a store call's, with when the units were taken. */
-class RefundCall extends StoreCall implements StoreRefundOptions {
+class RefundCall extends StoreCall {
   readonly consumedAtMs: number;
 
   constructor(nowMs: number, requestId: string | undefined, consumedAtMs: number) {
-    super(nowMs, requestId, false);
+    super();
+    this.reset(nowMs, requestId, false);
     this.consumedAtMs = consumedAtMs;
   }
 }
 
-/** No requests: what {@link StoreGateway.synchronous} asks a store that has not answered yet. */
+/** No requests, and their options: what {@link StoreGateway.synchronous} asks the store. */
 const NO_REQUESTS: readonly StoreRequest[] = Object.freeze([]);
+const PROBE: StoreApplyOptions = Object.freeze({ nowMs: 0 });
 
 function ignore(): void {}
 

@@ -100,10 +100,13 @@ export interface Store {
   /**
    * Decides `batch`. A store that decides in process returns the results; one that waits
    * on something returns a promise, which the limiter waits on under the policies'
-   * timeout and the caller's deadline and cancellation. A failure is reported per request
+   * timeout and the caller's deadline and cancellation. Each answer is taken as it comes:
+   * nothing is remembered from one call to the next. A failure is reported per request
    * (a throw or a rejection fails every request of the batch). An empty batch has no
-   * results and changes nothing. The limiter reads the results before it calls the store
-   * again and keeps neither `batch` nor `options`.
+   * results and changes nothing. Returned results end the call: the store keeps neither
+   * `batch` nor `options` past it (the limiter may reuse both); with a promise it may read
+   * them until the promise settles. The limiter reads the results before it calls the
+   * store again.
    */
   apply(batch: readonly StoreRequest[], options: StoreApplyOptions): StoreAnswer;
   /**
