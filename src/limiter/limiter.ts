@@ -1,25 +1,24 @@
 import { systemClock, type Clock } from '../core/clock.js';
 import type { DescriptorInput } from '../core/descriptor.js';
 import { descriptorLimits } from '../core/descriptor-limits.js';
-import { PolicyError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
 import { parsePolicies, type PolicyInput, type PolicySet } from '../config/policies.js';
 import type { CheckRecorder } from '../metrics/check-recorder.js';
 import { LimiterMetrics } from '../metrics/limiter-metrics.js';
-import { bucketKey } from '../stores/key.js';
-import type { Store, StoreRequest, StoreResult } from '../stores/store.js';
-import { combineDecisions, type CheckResult } from './check-result.js';
-import { PolicyPlans } from './plan.js';
-import { planOf, PreparedItem, release, type PolicyPlan } from './policy-plan.js';
-import { checkStages, enterStages } from './pipeline.js';
-import type { Stage, StageContext } from './stage.js';
-import { validOptions, validateCost } from './check-input.js';
-import { askedBuckets, measured, recorded, settled } from './check-metrics.js';
+import type { Store } from '../stores/store.js';
+import type { CheckResult } from './check-result.js';
+import { NO_OPTIONS } from './check-input.js';
+import { measured, recorded, settled } from './check-metrics.js';
+import { CheckRun } from './check-run.js';
+import { DecidedItems } from './decide-items.js';
 import { FailurePolicy } from './failure-policy.js';
+import type { CheckItem, CheckOptions, DecideOptions, LimiterOptions } from './limiter-options.js';
+import { checkStages } from './pipeline.js';
+import { PolicyPlans } from './plan.js';
 import { Resolver } from './resolve.js';
 import { Settle } from './settle.js';
-import { budgetMs, isPending, MAX_TIMER_MS, StoreGateway } from './store-gateway.js';
-import type { CheckItem, CheckOptions, DecideOptions, LimiterOptions } from './limiter-options.js';
+import type { Stage } from './stage.js';
+import { StoreGateway } from './store-gateway.js';
 
 export type { CheckItem, CheckOptions, DecideOptions, LimiterOptions } from './limiter-options.js';
 export type { StoreCallEnd, StoreCallObserver } from './store-gateway.js';
@@ -41,9 +40,8 @@ export class Limiter {
   readonly #stages: readonly Stage[];
   /** The policies in force and their compiled resolution, swapped together. */
   #current: PolicyPlans;
-  /** Plans of `decideAt` policies outside the set in force, by policy object. */
-  readonly #loose = new WeakMap<Policy, PolicyPlan>();
-  readonly #settle = new Settle(new FailurePolicy());
+  readonly #decided: DecidedItems;
+  readonly #run: CheckRun;
   readonly #gateway: StoreGateway;
   readonly #metrics: CheckRecorder | undefined;
 
@@ -61,6 +59,8 @@ export class Limiter {
     const stages = options.stages ?? [];
     checkStages(stages);
     this.#stages = Object.freeze([...stages]);
+    this.#decided = new DecidedItems(this.#store, this.#stages);
+    this.#run = new CheckRun(this.#gateway, new Settle(new FailurePolicy()), this.#metrics);
     this.#current = this.#accept(options.policies);
   }
 
@@ -239,7 +239,7 @@ export class Limiter {
   ): CheckResult | Promise<CheckResult> {
     // One read of the set in force: reloads never mix sets within a check.
     const items = this.#resolver.resolve(this.#current, descriptor, options);
-    return this.#run(nowMs, items, options, sync);
+    return this.#run.run(nowMs, items, options, sync);
   }
 
   /** {@link Limiter.decideAt}: the items prepared as given, then the same run as a check. */
@@ -249,195 +249,15 @@ export class Limiter {
     options: DecideOptions,
   ): CheckResult | Promise<CheckResult> {
     const independent = options.independent === true;
-    const plans = this.#current;
-    const prepared: PreparedItem[] = [];
-    try {
-      for (const { policy, descriptor, cost } of items) {
-        validateCost(cost);
-        const plan = this.#planOf(policy, plans);
-        if (!independent && plan.algorithm.chargesDenied?.(policy.params) === true) {
-          throw new PolicyError(
-            'SLUICE_ERR_POLICY_UNSUPPORTED',
-            `policy "${policy.name}" charges denied requests, which an all-or-nothing decision cannot undo; decide it with independent: true`,
-          );
-        }
-        // Not the spare: one policy may stand in several items of a batch.
-        prepared.push(
-          new PreparedItem(plan)
-            .hold()
-            .prepare(cost, bucketKey(policy, descriptor), undefined, undefined),
-        );
-      }
-    } catch (error) {
-      release(prepared);
-      throw error;
-    }
-    return this.#run(nowMs, prepared, options, false);
+    const prepared = this.#decided.prepare(items, this.#current, independent);
+    return this.#run.run(nowMs, prepared, options, false);
   }
-
-  /** The plan of a `decideAt` policy: the set's own, else one compiled on first sight. */
-  #planOf(policy: Policy, plans: PolicyPlans): PolicyPlan {
-    const own = plans.byName(policy.name);
-    if (own?.policy === policy) return own;
-    let plan = this.#loose.get(policy);
-    if (plan === undefined) {
-      plan = planOf(policy, this.#store, this.#stages);
-      this.#loose.set(policy, plan);
-    }
-    return plan;
-  }
-
-  /**
-   * Runs a check's prepared items through the pipeline: the stages that apply (if any),
-   * then the store for the items no stage answered. A store that answers in process is
-   * called directly: no deadline, timer or promise is made for it.
-   */
-  #run(
-    nowMs: number,
-    items: readonly PreparedItem[],
-    options: DecideOptions,
-    sync: boolean,
-  ): CheckResult | Promise<CheckResult> {
-    if (items.length === 0) return combineDecisions([]);
-    const requestId = options === NO_OPTIONS ? undefined : validOptions(options, items);
-    const m = this.#metrics;
-    if (m !== undefined) askedBuckets(m, items, nowMs);
-    for (let i = 0; i < items.length; i++) {
-      if (items[i]!.plan.stages.length > 0) {
-        return this.#staged(nowMs, items, requestId, options, sync);
-      }
-    }
-    return this.#toStore(nowMs, items, items, requestId, options, undefined);
-  }
-
-  /**
-   * {@link Limiter.#run} for items some stage applies to: the stages, then the store.
-   * (A method of its own: its closures would cost every check a context object.)
-   */
-  #staged(
-    nowMs: number,
-    items: readonly PreparedItem[],
-    requestId: string | undefined,
-    options: DecideOptions,
-    sync: boolean,
-  ): CheckResult | Promise<CheckResult> {
-    // The caller's budget covers the whole check: the stages' store calls and the
-    // check's own (see `budget`).
-    const ctx: StageContext = {
-      nowMs,
-      gateway: this.#gateway,
-      ...(requestId === undefined ? {} : { requestId }),
-      ...(options.signal === undefined ? {} : { signal: options.signal }),
-      ...(options.timeoutMs === undefined
-        ? {}
-        : { deadlineAtMs: performance.now() + options.timeoutMs }),
-    };
-    let entering: Promise<void> | undefined;
-    try {
-      entering = enterStages(items, ctx, sync);
-    } catch (error) {
-      this.#settle.abandon(items, ctx);
-      throw error;
-    }
-    if (entering === undefined) return this.#afterStages(nowMs, items, requestId, options, ctx);
-    return entering.then(
-      () => this.#afterStages(nowMs, items, requestId, options, ctx),
-      (error: unknown) => {
-        this.#settle.abandon(items, ctx);
-        throw error;
-      },
-    );
-  }
-
-  /**
-   * After the stages: a denial of an enforced item by a stage decides an all-or-nothing
-   * check without the store; else the items no stage answered go to the store.
-   */
-  #afterStages(
-    nowMs: number,
-    items: readonly PreparedItem[],
-    requestId: string | undefined,
-    options: DecideOptions,
-    ctx: StageContext,
-  ): CheckResult | Promise<CheckResult> {
-    const independent = options.independent === true;
-    const pending: PreparedItem[] = [];
-    let denied = false;
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i]!;
-      const answer = item.answer;
-      if (answer === undefined) pending.push(item);
-      else if (item.plan.enforce && !answer.allowed) denied = true;
-    }
-    if ((denied && !independent) || pending.length === 0) {
-      return this.#settle.finish(nowMs, items, EMPTY, EMPTY_RESULTS, independent, ctx);
-    }
-    return this.#toStore(nowMs, items, pending, requestId, options, ctx);
-  }
-
-  /**
-   * Sends `batch` (the items no stage answered) to the store through the gateway and
-   * finishes the check: at once when the store answered in process, else when its
-   * promise (waited on under the policies' timeout and the caller's budget) settles.
-   */
-  #toStore(
-    nowMs: number,
-    items: readonly PreparedItem[],
-    batch: readonly PreparedItem[],
-    requestId: string | undefined,
-    options: DecideOptions,
-    ctx: StageContext | undefined,
-  ): CheckResult | Promise<CheckResult> {
-    const independent = options.independent === true;
-    let policyMs = MAX_TIMER_MS;
-    for (let i = 0; i < batch.length; i++) {
-      policyMs = Math.min(policyMs, batch[i]!.policy.timeoutMs);
-    }
-    const deadlineAtMs =
-      ctx?.deadlineAtMs ??
-      (options.timeoutMs === undefined ? undefined : performance.now() + options.timeoutMs);
-    const timeoutMs = budgetMs(policyMs, deadlineAtMs);
-    const answer = this.#gateway.call(
-      batch,
-      nowMs,
-      requestId,
-      independent,
-      timeoutMs,
-      // What the deadline stands for: the policies' timeout, or the caller's shorter one.
-      timeoutMs < policyMs ? 'deadline' : 'store',
-      options.signal,
-      releaseBatch,
-    );
-    if (!isPending(answer)) {
-      return this.#settle.finish(nowMs, items, batch, answer, independent, ctx);
-    }
-    // The check now waits: the keys are built before the caller may change its
-    // descriptor, and the store may read the batch until its own call ends (even past
-    // the deadline; the gateway then calls releaseBatch).
-    for (let i = 0; i < items.length; i++) items[i]!.fix();
-    for (let i = 0; i < batch.length; i++) batch[i]!.hold();
-    return answer.then((results) =>
-      this.#settle.finish(nowMs, items, batch, results, independent, ctx),
-    );
-  }
-}
-
-/** What the gateway calls when a waited-on store call ends: the batch's holds go. */
-function releaseBatch(batch: readonly StoreRequest[]): void {
-  release(batch as readonly PreparedItem[]);
 }
 
 function ignore(): void {}
 
 const NOT_SYNCHRONOUS =
   'Limiter.checkSync needs a store that decides synchronously (such as MemoryStore); use check()';
-
-/** The default of `options`: one shared object, not a new one per check. */
-const NO_OPTIONS: CheckOptions = Object.freeze({});
-
-/** No items (a record whose shape fits one policy but not its fixed values). */
-const EMPTY: readonly PreparedItem[] = Object.freeze([]);
-const EMPTY_RESULTS: readonly StoreResult[] = Object.freeze([]);
 
 /** `performance.timeOrigin` is a getter with argument checks: read it once. */
 const TIME_ORIGIN = performance.timeOrigin;
