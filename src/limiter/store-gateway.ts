@@ -103,21 +103,9 @@ export class StoreGateway implements StageGateway {
     signal: AbortSignal | undefined,
     ended?: (batch: readonly StoreRequest[]) => void,
   ): StoreAnswer {
-    if (signal?.aborted === true) {
-      return this.#told(failedResults(batch, cancelled()), 'cancel', 0);
-    }
-    if (!(timeoutMs > 0)) {
-      return this.#told(
-        failedResults(
-          batch,
-          new StoreError(
-            'SLUICE_ERR_STORE_TIMEOUT',
-            "the caller's budget for the check was spent before the store was asked; nothing was applied",
-          ),
-        ),
-        'deadline',
-        0,
-      );
+    if (signal !== undefined || !(timeoutMs > 0)) {
+      const refused = this.#notAsked(batch, timeoutMs, signal);
+      if (refused !== undefined) return refused;
     }
     const metrics = this.#metrics;
     const startedAt = metrics === undefined ? 0 : performance.now();
@@ -128,13 +116,48 @@ export class StoreGateway implements StageGateway {
     } catch (cause) {
       return this.#told(failedResults(batch, cause), 'store', startedAt);
     }
-    if (!isPending(answer)) {
+    if (Array.isArray(answer)) {
       // Decided in process: not timed (it is the check), a failure counted.
       if (metrics !== undefined) inProcessCall(metrics, answer);
       return answer;
     }
     this.#spare = new StoreCall();
-    return this.#wait(answer, batch, call, timeoutMs, deadlineEnds, signal, ended, startedAt);
+    return this.#wait(
+      answer as PromiseLike<readonly StoreResult[]>,
+      batch,
+      call,
+      timeoutMs,
+      deadlineEnds,
+      signal,
+      ended,
+      startedAt,
+    );
+  }
+
+  /**
+   * The failed results of a call the store is not asked for (`signal` already aborted,
+   * or no time left: `timeoutMs` 0 or less), told as such; `undefined` when it is asked.
+   */
+  #notAsked(
+    batch: readonly StoreRequest[],
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): readonly StoreResult[] | undefined {
+    if (signal?.aborted === true) {
+      return this.#told(failedResults(batch, cancelled()), 'cancel', 0);
+    }
+    if (timeoutMs > 0) return undefined;
+    return this.#told(
+      failedResults(
+        batch,
+        new StoreError(
+          'SLUICE_ERR_STORE_TIMEOUT',
+          "the caller's budget for the check was spent before the store was asked; nothing was applied",
+        ),
+      ),
+      'deadline',
+      0,
+    );
   }
 
   /**
@@ -267,11 +290,11 @@ export class StoreGateway implements StageGateway {
 }
 
 /**
- * Whether a store's answer is to be waited on: anything with a `then` (a promise of this
- * realm or another, or a thenable), never a results array.
+ * Whether a store's answer is to be waited on: anything but a results array (a promise
+ * of this realm or another, or a thenable).
  */
 export function isPending(answer: StoreAnswer): answer is Promise<readonly StoreResult[]> {
-  return typeof (answer as { then?: unknown }).then === 'function';
+  return !Array.isArray(answer);
 }
 
 /**
