@@ -4,6 +4,7 @@ import { StoreError } from '../../core/errors.js';
 import { refundState } from '../../algorithms/refund.js';
 import { decideBatch } from '../batch.js';
 import { dedupKey } from '../key.js';
+import { RequestRecords } from './request-records.js';
 import { newBucket, newTable, type Bucket, type Table } from './bucket.js';
 import { indexable, placeOf, valueIndexId } from './bucket-place.js';
 import type {
@@ -95,9 +96,7 @@ export class MemoryStore implements Store {
   #evictedLive = 0;
   #expired = 0;
   #lastNowMs = -Infinity;
-  readonly #dedupTtlMs: number;
-  readonly #maxRequestIds: number;
-  readonly #requests = new Map<string, { results: readonly StoreResult[]; expiresAtMs: number }>();
+  readonly #requests: RequestRecords;
   constructor(options: MemoryStoreOptions = {}) {
     const maxKeys = options.maxKeys ?? 1_000_000;
     if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
@@ -106,8 +105,10 @@ export class MemoryStore implements Store {
       );
     }
     this.#maxKeys = maxKeys;
-    this.#dedupTtlMs = options.dedupTtlMs ?? 60_000;
-    this.#maxRequestIds = options.maxRequestIds ?? 100_000;
+    this.#requests = new RequestRecords(
+      options.dedupTtlMs ?? 60_000,
+      options.maxRequestIds ?? 100_000,
+    );
   }
 
   /** Decides `batch` in process: the results themselves, never a promise. */
@@ -135,9 +136,8 @@ export class MemoryStore implements Store {
         ? undefined
         : dedupKey(batch[0]!.key, options.requestId);
     if (rid !== undefined) {
-      const seen = this.#requests.get(rid);
-      if (seen !== undefined && nowMs < seen.expiresAtMs) return seen.results;
-      this.#requests.delete(rid);
+      const seen = this.#requests.seen(rid, nowMs);
+      if (seen !== undefined) return seen;
     }
     if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
     this.#sweep(nowMs);
@@ -162,12 +162,7 @@ export class MemoryStore implements Store {
       for (const [table] of places) this.#release(table);
       results = outcome.decisions.map((decision) => ({ ok: true as const, decision }));
     }
-    if (rid !== undefined) {
-      if (this.#requests.size >= this.#maxRequestIds) {
-        this.#requests.delete(this.#requests.keys().next().value as string);
-      }
-      this.#requests.set(rid, { results, expiresAtMs: nowMs + this.#dedupTtlMs });
-    }
+    if (rid !== undefined) this.#requests.remember(rid, results, nowMs);
     return results;
   }
 
@@ -216,8 +211,8 @@ export class MemoryStore implements Store {
         ? undefined
         : `${dedupKey(batch[0]!.key, options.requestId)}:refund`;
     if (marker !== undefined) {
-      const seen = this.#requests.get(marker);
-      if (seen !== undefined && nowMs < seen.expiresAtMs) return seen.results;
+      const seen = this.#requests.seen(marker, nowMs);
+      if (seen !== undefined) return seen;
     }
     if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
     const results: StoreResult[] = [];
@@ -230,12 +225,7 @@ export class MemoryStore implements Store {
       this.#release(table);
       results.push({ ok: true, decision: read });
     }
-    if (marker !== undefined) {
-      if (this.#requests.size >= this.#maxRequestIds) {
-        this.#requests.delete(this.#requests.keys().next().value as string);
-      }
-      this.#requests.set(marker, { results, expiresAtMs: nowMs + this.#dedupTtlMs });
-    }
+    if (marker !== undefined) this.#requests.remember(marker, results, nowMs);
     return results;
   }
 
