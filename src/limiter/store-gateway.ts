@@ -330,8 +330,9 @@ class StoreCall {
     this.nowMs = nowMs;
     this.requestId = requestId;
     this.independent = independent ? true : undefined;
-    this.#controller = undefined;
-    this.#aborted = false;
+    // Only a call answered with a promise is ever aborted, and it is not reused; a store
+    // that read the signal of one answered in process leaves a controller to drop.
+    if (this.#controller !== undefined) this.#controller = undefined;
     return this as StoreApplyOptions;
   }
 
