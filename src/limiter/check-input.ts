@@ -4,6 +4,9 @@ import { release, type PreparedItem } from './policy-plan.js';
 
 /** Validating what a check is given: its options, costs and request id, each with a clear `PolicyError`. */
 
+/** The default of a check's options: one shared object, not a new one per check. */
+export const NO_OPTIONS: Readonly<Record<string, never>> = Object.freeze({});
+
 /**
  * Validates a check's request id and timeout (the one place), giving the items back when
  * either is invalid. The valid request id, if any.

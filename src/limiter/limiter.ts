@@ -1,25 +1,24 @@
 import { systemClock, type Clock } from '../core/clock.js';
-import type { Decision } from '../core/decision.js';
 import type { DescriptorInput } from '../core/descriptor.js';
 import { descriptorLimits } from '../core/descriptor-limits.js';
-import { PolicyError, StoreError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
 import { parsePolicies, type PolicyInput, type PolicySet } from '../config/policies.js';
 import type { CheckRecorder } from '../metrics/check-recorder.js';
 import { LimiterMetrics } from '../metrics/limiter-metrics.js';
-import { bucketKey } from '../stores/key.js';
-import type { Store, StoreApplyOptions, StoreResult } from '../stores/store.js';
-import { combineDecisions, type CheckResult } from './check-result.js';
-import { PolicyPlans } from './plan.js';
-import { planOf, PreparedItem, release, type PolicyPlan } from './policy-plan.js';
-import { checkStages, enterStages, settleStages } from './pipeline.js';
-import type { Stage, StageContext } from './stage.js';
-import { validOptions, validateCost } from './check-input.js';
-import { askedBuckets, measured, recorded, settled } from './check-metrics.js';
-import { FailurePolicy, neverFits, notReached, withPolicy } from './failure-policy.js';
-import { Resolver } from './resolve.js';
-import { budget, MAX_TIMER_MS, StoreGateway } from './store-gateway.js';
+import type { Store } from '../stores/store.js';
+import type { CheckResult } from './check-result.js';
+import { NO_OPTIONS } from './check-input.js';
+import { measured, recorded, settled } from './check-metrics.js';
+import { CheckRun } from './check-run.js';
+import { DecidedItems } from './decide-items.js';
+import { FailurePolicy } from './failure-policy.js';
 import type { CheckItem, CheckOptions, DecideOptions, LimiterOptions } from './limiter-options.js';
+import { checkStages } from './pipeline.js';
+import { PolicyPlans } from './plan.js';
+import { Resolver } from './resolve.js';
+import { Settle } from './settle.js';
+import type { Stage } from './stage.js';
+import { StoreGateway } from './store-gateway.js';
 
 export type { CheckItem, CheckOptions, DecideOptions, LimiterOptions } from './limiter-options.js';
 export type { StoreCallEnd, StoreCallObserver } from './store-gateway.js';
@@ -41,13 +40,10 @@ export class Limiter {
   readonly #stages: readonly Stage[];
   /** The policies in force and their compiled resolution, swapped together. */
   #current: PolicyPlans;
-  /** Plans of `decideAt` policies outside the set in force, by policy object. */
-  readonly #loose = new WeakMap<Policy, PolicyPlan>();
-  readonly #failure = new FailurePolicy();
+  readonly #decided: DecidedItems;
+  readonly #run: CheckRun;
   readonly #gateway: StoreGateway;
   readonly #metrics: CheckRecorder | undefined;
-  /** The options of a synchronous store call with no request id, reused. */
-  readonly #syncCall: { nowMs: number } = new SyncCall();
 
   constructor(options: LimiterOptions) {
     this.#store = options.store;
@@ -63,6 +59,8 @@ export class Limiter {
     const stages = options.stages ?? [];
     checkStages(stages);
     this.#stages = Object.freeze([...stages]);
+    this.#decided = new DecidedItems(this.#store, this.#stages);
+    this.#run = new CheckRun(this.#gateway, new Settle(new FailurePolicy()), this.#metrics);
     this.#current = this.#accept(options.policies);
   }
 
@@ -112,8 +110,9 @@ export class Limiter {
   }
 
   /**
-   * Whether the store decides synchronously (it implements `applySync`, as MemoryStore
-   * does), so {@link Limiter.checkSync} can be used.
+   * Whether the store decides synchronously (its `apply` answers with the results, as
+   * MemoryStore's does, not a promise), so {@link Limiter.checkSync} can be used. The
+   * store is asked each time, with an empty batch (which changes nothing).
    */
   get synchronous(): boolean {
     return this.#gateway.synchronous;
@@ -128,22 +127,26 @@ export class Limiter {
    * {@link Limiter.checkAt} without a promise, for a store that decides in process
    * (MemoryStore; see {@link Limiter.synchronous}): the same decision, the same
    * all-or-nothing batch and failure modes, returned directly. Throws the `PolicyError`s
-   * that `checkAt` rejects with, and a `TypeError` when the store is not synchronous or
-   * a stage answers with a promise (the error names the stage).
+   * that `checkAt` rejects with, and a `TypeError` when a stage answers with a promise
+   * (the error names the stage; the store is not asked) or the store does: the check was
+   * then sent, goes on without a caller and its outcome is not known, so ask
+   * {@link Limiter.synchronous} first when the store may be remote.
    */
   checkSyncAt(
     nowMs: number,
     descriptor: DescriptorInput,
     options: CheckOptions = NO_OPTIONS,
   ): CheckResult {
-    if (this.#store.applySync === undefined) {
-      throw new TypeError(
-        'Limiter.checkSync needs a store that decides synchronously (such as MemoryStore); use check()',
-      );
-    }
     const m = this.#metrics;
-    if (m !== undefined) return this.#measured(m, nowMs, descriptor, options, true) as CheckResult;
-    return this.#check(nowMs, descriptor, options, true) as CheckResult;
+    const result =
+      m === undefined
+        ? this.#check(nowMs, descriptor, options, true)
+        : this.#measured(m, nowMs, descriptor, options, true);
+    if (result instanceof Promise) {
+      result.then(undefined, ignore); // the check goes on; nobody waits for it
+      throw new TypeError(`${NOT_SYNCHRONOUS} (the store answered this check with a promise)`);
+    }
+    return result;
   }
 
   /** The clock's reading; the system clock's time origin is read once, not per check. */
@@ -236,7 +239,7 @@ export class Limiter {
   ): CheckResult | Promise<CheckResult> {
     // One read of the set in force: reloads never mix sets within a check.
     const items = this.#resolver.resolve(this.#current, descriptor, options);
-    return this.#run(nowMs, items, options, sync);
+    return this.#run.run(nowMs, items, options, sync);
   }
 
   /** {@link Limiter.decideAt}: the items prepared as given, then the same run as a check. */
@@ -246,382 +249,15 @@ export class Limiter {
     options: DecideOptions,
   ): CheckResult | Promise<CheckResult> {
     const independent = options.independent === true;
-    const plans = this.#current;
-    const prepared: PreparedItem[] = [];
-    try {
-      for (const { policy, descriptor, cost } of items) {
-        validateCost(cost);
-        const plan = this.#planOf(policy, plans);
-        if (!independent && plan.algorithm.chargesDenied?.(policy.params) === true) {
-          throw new PolicyError(
-            'SLUICE_ERR_POLICY_UNSUPPORTED',
-            `policy "${policy.name}" charges denied requests, which an all-or-nothing decision cannot undo; decide it with independent: true`,
-          );
-        }
-        // Not the spare: one policy may stand in several items of a batch.
-        prepared.push(
-          new PreparedItem(plan)
-            .hold()
-            .prepare(cost, bucketKey(policy, descriptor), undefined, undefined),
-        );
-      }
-    } catch (error) {
-      release(prepared);
-      throw error;
-    }
-    return this.#run(nowMs, prepared, options, false);
-  }
-
-  /** The plan of a `decideAt` policy: the set's own, else one compiled on first sight. */
-  #planOf(policy: Policy, plans: PolicyPlans): PolicyPlan {
-    const own = plans.byName(policy.name);
-    if (own?.policy === policy) return own;
-    let plan = this.#loose.get(policy);
-    if (plan === undefined) {
-      plan = planOf(policy, this.#store, this.#stages);
-      this.#loose.set(policy, plan);
-    }
-    return plan;
-  }
-
-  /**
-   * Runs a check's prepared items through the pipeline: the stages that apply (if any),
-   * then the store for the items no stage answered. A store with `applySync` (in
-   * process) is called directly: no deadline, timer or promise is made for it.
-   */
-  #run(
-    nowMs: number,
-    items: readonly PreparedItem[],
-    options: DecideOptions,
-    sync: boolean,
-  ): CheckResult | Promise<CheckResult> {
-    if (items.length === 0) return combineDecisions([]);
-    const requestId = options === NO_OPTIONS ? undefined : validOptions(options, items);
-    const m = this.#metrics;
-    if (m !== undefined) askedBuckets(m, items, nowMs);
-    for (let i = 0; i < items.length; i++) {
-      if (items[i]!.plan.stages.length > 0) {
-        return this.#staged(nowMs, items, requestId, options, sync);
-      }
-    }
-    return this.#toStore(nowMs, items, items, requestId, options, undefined);
-  }
-
-  /**
-   * {@link Limiter.#run} for items some stage applies to: the stages, then the store.
-   * (A method of its own: its closures would cost every check a context object.)
-   */
-  #staged(
-    nowMs: number,
-    items: readonly PreparedItem[],
-    requestId: string | undefined,
-    options: DecideOptions,
-    sync: boolean,
-  ): CheckResult | Promise<CheckResult> {
-    // The caller's budget covers the whole check: the stages' store calls and the
-    // check's own (see `budget`).
-    const ctx: StageContext = {
-      nowMs,
-      gateway: this.#gateway,
-      ...(requestId === undefined ? {} : { requestId }),
-      ...(options.signal === undefined ? {} : { signal: options.signal }),
-      ...(options.timeoutMs === undefined
-        ? {}
-        : { deadlineAtMs: performance.now() + options.timeoutMs }),
-    };
-    let entering: Promise<void> | undefined;
-    try {
-      entering = enterStages(items, ctx, sync);
-    } catch (error) {
-      this.#abandon(items, ctx);
-      throw error;
-    }
-    if (entering === undefined) return this.#afterStages(nowMs, items, requestId, options, ctx);
-    return entering.then(
-      () => this.#afterStages(nowMs, items, requestId, options, ctx),
-      (error: unknown) => {
-        this.#abandon(items, ctx);
-        throw error;
-      },
-    );
-  }
-
-  /** Settles a check that ended in an error before it was decided (nothing admitted). */
-  #abandon(items: readonly PreparedItem[], ctx: StageContext): void {
-    try {
-      settleStages(items, ctx, items.map(notReached), false);
-    } finally {
-      release(items);
-    }
-  }
-
-  /**
-   * After the stages: a denial of an enforced item by a stage decides an all-or-nothing
-   * check without the store; else the items no stage answered go to the store.
-   */
-  #afterStages(
-    nowMs: number,
-    items: readonly PreparedItem[],
-    requestId: string | undefined,
-    options: DecideOptions,
-    ctx: StageContext,
-  ): CheckResult | Promise<CheckResult> {
-    const independent = options.independent === true;
-    const pending: PreparedItem[] = [];
-    let denied = false;
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i]!;
-      const answer = item.answer;
-      if (answer === undefined) pending.push(item);
-      else if (item.plan.enforce && !answer.allowed) denied = true;
-    }
-    if ((denied && !independent) || pending.length === 0) {
-      return this.#finish(nowMs, items, EMPTY, EMPTY_RESULTS, independent, ctx);
-    }
-    return this.#toStore(nowMs, items, pending, requestId, options, ctx);
-  }
-
-  /**
-   * Sends `batch` (the items no stage answered) to the store and finishes the check:
-   * directly on a synchronous store, else with a deadline.
-   */
-  #toStore(
-    nowMs: number,
-    items: readonly PreparedItem[],
-    batch: readonly PreparedItem[],
-    requestId: string | undefined,
-    options: DecideOptions,
-    ctx: StageContext | undefined,
-  ): CheckResult | Promise<CheckResult> {
-    const independent = options.independent === true;
-    if (!this.#gateway.synchronous) {
-      return this.#toAsyncStore(nowMs, items, batch, requestId, options, ctx);
-    }
-    let call: StoreApplyOptions;
-    if (requestId === undefined && !independent) {
-      this.#syncCall.nowMs = nowMs;
-      call = this.#syncCall;
-    } else {
-      call = syncCallOf(nowMs, requestId, independent);
-    }
-    const results = this.#gateway.inProcess(batch, call);
-    return this.#finish(nowMs, items, batch, results, independent, ctx);
-  }
-
-  /**
-   * {@link Limiter.#toStore} on a store that is waited on: with a deadline. (Apart, so the
-   * in-process path stays small enough to be inlined.)
-   */
-  #toAsyncStore(
-    nowMs: number,
-    items: readonly PreparedItem[],
-    batch: readonly PreparedItem[],
-    requestId: string | undefined,
-    options: DecideOptions,
-    ctx: StageContext | undefined,
-  ): Promise<CheckResult> {
-    const independent = options.independent === true;
-    for (let i = 0; i < items.length; i++) items[i]!.fix();
-    let policyMs = MAX_TIMER_MS;
-    for (let i = 0; i < batch.length; i++)
-      policyMs = Math.min(policyMs, batch[i]!.policy.timeoutMs);
-    const deadlineAtMs =
-      ctx?.deadlineAtMs ??
-      (options.timeoutMs === undefined ? undefined : performance.now() + options.timeoutMs);
-    const { ms: timeoutMs, endedBy } = budget(policyMs, deadlineAtMs);
-    return this.#apply(
-      items,
-      batch,
-      nowMs,
-      timeoutMs,
-      requestId,
-      independent,
-      endedBy,
-      options.signal,
-      ctx,
-    );
-  }
-
-  /**
-   * Turns the stages' answers and the store's results (for `batch`, the items no stage
-   * answered, in item order; empty when the store was not called) into the check's
-   * result, settles the stages and gives the items back.
-   */
-  #finish(
-    nowMs: number,
-    items: readonly PreparedItem[],
-    batch: readonly PreparedItem[],
-    results: readonly StoreResult[],
-    independent: boolean,
-    ctx: StageContext | undefined,
-  ): CheckResult {
-    // A batch is atomic: if any item failed, nothing is known about the others. Items
-    // decided independently fail alone.
-    if (!independent) {
-      for (let i = 0; i < results.length; i++) {
-        const r = results[i]!;
-        if (!r.ok) return this.#failed(nowMs, items, r.error, ctx);
-      }
-    }
-    if (items.length === 1) {
-      // One item (the usual check): a one-element literal, no array growth.
-      return this.#decided(
-        items,
-        [this.#decisionOf(items[0]!, batch, results[0], nowMs)],
-        independent,
-        ctx,
-      );
-    }
-    const decisions = new Array<Decision>(items.length);
-    let j = 0;
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i]!;
-      const answered = item.answer !== undefined || batch.length === 0;
-      decisions[i] = this.#decisionOf(item, batch, answered ? undefined : results[j++], nowMs);
-    }
-    return this.#decided(items, decisions, independent, ctx);
-  }
-
-  /**
-   * One item's decision: a stage's answer; not reached (`batch` empty: the store was not
-   * called); else from its store result (`result`), or its failure mode when that failed.
-   */
-  #decisionOf(
-    item: PreparedItem,
-    batch: readonly PreparedItem[],
-    result: StoreResult | undefined,
-    nowMs: number,
-  ): Decision {
-    const policy = item.plan.policy;
-    const answer = item.answer;
-    if (answer !== undefined) {
-      return withPolicy(answer, policy.name, policy.shadow ? 'shadow' : item.answerPath!);
-    }
-    if (batch.length === 0 || result === undefined) return notReached(item);
-    if (!result.ok) {
-      item.storeError = result.error;
-      const d = this.#failure.withoutStore(item, nowMs);
-      if (d.path === 'stale' && d.allowed) this.#failure.spendStale(item, nowMs);
-      return d;
-    }
-    let decision = result.decision;
-    // INVALID_POLICY from a transition: the cost is above capacity (decideAt lets such
-    // costs through), so it can never fit.
-    if (decision.status === 'INVALID_POLICY') decision = neverFits(decision);
-    this.#failure.remember(item, decision, nowMs);
-    return withPolicy(decision, policy.name, policy.shadow ? 'shadow' : 'store');
-  }
-
-  /** The check's result from its decisions; the stages settled and the items given back. */
-  #decided(
-    items: readonly PreparedItem[],
-    decisions: readonly Decision[],
-    independent: boolean,
-    ctx: StageContext | undefined,
-  ): CheckResult {
-    const result = combineDecisions(decisions);
-    if (ctx === undefined) {
-      release(items);
-      return result;
-    }
-    try {
-      settleStages(items, ctx, decisions, independent ? undefined : result.allowed);
-    } finally {
-      release(items);
-    }
-    return result;
-  }
-
-  /**
-   * Runs the batch through the store gateway with a deadline and finishes it into the
-   * check's result. The items are held until the store's own call ends.
-   */
-  #apply(
-    items: readonly PreparedItem[],
-    batch: readonly PreparedItem[],
-    nowMs: number,
-    timeoutMs: number,
-    requestId: string | undefined,
-    independent: boolean,
-    /** What the deadline stands for: the policies' timeout, or the caller's shorter one. */
-    deadlineEnds: 'store' | 'deadline',
-    signal: AbortSignal | undefined,
-    ctx: StageContext | undefined,
-  ): Promise<CheckResult> {
-    // The store may read the items until its call ends, even past the deadline.
-    for (let i = 0; i < batch.length; i++) batch[i]!.hold();
-    return this.#gateway
-      .call(batch, nowMs, requestId, independent, timeoutMs, deadlineEnds, signal, () =>
-        release(batch),
-      )
-      .then((results) => this.#finish(nowMs, items, batch, results, independent, ctx));
-  }
-
-  /**
-   * Decides without the store, after the store call for the items no stage answered
-   * failed with `error`: their failure modes, all-or-nothing like a store batch (stale
-   * budgets are spent only when the request is admitted as a whole).
-   */
-  #failed(
-    nowMs: number,
-    items: readonly PreparedItem[],
-    error: StoreError,
-    ctx: StageContext | undefined,
-  ): CheckResult {
-    const decisions: Decision[] = [];
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i]!;
-      const policy = item.plan.policy;
-      const answer = item.answer;
-      if (answer !== undefined) {
-        decisions.push(
-          withPolicy(answer, policy.name, policy.shadow ? 'shadow' : item.answerPath!),
-        );
-      } else {
-        item.storeError = error;
-        decisions.push(this.#failure.withoutStore(item, nowMs));
-      }
-    }
-    if (combineDecisions(decisions).allowed) {
-      for (let i = 0; i < items.length; i++) {
-        const item = items[i]!;
-        const d = decisions[i]!;
-        if (item.answer === undefined && d.path === 'stale' && d.allowed) {
-          this.#failure.spendStale(item, nowMs);
-        }
-      }
-    }
-    return this.#decided(items, decisions, false, ctx);
+    const prepared = this.#decided.prepare(items, this.#current, independent);
+    return this.#run.run(nowMs, prepared, options, false);
   }
 }
 
-/**
- * The options of a synchronous store call, reused. `nowMs` starts as a non-number so that
- * V8 keeps the field tagged: a double field would box a new number on every read.
- */
-class SyncCall {
-  nowMs = null as unknown as number;
-}
+function ignore(): void {}
 
-/** The options of a synchronous store call with a request id or `independent`. */
-function syncCallOf(
-  nowMs: number,
-  requestId: string | undefined,
-  independent: boolean,
-): StoreApplyOptions {
-  return {
-    nowMs,
-    ...(requestId === undefined ? {} : { requestId }),
-    ...(independent ? { independent } : {}),
-  };
-}
-
-/** The default of `options`: one shared object, not a new one per check. */
-const NO_OPTIONS: CheckOptions = Object.freeze({});
-
-/** No items (a record whose shape fits one policy but not its fixed values). */
-const EMPTY: readonly PreparedItem[] = Object.freeze([]);
-const EMPTY_RESULTS: readonly StoreResult[] = Object.freeze([]);
+const NOT_SYNCHRONOUS =
+  'Limiter.checkSync needs a store that decides synchronously (such as MemoryStore); use check()';
 
 /** `performance.timeOrigin` is a getter with argument checks: read it once. */
 const TIME_ORIGIN = performance.timeOrigin;

@@ -2,6 +2,7 @@ import { StoreError } from '../core/errors.js';
 import type { CheckRecorder } from '../metrics/check-recorder.js';
 import type {
   Store,
+  StoreAnswer,
   StoreApplyOptions,
   StoreRefundOptions,
   StoreRequest,
@@ -48,6 +49,12 @@ export class StoreGateway implements StageGateway {
   readonly #observer: StoreCallObserver | undefined;
   readonly #metrics: CheckRecorder | undefined;
   readonly #deadlines = new Deadlines();
+  /**
+   * The options the next call hands the store. Reused while the store answers in
+   * process; a call answered with a promise keeps its own (the store may read its signal
+   * until it settles), and a fresh one takes its place.
+   */
+  #spare = new StoreCall();
 
   constructor(
     store: Store,
@@ -59,34 +66,32 @@ export class StoreGateway implements StageGateway {
     this.#metrics = metrics;
   }
 
-  /** Whether the store decides in process (`Store.applySync`, as MemoryStore does). */
-  get synchronous(): boolean {
-    return this.#store.applySync !== undefined;
-  }
-
   /**
-   * One call to a store that decides in process (see {@link StoreGateway.synchronous}):
-   * no deadline, timer or promise. A throw becomes per-request errors; a failure is
-   * counted in the metrics (an in-process call is not timed: it is the check).
+   * Whether the store answers in process now: asked with an empty batch (which changes
+   * nothing), every time this is read. Nothing is remembered: each call of a check is
+   * taken as its answer comes.
    */
-  inProcess(batch: readonly StoreRequest[], options: StoreApplyOptions): readonly StoreResult[] {
-    let results: readonly StoreResult[];
+  get synchronous(): boolean {
+    let answer: StoreAnswer;
     try {
-      results = this.#store.applySync!(batch, options);
-    } catch (cause) {
-      results = failedResults(batch, cause);
+      answer = this.#store.apply(NO_REQUESTS, PROBE);
+    } catch {
+      return false;
     }
-    const m = this.#metrics;
-    if (m !== undefined) inProcessCall(m, results);
-    return results;
+    if (!isPending(answer)) return true;
+    answer.then(undefined, ignore);
+    return false;
   }
 
   /**
-   * One store call of `batch`, waited on at most `timeoutMs` (what `deadlineEnds` says
-   * that bound stands for) and until `signal` aborts. Never rejects: a late, thrown or
-   * failed answer becomes per-request errors. `timeoutMs` 0 or less: the caller's budget
-   * is already spent, and the store is not called. `onEnded` runs when the store's own
-   * call ends (the store may read `batch` until then, even past the deadline).
+   * One store call of `batch`. The store's answer is taken as it comes, per call: results
+   * (a store that decides in process) come back as they are, with no deadline, timer or
+   * promise; a promise is waited on at most `timeoutMs` (what `deadlineEnds` says that
+   * bound stands for) and until `signal` aborts, and never rejects (a late, thrown or
+   * failed answer becomes per-request errors). Failed results come back at once when the
+   * store is not asked: `signal` already aborted, or `timeoutMs` 0 or less (the caller's
+   * budget is spent). `ended` runs only after an answer that was a promise, when the
+   * store's own call ends (the store may read `batch` until then, even past the deadline).
    */
   call(
     batch: readonly StoreRequest[],
@@ -96,27 +101,79 @@ export class StoreGateway implements StageGateway {
     timeoutMs: number,
     deadlineEnds: 'store' | 'deadline',
     signal: AbortSignal | undefined,
-    onEnded?: () => void,
-  ): Promise<readonly StoreResult[]> {
-    const call = new StoreCall(nowMs, requestId, independent);
-    return this.#waited(batch, call, timeoutMs, deadlineEnds, signal, onEnded, APPLY);
+    ended?: (batch: readonly StoreRequest[]) => void,
+  ): StoreAnswer {
+    if (signal !== undefined || !(timeoutMs > 0)) {
+      const refused = this.#notAsked(batch, timeoutMs, signal);
+      if (refused !== undefined) return refused;
+    }
+    const metrics = this.#metrics;
+    const startedAt = metrics === undefined ? 0 : performance.now();
+    const call = this.#spare;
+    let answer: StoreAnswer;
+    try {
+      answer = this.#store.apply(batch, call.reset(nowMs, requestId, independent));
+    } catch (cause) {
+      return this.#told(failedResults(batch, cause), 'store', startedAt);
+    }
+    if (Array.isArray(answer)) {
+      // Decided in process: not timed (it is the check), a failure counted.
+      if (metrics !== undefined) inProcessCall(metrics, answer);
+      return answer;
+    }
+    this.#spare = new StoreCall();
+    return this.#wait(
+      answer as PromiseLike<readonly StoreResult[]>,
+      batch,
+      call,
+      timeoutMs,
+      deadlineEnds,
+      signal,
+      ended,
+      startedAt,
+    );
   }
 
   /**
-   * `invoke` (the store's apply or refund, with `call` as its options) waited on as
-   * {@link StoreGateway.call} describes, and told to the observer and the metrics.
+   * The failed results of a call the store is not asked for (`signal` already aborted,
+   * or no time left: `timeoutMs` 0 or less), told as such; `undefined` when it is asked.
    */
-  #waited(
+  #notAsked(
+    batch: readonly StoreRequest[],
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): readonly StoreResult[] | undefined {
+    if (signal?.aborted === true) {
+      return this.#told(failedResults(batch, cancelled()), 'cancel', 0);
+    }
+    if (timeoutMs > 0) return undefined;
+    return this.#told(
+      failedResults(
+        batch,
+        new StoreError(
+          'SLUICE_ERR_STORE_TIMEOUT',
+          "the caller's budget for the check was spent before the store was asked; nothing was applied",
+        ),
+      ),
+      'deadline',
+      0,
+    );
+  }
+
+  /**
+   * Waits for `pending` (the store's answer to `call`) at most `timeoutMs` and until
+   * `signal` aborts, and tells the observer and the metrics how it ended. Never rejects.
+   */
+  #wait(
+    pending: PromiseLike<readonly StoreResult[]>,
     batch: readonly StoreRequest[],
     call: StoreCall,
     timeoutMs: number,
     deadlineEnds: 'store' | 'deadline',
     signal: AbortSignal | undefined,
-    onEnded: (() => void) | undefined,
-    invoke: Invoke,
+    ended: ((batch: readonly StoreRequest[]) => void) | undefined,
+    startedAt: number,
   ): Promise<readonly StoreResult[]> {
-    const metrics = this.#metrics;
-    const startedAt = metrics === undefined ? 0 : performance.now();
     return new Promise<readonly StoreResult[]>((resolve) => {
       let deadline: Deadline | undefined;
       let done = false;
@@ -125,47 +182,16 @@ export class StoreGateway implements StageGateway {
         done = true;
         deadline?.clear();
         signal?.removeEventListener('abort', onAbort);
-        const observer = this.#observer;
-        if (observer !== undefined || metrics !== undefined) {
-          const failed = results.find((r) => !r.ok);
-          if (failed === undefined) observer?.answered();
-          else observer?.failed(failed.error, endedBy);
-          metrics?.storeCall(performance.now() - startedAt, failed?.error, endedBy);
-        }
-        resolve(results);
+        resolve(this.#told(results, endedBy, startedAt));
       };
       const fail = (cause: unknown, endedBy: StoreCallEnd = 'store'): void => {
         finish(failedResults(batch, cause), endedBy);
       };
       const onAbort = (): void => {
         call.abort();
-        fail(
-          new StoreError(
-            'SLUICE_ERR_STORE_TIMEOUT',
-            'the caller cancelled the check before the store answered; the request may or may not have been applied',
-          ),
-          'cancel',
-        );
+        fail(cancelled(), 'cancel');
       };
-      if (signal !== undefined) {
-        if (signal.aborted) {
-          onAbort();
-          onEnded?.();
-          return;
-        }
-        signal.addEventListener('abort', onAbort, { once: true });
-      }
-      if (!(timeoutMs > 0)) {
-        fail(
-          new StoreError(
-            'SLUICE_ERR_STORE_TIMEOUT',
-            "the caller's budget for the check was spent before the store was asked; nothing was applied",
-          ),
-          'deadline',
-        );
-        onEnded?.();
-        return;
-      }
+      signal?.addEventListener('abort', onAbort, { once: true });
       if (Number.isFinite(timeoutMs)) {
         deadline = this.#deadlines.add(timeoutMs, () => {
           call.abort();
@@ -180,22 +206,38 @@ export class StoreGateway implements StageGateway {
           );
         });
       }
-      try {
-        invoke(this.#store, batch, call).then(
-          (results) => {
-            onEnded?.();
-            finish(results);
-          },
-          (cause: unknown) => {
-            onEnded?.();
-            fail(cause);
-          },
-        );
-      } catch (cause) {
-        onEnded?.();
-        fail(cause);
-      }
+      pending.then(
+        (results) => {
+          ended?.(batch);
+          finish(results);
+        },
+        (cause: unknown) => {
+          ended?.(batch);
+          fail(cause);
+        },
+      );
     });
+  }
+
+  /** Tells the observer and the metrics how a call that failed or waited ended; gives the results back. */
+  #told(
+    results: readonly StoreResult[],
+    endedBy: StoreCallEnd,
+    startedAt: number,
+  ): readonly StoreResult[] {
+    const observer = this.#observer;
+    const metrics = this.#metrics;
+    if (observer !== undefined || metrics !== undefined) {
+      const failed = results.find((r) => !r.ok);
+      if (failed === undefined) observer?.answered();
+      else observer?.failed(failed.error, endedBy);
+      metrics?.storeCall(
+        startedAt === 0 ? 0 : performance.now() - startedAt,
+        failed?.error,
+        endedBy,
+      );
+    }
+    return results;
   }
 
   /**
@@ -208,8 +250,10 @@ export class StoreGateway implements StageGateway {
     ctx: StageContext,
     requestId?: string,
   ): Promise<readonly StoreResult[]> {
-    const { ms, endedBy } = budget(timeoutMs, ctx.deadlineAtMs);
-    return this.call(batch, ctx.nowMs, requestId, false, ms, endedBy, ctx.signal);
+    const ms = budgetMs(timeoutMs, ctx.deadlineAtMs);
+    const endedBy = ms < timeoutMs ? 'deadline' : 'store';
+    const answer = this.call(batch, ctx.nowMs, requestId, false, ms, endedBy, ctx.signal);
+    return isPending(answer) ? answer : Promise.resolve(answer);
   }
 
   /**
@@ -222,42 +266,74 @@ export class StoreGateway implements StageGateway {
     options: StoreRefundOptions,
     timeoutMs: number,
   ): Promise<readonly StoreResult[]> | undefined {
-    if (this.#store.refund === undefined) return undefined;
+    const store = this.#store;
+    if (store.refund === undefined) return undefined;
+    const startedAt = this.#metrics === undefined ? 0 : performance.now();
     const call = new RefundCall(options.nowMs, options.requestId, options.consumedAtMs);
-    return this.#waited(batch, call, timeoutMs, 'store', options.signal, undefined, REFUND);
+    let pending: Promise<readonly StoreResult[]>;
+    try {
+      pending = store.refund(batch, call as StoreRefundOptions);
+    } catch (cause) {
+      return Promise.resolve(this.#told(failedResults(batch, cause), 'store', startedAt));
+    }
+    return this.#wait(
+      pending,
+      batch,
+      call,
+      timeoutMs,
+      'store',
+      options.signal,
+      undefined,
+      startedAt,
+    );
   }
+}
+
+/**
+ * Whether a store's answer is to be waited on: anything but a results array (a promise
+ * of this realm or another, or a thenable).
+ */
+export function isPending(answer: StoreAnswer): answer is Promise<readonly StoreResult[]> {
+  return !Array.isArray(answer);
 }
 
 /**
  * The wait a store call gets: the policies' `policyMs`, or what is left of the caller's
  * budget (`deadlineAtMs`, on the `performance.now()` clock) when that is shorter, in
- * whole ms (rounded up, so few distinct lengths reach the deadline queues).
+ * whole ms (rounded up, so few distinct lengths reach the deadline queues). Shorter than
+ * `policyMs` means the caller's deadline bounds the wait.
  */
-export function budget(
-  policyMs: number,
-  deadlineAtMs: number | undefined,
-): { ms: number; endedBy: 'store' | 'deadline' } {
-  if (deadlineAtMs === undefined) return { ms: policyMs, endedBy: 'store' };
+export function budgetMs(policyMs: number, deadlineAtMs: number | undefined): number {
+  if (deadlineAtMs === undefined) return policyMs;
   const left = Math.max(0, Math.ceil(deadlineAtMs - performance.now()));
-  return left < policyMs ? { ms: left, endedBy: 'deadline' } : { ms: policyMs, endedBy: 'store' };
+  return left < policyMs ? left : policyMs;
 }
 
 /**
  * The options of one store call. The abort signal is made only if the store reads it
  * (most calls never wait on anything abortable: an AbortController per check cost more
  * than the check); once the deadline has passed, a signal read later is already aborted.
+ * Every field is always present (one shape for V8); `requestId` and `independent` are
+ * `undefined` when not set.
  */
-class StoreCall implements StoreApplyOptions {
-  readonly nowMs: number;
-  readonly requestId?: string;
-  readonly independent?: boolean;
-  #controller: AbortController | undefined;
+class StoreCall {
+  // Starts as a non-number so that V8 keeps the field tagged: a double field would box a
+  // new number on every read of a reused object.
+  nowMs = null as unknown as number;
+  requestId: string | undefined = undefined;
+  independent: boolean | undefined = undefined;
+  #controller: AbortController | undefined = undefined;
   #aborted = false;
 
-  constructor(nowMs: number, requestId: string | undefined, independent: boolean) {
+  /** Sets the call up (a reused one included); `this`, typed as the store sees it. */
+  reset(nowMs: number, requestId: string | undefined, independent: boolean): StoreApplyOptions {
     this.nowMs = nowMs;
-    if (requestId !== undefined) this.requestId = requestId;
-    if (independent) this.independent = true;
+    this.requestId = requestId;
+    this.independent = independent ? true : undefined;
+    // Only a call answered with a promise is ever aborted, and it is not reused; a store
+    // that read the signal of one answered in process leaves a controller to drop.
+    if (this.#controller !== undefined) this.#controller = undefined;
+    return this as StoreApplyOptions;
   }
 
   get signal(): AbortSignal {
@@ -273,24 +349,29 @@ class StoreCall implements StoreApplyOptions {
 }
 
 /** The options of one refund call: a store call's, with when the units were taken. */
-class RefundCall extends StoreCall implements StoreRefundOptions {
+class RefundCall extends StoreCall {
   readonly consumedAtMs: number;
 
   constructor(nowMs: number, requestId: string | undefined, consumedAtMs: number) {
-    super(nowMs, requestId, false);
+    super();
+    this.reset(nowMs, requestId, false);
     this.consumedAtMs = consumedAtMs;
   }
 }
 
-/** One store call of a batch with its options: an apply or a refund. */
-type Invoke = (
-  store: Store,
-  batch: readonly StoreRequest[],
-  call: StoreCall,
-) => Promise<readonly StoreResult[]>;
+/** No requests, and their options: what {@link StoreGateway.synchronous} asks the store. */
+const NO_REQUESTS: readonly StoreRequest[] = Object.freeze([]);
+const PROBE: StoreApplyOptions = Object.freeze({ nowMs: 0 });
 
-const APPLY: Invoke = (store, batch, call) => store.apply(batch, call);
-const REFUND: Invoke = (store, batch, call) => store.refund!(batch, call as RefundCall);
+function ignore(): void {}
+
+/** The error of a call the caller cancelled. */
+function cancelled(): StoreError {
+  return new StoreError(
+    'SLUICE_ERR_STORE_TIMEOUT',
+    'the caller cancelled the check before the store answered; the request may or may not have been applied',
+  );
+}
 
 /** Every request of `batch` failed with `cause` (as a `StoreError`). */
 export function failedResults(batch: readonly unknown[], cause: unknown): StoreResult[] {

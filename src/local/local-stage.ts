@@ -58,7 +58,7 @@ export class LocalStage implements Stage {
   enter(item: StageItem, ctx: StageContext): StageVerdict {
     const local = item.policy.local;
     if (local === undefined || item.cost === 0) return undefined;
-    const [result] = this.#buckets.applySync([request(item)], { nowMs: ctx.nowMs });
+    const [result] = this.#buckets.apply([request(item)], { nowMs: ctx.nowMs });
     if (result === undefined || !result.ok || result.decision.allowed) return undefined;
     // Only a cost above the local burst is INVALID_POLICY in the token bucket; the policy
     // check refuses such a burst, so this is OVER_LIMIT in practice. Say so either way.

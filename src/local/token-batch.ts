@@ -14,7 +14,8 @@ import type {
   StageVerdict,
 } from '../limiter/stage.js';
 import type { StageRecorder } from '../metrics/stage-metrics.js';
-import type { StoreRequest, StoreResult } from '../stores/store.js';
+import type { StoreResult } from '../stores/store.js';
+import { denial, newReserve, putBack, unitsRequest, type Reserve } from './batch-reserve.js';
 
 /** Options of {@link TokenBatchStage}. */
 export interface TokenBatchOptions {
@@ -56,41 +57,6 @@ export interface TokenBatchStats {
   unitsReturned: number;
   /** Items answered from a reserve. */
   answered: number;
-}
-
-/** One bucket key's reserve. */
-interface Reserve {
-  /** Unspent units. */
-  units: number;
-  expiresAtMs: number;
-  /** The last reservation: its id, size and time (what `close` may give back). */
-  requestId: string;
-  taken: number;
-  reservedAtMs: number;
-  /** Size of the next reservation (adapts; see the class comment). */
-  next: number;
-  /** The store's view at the last reservation. */
-  limit: number;
-  remaining: number;
-  resetAfterMs: number;
-  /** Until then, items pass straight on (a reservation call failed). */
-  downUntilMs: number;
-  /**
-   * The store denied `deniedNeed` units until `deniedUntilMs` (its retry time): items
-   * needing as many are denied here until then, as the over-limit cache does.
-   */
-  deniedNeed: number;
-  deniedUntilMs: number;
-  denied: AlgorithmDecision | undefined;
-  /** Spare units (beyond their own items' needs) of the reservations in flight. */
-  inflightExtra: number;
-  /** Units the items waiting for a reservation in flight need. */
-  waiting: number;
-  /** Resolved when a reservation in flight completes. */
-  wake: Promise<void> | undefined;
-  wakeUp: (() => void) | undefined;
-  readonly policy: Policy;
-  readonly key: string;
 }
 
 /**
@@ -233,28 +199,7 @@ export class TokenBatchStage implements Stage {
       this.stats.unitsDropped += oldest.units;
       this.#reserves.delete(oldestKey);
     }
-    r = {
-      units: 0,
-      expiresAtMs: -Infinity,
-      requestId: '',
-      taken: 0,
-      reservedAtMs: 0,
-      next: 1,
-      limit: 0,
-      // Unknown until the store answers: no bound on the first reservation.
-      remaining: Infinity,
-      resetAfterMs: 0,
-      downUntilMs: -Infinity,
-      deniedNeed: Infinity,
-      deniedUntilMs: -Infinity,
-      denied: undefined,
-      inflightExtra: 0,
-      waiting: 0,
-      wake: undefined,
-      wakeUp: undefined,
-      policy: item.policy,
-      key: item.key,
-    };
+    r = newReserve(item.policy, item.key);
     this.#reserves.set(item.key, r);
     return r;
   }
@@ -371,7 +316,7 @@ export class TokenBatchStage implements Stage {
         const result = await this.#reserveCall(r, need + extra, ctx);
         if (result === undefined || !result.ok) {
           r.downUntilMs = nowMs + this.#retryAfterFailureMs;
-          this.#putBack(r, mine, nowMs);
+          putBack(r, mine, nowMs);
           return undefined;
         }
         const d = result.decision;
@@ -392,7 +337,7 @@ export class TokenBatchStage implements Stage {
           extra = fewer;
           continue;
         }
-        this.#putBack(r, mine, nowMs);
+        putBack(r, mine, nowMs);
         const answer = denial(d, mine);
         if (d.status === 'OVER_LIMIT' && Number.isFinite(d.retryAfterMs) && d.retryAfterMs > 0) {
           // Over the limit, wait until a whole batch (`size`) has refilled rather than until
@@ -419,11 +364,6 @@ export class TokenBatchStage implements Stage {
     }
   }
 
-  /** Units set aside for an item that did not get them back into the reserve, unexpired. */
-  #putBack(r: Reserve, units: number, nowMs: number): void {
-    if (units > 0 && nowMs < r.expiresAtMs) r.units += units;
-  }
-
   #hold(r: Reserve, n: number, expiresAtMs: number, d: AlgorithmDecision, nowMs: number): void {
     r.units += n;
     r.taken = n;
@@ -444,13 +384,7 @@ export class TokenBatchStage implements Stage {
   async #reserveCall(r: Reserve, n: number, ctx: StageContext): Promise<StoreResult | undefined> {
     const requestId = `sluice-batch:${this.#instanceId}:${(this.#seq++).toString(36)}`;
     r.requestId = requestId;
-    const req: StoreRequest = {
-      key: r.key,
-      algorithm: algorithmOf(r.policy.algorithm),
-      params: r.policy.params,
-      cost: n,
-      enforce: true,
-    };
+    const req = unitsRequest(r, n);
     const gateway = ctx.gateway!;
     let result: StoreResult | undefined;
     for (let attempt = 0; attempt < 2; attempt++) {
@@ -474,13 +408,7 @@ export class TokenBatchStage implements Stage {
       const units = Math.min(r.units, r.taken);
       r.units = 0;
       if (gateway === undefined || units <= 0 || nowMs >= r.expiresAtMs) continue;
-      const req: StoreRequest = {
-        key: r.key,
-        algorithm: algorithmOf(r.policy.algorithm),
-        params: r.policy.params,
-        cost: units,
-        enforce: true,
-      };
+      const req = unitsRequest(r, units);
       const refund = gateway.refund(
         [req],
         { nowMs, consumedAtMs: r.reservedAtMs, requestId: r.requestId },
@@ -497,18 +425,6 @@ export class TokenBatchStage implements Stage {
     }
     await Promise.all(calls);
   }
-}
-
-/** The store's denial of the units needed, as the item's answer; `leftover` is still held. */
-function denial(d: AlgorithmDecision, leftover: number): AlgorithmDecision {
-  return {
-    status: d.status,
-    allowed: false,
-    limit: d.limit,
-    remaining: d.remaining + leftover,
-    retryAfterMs: d.retryAfterMs,
-    resetAfterMs: d.resetAfterMs,
-  };
 }
 
 /** Whether the caller's budget for the check `ctx` has run out. */

@@ -1,11 +1,9 @@
-import { createHash } from 'node:crypto';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import type { Descriptor } from '../core/descriptor.js';
 import type { DescriptorLimits } from '../core/descriptor-limits.js';
-import { formatIssue, PolicyError, StoreError, type PolicyIssue } from '../core/errors.js';
+import { StoreError } from '../core/errors.js';
 import type { FailureMode, Policy } from '../core/policy.js';
-import { algorithmOf } from '../algorithms/index.js';
 import {
   publicRuleName,
   type DecisionMode,
@@ -23,7 +21,7 @@ import {
   type DescriptorOutcome,
 } from '../config/envoy/overall.js';
 import { durationUntilResetSeconds } from '../config/envoy/window.js';
-import { DEFAULT_TIMEOUT_MS, type PolicySet } from '../config/policies.js';
+import type { PolicySet } from '../config/policies.js';
 import {
   type CheckItem,
   type DecideOptions,
@@ -43,6 +41,7 @@ import type { QuotaAgent } from '../quota/agent.js';
 import { LeaseStage } from '../quota/lease-stage.js';
 import type { DecisionObserver } from './decision-event.js';
 import { rateLimitDynamicMetadata } from './dynamic-metadata.js';
+import { EnvoyRulePolicies } from './envoy-rule-policies.js';
 import { toNativeCheckResponse } from './grpc/check-response.js';
 import type {
   NativeCheckRequest,
@@ -115,8 +114,6 @@ export interface RateLimitServiceOptions {
   };
 }
 
-const MAX_OVERRIDE_POLICIES = 10_000;
-
 /**
  * The one handler core behind every transport: envoy's ShouldRateLimit (gRPC and
  * `/json`) over envoyproxy/ratelimit rules, and Sluice's native Check over policies.
@@ -132,14 +129,11 @@ export class RateLimitService {
   readonly #metrics: ServiceMetrics | undefined;
   readonly #options: RateLimitServiceOptions;
   #config: EnvoyConfig;
-  /** Per rule, its policy for all-or-nothing batches and its counting one (per-descriptor). */
-  readonly #rulePolicies = new WeakMap<EnvoyRule, { batch?: Policy; counting?: Policy }>();
-  readonly #overridePolicies = new Map<string, Policy>();
+  /** The policies envoy rules compile to. */
+  readonly #rules: EnvoyRulePolicies;
   readonly #observer: DecisionObserver | undefined;
   /** Native policies by name, to find the identity a decision was charged to. */
   #nativePolicies: ReadonlyMap<string, Policy>;
-  /** The public name of each envoy rule's policy built from config, by internal name. */
-  readonly #ruleNames = new Map<string, string>();
 
   constructor(options: RateLimitServiceOptions) {
     this.#options = options;
@@ -148,10 +142,11 @@ export class RateLimitService {
     this.#config = options.envoyConfig;
     this.#observer = options.decisionObserver;
     this.#nativePolicies = byName(options.policies);
-    this.#checkRules(options.envoyConfig);
+    this.#rules = new EnvoyRulePolicies(options);
+    this.#rules.check(options.envoyConfig);
     const stageMetrics = options.metrics?.stages;
     const leases = options.leases;
-    const publicName = (name: string): string => this.#ruleNames.get(name) ?? name;
+    const publicName = (name: string): string => this.#rules.publicName(name);
     // With leases, the limiter's default stages (`localStages`) and the lease stage last.
     const stages = (store: Store, overLimitCacheBytes: number): { stages?: Stage[] } =>
       leases === undefined
@@ -250,7 +245,7 @@ export class RateLimitService {
 
   /** Swaps rules and policies atomically: a request uses the old set or the new one. */
   reload(envoyConfig: EnvoyConfig, policies?: PolicySet): void {
-    this.#checkRules(envoyConfig);
+    this.#rules.check(envoyConfig);
     if (policies !== undefined) {
       this.#limiter.setPolicies(policies);
       this.#nativePolicies = byName(policies);
@@ -339,7 +334,7 @@ export class RateLimitService {
         if (r === undefined || droppedQuota.has(i)) return undefined;
         perSecond.push(r.rule.unit === 'second');
         items.push({
-          policy: this.#policyFor(r, independent),
+          policy: this.#rules.policyFor(r, independent),
           descriptor: bucketDescriptor(r),
           cost: deniedAnyway ? 0 : hits[i]!,
         });
@@ -405,7 +400,11 @@ export class RateLimitService {
         const r = resolved[i]!;
         this.#observeRule(
           named,
-          { policy: this.#policyFor(r, independent), descriptor: bucketDescriptor(r), cost: 0 },
+          {
+            policy: this.#rules.policyFor(r, independent),
+            descriptor: bucketDescriptor(r),
+            cost: 0,
+          },
           context,
         );
       }
@@ -540,104 +539,6 @@ export class RateLimitService {
         shadow: rule.shadowMode,
       },
     };
-  }
-
-  /** `counting`: the policy for per-descriptor decisions, which charges denials if it can. */
-  #policyFor(r: ResolvedLimit, counting: boolean): Policy {
-    const rule = r.rule;
-    if (r.source === 'config') {
-      let cached = this.#rulePolicies.get(rule);
-      if (cached === undefined) this.#rulePolicies.set(rule, (cached = {}));
-      const which = counting ? 'counting' : 'batch';
-      let policy = cached[which];
-      if (policy === undefined) {
-        policy = cached[which] = this.#buildPolicy(rule, r.bucketValues.length, counting);
-        // Configured rules only: a descriptor's own limit (an override) takes no lease.
-        this.#ruleNames.set(policy.name, publicRuleName(rule));
-      }
-      return policy;
-    }
-    const key = `${rule.fullKey}|${rule.requestsPerUnit}|${rule.unit ?? ''}|${counting}`;
-    let p = this.#overridePolicies.get(key);
-    if (p === undefined) {
-      if (this.#overridePolicies.size >= MAX_OVERRIDE_POLICIES) {
-        this.#overridePolicies.delete(this.#overridePolicies.keys().next().value as string);
-      }
-      p = this.#buildPolicy(rule, r.bucketValues.length, counting);
-      this.#overridePolicies.set(key, p);
-    }
-    return p;
-  }
-
-  /**
-   * Throws a `PolicyError` listing every rule of `config` the store cannot run (its
-   * `checkPolicy`, as the limiter asks for native policies), each under its file and path.
-   */
-  #checkRules(config: EnvoyConfig): void {
-    const store = this.#options.store;
-    const checkPolicy = store.checkPolicy?.bind(store);
-    if (checkPolicy === undefined) return;
-    const issues: PolicyIssue[] = [];
-    let code: PolicyError['code'] | undefined;
-    const walk = (level: EnvoyDescriptorLevel): void => {
-      for (const node of Object.values(level.nodes)) {
-        const rule = node.rule;
-        if (rule?.sluice.params !== undefined && !rule.unlimited) {
-          try {
-            // Both ways the rule is decided; named as the operator knows it.
-            for (const counting of [true, false]) {
-              const policy = this.#buildPolicy(rule, 1, counting);
-              checkPolicy({ ...policy, name: publicRuleName(rule) });
-            }
-          } catch (error) {
-            if (!(error instanceof PolicyError)) throw error;
-            code ??= error.code;
-            issues.push({
-              file: node.file,
-              path: `${node.path}.rate_limit`,
-              message: error.message,
-            });
-          }
-        }
-        walk(node.children);
-      }
-    };
-    for (const d of Object.values(config.domains)) walk(d.descriptors);
-    if (code !== undefined) {
-      throw new PolicyError(code, issues.map(formatIssue).join('\n'), { issues });
-    }
-  }
-
-  #buildPolicy(rule: EnvoyRule, depth: number, counting: boolean): Policy {
-    // As envoyproxy/ratelimit counts, a denial is charged too, where the algorithm can
-    // (the fixed window: its count passes the limit until the window ends).
-    const configured = rule.sluice.params!;
-    const params: typeof configured =
-      (counting
-        ? (algorithmOf(rule.sluice.algorithm).chargingDenied?.(configured) as typeof configured)
-        : undefined) ?? configured;
-    // Internal name: safe in storage keys whatever the rule's path holds, and never shown
-    // (metrics label it with the rule's public name, `publicRuleName`). The limit, algorithm and params are part
-    // of it, so a reload that changes them (or how the window counts) starts fresh buckets.
-    const fingerprint = `${rule.fullKey}|${rule.requestsPerUnit}|${rule.unit ?? ''}|${rule.sluice.algorithm}|${JSON.stringify(params)}`;
-    const name = `envoy.${createHash('sha256').update(fingerprint).digest('hex').slice(0, 24)}`;
-    // Metrics label the policy with the rule's public name, never the internal one.
-    this.#metrics?.limiter.labelPolicy(name, publicRuleName(rule));
-    const keys = Array.from({ length: depth }, (_, i) => `e${i}`);
-    return Object.freeze({
-      name,
-      match: Object.freeze(keys.map((key) => Object.freeze({ key }))),
-      identity: Object.freeze(keys.slice(0, 1)),
-      algorithm: rule.sluice.algorithm,
-      params,
-      cost: Object.freeze({ defaultCost: 1, rules: Object.freeze([]) }),
-      failureMode: rule.sluice.failureMode ?? this.#options.defaultFailureMode ?? 'open',
-      timeoutMs: this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-      shadow: rule.shadowMode,
-      ...(rule.sluice.local === undefined ? {} : { local: rule.sluice.local }),
-      // A shadow rule never blocks: units reserved for it would be held for nothing.
-      ...(rule.sluice.batch === undefined || rule.shadowMode ? {} : { batch: rule.sluice.batch }),
-    }) as Policy;
   }
 }
 

@@ -4,9 +4,8 @@ import type { StoreError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
 
 /**
- * One bucket transition a store is asked to run. It may be an object of a class whose
- * fields are getters (the limiter's prepared items): copy a request field by field, not
- * with a spread.
+ * One bucket transition a store is asked to run. Read its fields by name: the limiter
+ * passes its own objects, and a field may be a getter.
  */
 export interface StoreRequest {
   /** The bucket's key from `bucketKey` (stores add their own prefix). */
@@ -49,10 +48,7 @@ export type StoreResult =
 export interface StoreApplyOptions {
   /** The caller's clock reading; stores that use a server clock may ignore it. */
   readonly nowMs: number;
-  /**
-   * Aborts waiting for the store; the outcome of an aborted call is unknown. The limiter
-   * makes it on first read (a getter), so read it only when about to wait on something.
-   */
+  /** Aborts waiting for the store; the outcome of an aborted call is unknown. */
   readonly signal?: AbortSignal;
   /**
    * Idempotency key: a batch repeated with the same id (and the same first key's hash
@@ -86,28 +82,33 @@ export interface StoreRefundOptions {
 }
 
 /**
+ * What {@link Store.apply} answers: the results themselves (a store that decides in
+ * process) or a promise of them (a remote store). Results are in request order.
+ */
+export type StoreAnswer = readonly StoreResult[] | Promise<readonly StoreResult[]>;
+
+/**
  * Runs batches of bucket transitions atomically. A batch is all-or-nothing: when any
  * enforced request is denied, nothing in the batch is consumed; otherwise every enforced
  * request and every shadow request that fits is consumed. Requests that fit but were not
  * consumed report their current (unconsumed) remaining capacity. A request whose params
  * charge denials (`Algorithm.chargesDenied`) is charged whenever it is decided. With
  * `independent`, every request is a batch of its own. `decideBatch` (batch.ts) is the rule.
+ * docs/memory-store.md ("Writing a store") describes the interface as a user implements it.
  */
 export interface Store {
-  apply(
-    batch: readonly StoreRequest[],
-    options: StoreApplyOptions,
-  ): Promise<readonly StoreResult[]>;
   /**
-   * The same as {@link Store.apply}, answered synchronously. Only stores that decide in
-   * process (MemoryStore) implement it: there is nothing to wait for, so the limiter
-   * calls it directly, with no promise, timer or deadline per check. A failure is
-   * reported per item (as from `apply`), never thrown. The results, and the decisions in
-   * them, may be objects the store reuses on its next call (so a check allocates none):
-   * read or copy them before calling the store again. Neither `batch` nor `options` is
-   * kept after the call returns.
+   * Decides `batch`. A store that decides in process returns the results; one that waits
+   * on something returns a promise, which the limiter waits on under the policies'
+   * timeout and the caller's deadline and cancellation. Each answer is taken as it comes:
+   * nothing is remembered from one call to the next. A failure is reported per request
+   * (a throw or a rejection fails every request of the batch). An empty batch has no
+   * results and changes nothing. Returned results end the call: the store keeps neither
+   * `batch` nor `options` past it (the limiter may reuse both); with a promise it may read
+   * them until the promise settles. The limiter reads the results before it calls the
+   * store again.
    */
-  applySync?(batch: readonly StoreRequest[], options: StoreApplyOptions): readonly StoreResult[];
+  apply(batch: readonly StoreRequest[], options: StoreApplyOptions): StoreAnswer;
   /**
    * Optional addressing without key text: a handle on the buckets whose keys are
    * `{<keyValue(v)>}:<name>` for every value `v` (the key layout `bucketKey` gives a

@@ -23,7 +23,7 @@ class SwitchableStore implements Store {
       const error = new StoreError('SLUICE_ERR_STORE_UNAVAILABLE', 'connection refused');
       return Promise.resolve(batch.map(() => ({ ok: false as const, error })));
     }
-    return this.inner.apply(batch, o);
+    return Promise.resolve(this.inner.apply(batch, o));
   }
   close(): Promise<void> {
     return this.inner.close();

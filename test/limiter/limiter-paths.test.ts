@@ -22,7 +22,10 @@ const q: PolicyInput = { name: 'q', match: ['t'], rate: 1, burst: 9 };
 /** A MemoryStore reached only through `apply`, as a remote store is. */
 function asyncStore(): Store {
   const inner = new MemoryStore();
-  return { apply: (batch, o) => inner.apply(batch, o), close: () => inner.close() };
+  return {
+    apply: (batch, o) => Promise.resolve(inner.apply(batch, o)),
+    close: () => inner.close(),
+  };
 }
 
 interface Path {

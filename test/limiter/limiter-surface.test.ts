@@ -15,7 +15,10 @@ const t0 = 1_700_000_000_000;
 
 function asyncStore(): Store {
   const inner = new MemoryStore();
-  return { apply: (batch, o) => inner.apply(batch, o), close: () => inner.close() };
+  return {
+    apply: (batch, o) => Promise.resolve(inner.apply(batch, o)),
+    close: () => inner.close(),
+  };
 }
 
 describe('Limiter surface', () => {

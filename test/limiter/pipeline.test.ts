@@ -22,12 +22,7 @@ import type {
 } from '../../src/limiter/stage.js';
 import { parsePolicies } from '../../src/config/policies.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
-import type {
-  Store,
-  StoreApplyOptions,
-  StoreRequest,
-  StoreResult,
-} from '../../src/stores/store.js';
+import type { Store, StoreApplyOptions, StoreRequest } from '../../src/stores/store.js';
 
 const t0 = 1_700_000_000_000;
 
@@ -35,12 +30,6 @@ const t0 = 1_700_000_000_000;
 class CountingStore extends MemoryStore {
   calls = 0;
   requests: { key: string; cost: number }[] = [];
-
-  override applySync(batch: readonly StoreRequest[], o: StoreApplyOptions): readonly StoreResult[] {
-    this.calls += 1;
-    for (const r of batch) this.requests.push({ key: r.key, cost: r.cost });
-    return super.applySync(batch, o);
-  }
 
   override apply(batch: readonly StoreRequest[], o: StoreApplyOptions) {
     this.calls += 1;

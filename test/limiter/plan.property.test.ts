@@ -163,7 +163,7 @@ describe('compiled policy plans', () => {
   it('checkSync refuses a store that is not synchronous', () => {
     const store = new MemoryStore();
     const limiter = createLimiter({
-      store: { apply: (b, o) => store.apply(b, o), close: () => store.close() },
+      store: { apply: (b, o) => Promise.resolve(store.apply(b, o)), close: () => store.close() },
       policies: policySet,
     });
     expect(limiter.synchronous).toBe(false);

@@ -28,7 +28,7 @@ class RecordingStore implements Store {
     this.calls.push({ batch, options });
     if (this.mode === 'throw') throw new Error('socket closed');
     if (this.mode === 'hang') return new Promise(() => undefined);
-    return this.inner.apply(batch, options);
+    return Promise.resolve(this.inner.apply(batch, options));
   }
   close(): Promise<void> {
     return this.inner.close();
@@ -91,5 +91,74 @@ describe('store calls', () => {
       status: 'UNAVAILABLE',
       decision: { path: 'fail-closed' },
     });
+  });
+});
+
+/**
+ * A store whose `apply` answers some calls in process and others with a promise (a cache
+ * in front of a remote store, say): each call is taken as its answer comes.
+ */
+class MixedStore implements Store {
+  readonly inner = new MemoryStore();
+  mode: 'in-process' | 'promise' | 'hang' = 'in-process';
+  calls = 0;
+
+  apply(batch: readonly StoreRequest[], options: StoreApplyOptions) {
+    this.calls += 1;
+    if (this.mode === 'hang') return new Promise<readonly StoreResult[]>(() => undefined);
+    const results = this.inner.apply(batch, options);
+    return this.mode === 'promise' ? Promise.resolve(results) : results;
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+describe('a store that answers in process for some calls and with a promise for others', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('waits on a promise under the policy timeout after answers in process, and tells the observer', async () => {
+    const store = new MixedStore();
+    const seen: string[] = [];
+    const limiter = createLimiter({
+      store,
+      clock: new ManualClock(t0),
+      storeObserver: {
+        answered: () => seen.push('answered'),
+        failed: (e, endedBy) => seen.push(`${endedBy} ${e.code}`),
+      },
+      policies: [
+        { name: 'p', match: ['t'], rate: 1, burst: 5, failureMode: 'closed', timeout: '40ms' },
+      ],
+    });
+    expect(limiter.checkSync({ t: 'a' }).decision).toMatchObject({ remaining: 4, path: 'store' });
+    expect((await limiter.check({ t: 'a' })).decision).toMatchObject({ remaining: 3 });
+    store.mode = 'hang';
+    let outcome: unknown = 'still waiting';
+    void limiter.check({ t: 'a' }).then((r) => (outcome = r));
+    await vi.advanceTimersByTimeAsync(40);
+    expect(outcome).toMatchObject({ status: 'UNAVAILABLE', decision: { path: 'fail-closed' } });
+    // In-process answers are not told; the waited-on call that timed out is.
+    expect(seen).toEqual(['store SLUICE_ERR_STORE_TIMEOUT']);
+  });
+
+  it('answers checkSync in process after calls answered with a promise', async () => {
+    const store = new MixedStore();
+    store.mode = 'promise';
+    const limiter = setup(store);
+    expect((await limiter.check({ t: 'a' })).decision).toMatchObject({ remaining: 4 });
+    expect(() => limiter.checkSync({ t: 'a' })).toThrow(
+      'Limiter.checkSync needs a store that decides synchronously (such as MemoryStore); use check()',
+    );
+    store.mode = 'in-process';
+    expect(limiter.synchronous).toBe(true);
+    // The refused checkSync was sent, and counted: 5 - 2 - 1 = 2 left.
+    expect(limiter.checkSync({ t: 'a' }).decision).toMatchObject({ remaining: 2, path: 'store' });
+    expect(store.calls).toBe(4); // the probe of `synchronous` included
   });
 });

@@ -14,10 +14,6 @@ class Counted extends MemoryStore {
     this.calls++;
     return super.apply(batch, o);
   }
-  override applySync(batch: readonly StoreRequest[], o: StoreApplyOptions) {
-    this.calls++;
-    return super.applySync(batch, o);
-  }
 }
 
 const tenant = { tenant: 'acme' };
@@ -79,7 +75,7 @@ describe('createLimiter runs the local stages (end to end, through the pipeline)
     await limiter.close();
     expect(batch.stats.unitsReturned).toBe(held);
     // The global bucket holds 2,000 − 1,000 spent: what was returned is back.
-    const [read] = store.applySync(
+    const [read] = store.apply(
       [
         {
           key: '{acme}:api',

@@ -43,7 +43,7 @@ describe('LocalStage', () => {
       ...Array<string>(5).fill('local:OVER_LIMIT'),
     ]);
     // The store saw 5: a read (cost 0) finds 15 of 20 left.
-    const [read] = store.applySync(
+    const [read] = store.apply(
       [
         {
           key: '{t1}:api',

@@ -32,7 +32,7 @@ function policy(extra: Record<string, unknown> = {}): Policy {
 
 /** What the global bucket holds now (a read: cost 0). */
 function globalRemaining(store: MemoryStore, p: Policy, nowMs: number): number {
-  const [r] = store.applySync(
+  const [r] = store.apply(
     [{ key: KEY, algorithm: algorithmOf(p.algorithm), params: p.params, cost: 0, enforce: true }],
     { nowMs },
   );
@@ -53,7 +53,7 @@ class SlowAnswers implements Store {
   ) {}
   apply(batch: readonly StoreRequest[], o: StoreApplyOptions): Promise<readonly StoreResult[]> {
     this.calls.push(o.requestId ?? '');
-    const results = this.inner.applySync(batch, o);
+    const results = this.inner.apply(batch, o);
     if (this.slowCalls-- <= 0) return Promise.resolve(results);
     return new Promise((resolve) => setTimeout(() => resolve(results), this.delayMs));
   }
@@ -221,7 +221,7 @@ describe('TokenBatchStage', () => {
         most = Math.max(most, inFlight);
         await new Promise((r) => setTimeout(r, 5));
         inFlight--;
-        return inner.applySync(batch, o);
+        return inner.apply(batch, o);
       },
       close: () => inner.close(),
     };

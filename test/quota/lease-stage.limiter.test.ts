@@ -11,16 +11,12 @@ import { createLimiter } from '../../src/local/create-limiter.js';
 import { QuotaAgent } from '../../src/quota/agent.js';
 import { LeaseStage } from '../../src/quota/lease-stage.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
-import type { StoreApplyOptions, StoreRequest, StoreResult } from '../../src/stores/store.js';
+import type { StoreApplyOptions, StoreRequest } from '../../src/stores/store.js';
 
 const t0 = 1_700_000_000_000; // a whole second: lease windows start here
 
 class RecordingStore extends MemoryStore {
   keys: string[] = [];
-  override applySync(batch: readonly StoreRequest[], o: StoreApplyOptions): readonly StoreResult[] {
-    for (const r of batch) this.keys.push(r.key);
-    return super.applySync(batch, o);
-  }
   override apply(batch: readonly StoreRequest[], o: StoreApplyOptions) {
     for (const r of batch) this.keys.push(r.key);
     return super.apply(batch, o);

@@ -25,10 +25,6 @@ class Counted extends MemoryStore {
     this.calls++;
     return super.apply(batch, o);
   }
-  override applySync(batch: readonly StoreRequest[], o: StoreApplyOptions) {
-    this.calls++;
-    return super.applySync(batch, o);
-  }
   override async refund(batch: readonly StoreRequest[], o: StoreRefundOptions) {
     const results = await super.refund(batch, o);
     for (const r of batch) this.refunded += r.cost;

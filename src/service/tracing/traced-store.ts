@@ -1,6 +1,6 @@
 import { SpanStatusCode } from '@opentelemetry/api';
 import type { Policy } from '../../core/policy.js';
-import type { Store, StoreApplyOptions, StoreRequest, StoreResult } from '../../stores/store.js';
+import type { Store, StoreAnswer, StoreApplyOptions, StoreRequest } from '../../stores/store.js';
 import type { ServiceTracing } from './service-tracing.js';
 
 /**
@@ -8,45 +8,44 @@ import type { ServiceTracing } from './service-tracing.js';
  * Execution`), a child of the check that made it; everything else is the inner store's.
  */
 export class TracedStore implements Store {
-  readonly applySync?: NonNullable<Store['applySync']>;
-
   constructor(
     private readonly inner: Store,
     private readonly tracing: ServiceTracing,
     private readonly spanName: string,
-  ) {
-    const sync = inner.applySync?.bind(inner);
-    if (sync !== undefined) {
-      this.applySync = (batch, options) => {
-        const span = this.#span(batch);
-        try {
-          return sync(batch, options);
-        } finally {
-          span.end();
-        }
-      };
-    }
-  }
+  ) {}
 
   #span(batch: readonly StoreRequest[]) {
     return this.tracing.storeSpan(this.spanName, { 'pipeline length': batch.length });
   }
 
-  async apply(
-    batch: readonly StoreRequest[],
-    options: StoreApplyOptions,
-  ): Promise<readonly StoreResult[]> {
+  /** The inner store's answer, as it gives it: an in-process answer stays one. */
+  apply(batch: readonly StoreRequest[], options: StoreApplyOptions): StoreAnswer {
     const span = this.#span(batch);
+    let answer: StoreAnswer;
     try {
-      const results = await this.inner.apply(batch, options);
-      if (results.some((r) => !r.ok)) span.setStatus({ code: SpanStatusCode.ERROR });
-      return results;
+      answer = this.inner.apply(batch, options);
     } catch (error) {
       span.setStatus({ code: SpanStatusCode.ERROR, message: String(error) });
-      throw error;
-    } finally {
       span.end();
+      throw error;
     }
+    if (!(answer instanceof Promise)) {
+      if (answer.some((r) => !r.ok)) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+      return answer;
+    }
+    return answer.then(
+      (results) => {
+        if (results.some((r) => !r.ok)) span.setStatus({ code: SpanStatusCode.ERROR });
+        span.end();
+        return results;
+      },
+      (error: unknown) => {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: String(error) });
+        span.end();
+        throw error;
+      },
+    );
   }
 
   close(): Promise<void> {

@@ -4,6 +4,7 @@ import { StoreError } from '../../core/errors.js';
 import { refundState } from '../../algorithms/refund.js';
 import { decideBatch } from '../batch.js';
 import { dedupKey } from '../key.js';
+import { RequestRecords } from './request-records.js';
 import { newBucket, newTable, type Bucket, type Table } from './bucket.js';
 import { indexable, placeOf, valueIndexId } from './bucket-place.js';
 import type {
@@ -47,6 +48,9 @@ const INITIAL_SLOTS = 1024;
 
 /** Ring slots checked for expired buckets per apply, to reclaim idle keys. */
 const SWEEP_PER_APPLY = 2;
+
+/** The results of an empty batch. */
+const NO_RESULTS: readonly StoreResult[] = Object.freeze([]);
 
 /**
  * The embedded store: an in-process map with TTL expiry and a bound on keys, running the
@@ -92,16 +96,7 @@ export class MemoryStore implements Store {
   #evictedLive = 0;
   #expired = 0;
   #lastNowMs = -Infinity;
-  readonly #dedupTtlMs: number;
-  readonly #maxRequestIds: number;
-  readonly #requests = new Map<string, { results: readonly StoreResult[]; expiresAtMs: number }>();
-  /** The decision of the last one-request `applySync` without a request id, reused. */
-  readonly #out = decisionCell();
-  /** The results of that call, reused: `[{ ok: true, decision: #out }]`. */
-  readonly #outResults: readonly StoreResult[] = [
-    { ok: true, decision: this.#out as AlgorithmDecision },
-  ];
-
+  readonly #requests: RequestRecords;
   constructor(options: MemoryStoreOptions = {}) {
     const maxKeys = options.maxKeys ?? 1_000_000;
     if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
@@ -110,37 +105,26 @@ export class MemoryStore implements Store {
       );
     }
     this.#maxKeys = maxKeys;
-    this.#dedupTtlMs = options.dedupTtlMs ?? 60_000;
-    this.#maxRequestIds = options.maxRequestIds ?? 100_000;
+    this.#requests = new RequestRecords(
+      options.dedupTtlMs ?? 60_000,
+      options.maxRequestIds ?? 100_000,
+    );
   }
 
-  apply(
-    batch: readonly StoreRequest[],
-    options: StoreApplyOptions,
-  ): Promise<readonly StoreResult[]> {
-    // Fresh results: an asynchronous caller may hold them past the next call.
-    return Promise.resolve(this.#apply(batch, options));
-  }
-
-  /**
-   * {@link MemoryStore.apply}, synchronously (the limiter's path: no promise per check).
-   * A one-request call without a request id returns results and a decision the store
-   * reuses on its next call (see `Store.applySync`).
-   */
-  applySync(batch: readonly StoreRequest[], options: StoreApplyOptions): readonly StoreResult[] {
+  /** Decides `batch` in process: the results themselves, never a promise. */
+  apply(batch: readonly StoreRequest[], options: StoreApplyOptions): readonly StoreResult[] {
     if (batch.length === 1 && options.requestId === undefined && !this.#closed) {
       // The limiter's usual call, kept short (see #apply for the general case).
       const nowMs = options.nowMs;
       if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
       this.#sweep(nowMs);
-      const decision = this.#decideOne(batch[0]!, nowMs, this.#out);
-      // An algorithm without an in-place step (the sliding log) made a decision of its own.
-      return decision === this.#out ? this.#outResults : [{ ok: true, decision }];
+      return [{ ok: true, decision: this.#decideOne(batch[0]!, nowMs, decisionCell()) }];
     }
+    if (batch.length === 0) return NO_RESULTS;
     return this.#apply(batch, options);
   }
 
-  /** Any batch, with fresh results (only applySync's one-request path reuses them). */
+  /** Any batch, with fresh results (only apply's one-request path reuses them). */
   #apply(batch: readonly StoreRequest[], options: StoreApplyOptions): readonly StoreResult[] {
     if (this.#closed) {
       const error = new StoreError('SLUICE_ERR_STORE_CLOSED', 'MemoryStore is closed');
@@ -152,9 +136,8 @@ export class MemoryStore implements Store {
         ? undefined
         : dedupKey(batch[0]!.key, options.requestId);
     if (rid !== undefined) {
-      const seen = this.#requests.get(rid);
-      if (seen !== undefined && nowMs < seen.expiresAtMs) return seen.results;
-      this.#requests.delete(rid);
+      const seen = this.#requests.seen(rid, nowMs);
+      if (seen !== undefined) return seen;
     }
     if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
     this.#sweep(nowMs);
@@ -179,12 +162,7 @@ export class MemoryStore implements Store {
       for (const [table] of places) this.#release(table);
       results = outcome.decisions.map((decision) => ({ ok: true as const, decision }));
     }
-    if (rid !== undefined) {
-      if (this.#requests.size >= this.#maxRequestIds) {
-        this.#requests.delete(this.#requests.keys().next().value as string);
-      }
-      this.#requests.set(rid, { results, expiresAtMs: nowMs + this.#dedupTtlMs });
-    }
+    if (rid !== undefined) this.#requests.remember(rid, results, nowMs);
     return results;
   }
 
@@ -233,8 +211,8 @@ export class MemoryStore implements Store {
         ? undefined
         : `${dedupKey(batch[0]!.key, options.requestId)}:refund`;
     if (marker !== undefined) {
-      const seen = this.#requests.get(marker);
-      if (seen !== undefined && nowMs < seen.expiresAtMs) return seen.results;
+      const seen = this.#requests.seen(marker, nowMs);
+      if (seen !== undefined) return seen;
     }
     if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
     const results: StoreResult[] = [];
@@ -247,12 +225,7 @@ export class MemoryStore implements Store {
       this.#release(table);
       results.push({ ok: true, decision: read });
     }
-    if (marker !== undefined) {
-      if (this.#requests.size >= this.#maxRequestIds) {
-        this.#requests.delete(this.#requests.keys().next().value as string);
-      }
-      this.#requests.set(marker, { results, expiresAtMs: nowMs + this.#dedupTtlMs });
-    }
+    if (marker !== undefined) this.#requests.remember(marker, results, nowMs);
     return results;
   }
 

@@ -183,20 +183,20 @@ describe('in-place steps equal the pure transitions', () => {
             };
             let result: StoreResult;
             if (via === 0 && key.value !== undefined) {
-              // By value in the store's key space (the reused-result path).
-              [result] = store.applySync([{ ...r, space: index, value: key.value }], { nowMs }) as [
+              // By value in the store's key space (no key text read).
+              [result] = store.apply([{ ...r, space: index, value: key.value }], { nowMs }) as [
                 StoreResult,
               ];
             } else if (via === 1) {
               // A batch of one decided independently (a fresh decision per request).
-              [result] = store.applySync([r], { nowMs, independent: true }) as [StoreResult];
+              [result] = store.apply([r], { nowMs, independent: true }) as [StoreResult];
             } else if (via === 2) {
               // Another store's key space: ignored, the key text finds the bucket.
-              [result] = store.applySync([{ ...r, space: foreign, value: 'other' }], { nowMs }) as [
+              [result] = store.apply([{ ...r, space: foreign, value: 'other' }], { nowMs }) as [
                 StoreResult,
               ];
             } else {
-              [result] = store.applySync([r], { nowMs }) as [StoreResult];
+              [result] = store.apply([r], { nowMs }) as [StoreResult];
             }
             const d = (result as { decision: AlgorithmDecision }).decision;
             expect(copyDecision(d)).toStrictEqual(t);

@@ -33,7 +33,7 @@ const req = (key: string, cost: number): StoreRequest => ({
 });
 /** The decision for value `v` of policy `p`'s key space (its text key is `{<v>}:p`). */
 const inSpace = (store: MemoryStore, space: KeySpace, v: string, cost: number, nowMs: number) =>
-  store.applySync([{ ...req(`{${keyValue(v)}}:p`, cost), space, value: v }], { nowMs })[0]!;
+  store.apply([{ ...req(`{${keyValue(v)}}:p`, cost), space, value: v }], { nowMs })[0]!;
 
 describe('MemoryStore: bounds and expiry', () => {
   it('rejects a non-positive maxKeys', () => {
@@ -123,7 +123,7 @@ describe('MemoryStore: bounds and expiry', () => {
               op.key % 2 === 0
                 ? (inSpace(store, index, `v${op.key}`, op.cost, nowMs) as { decision: unknown })
                     .decision
-                : store.applySync([req(`k${op.key}`, op.cost)], { nowMs })[0]!.ok;
+                : store.apply([req(`k${op.key}`, op.cost)], { nowMs })[0]!.ok;
             if (d !== false && op.cost > 0) writes += 1;
             const stats = store.stats();
             expect(stats.keys).toBeLessThanOrEqual(maxKeys);
@@ -194,8 +194,8 @@ describe('MemoryStore: requests are only read', () => {
   it('writes nothing into a frozen request, whatever fields it carries', () => {
     const store = new MemoryStore();
     const r = Object.freeze({ ...req('a', 1), handle: "not the store's" });
-    expect(store.applySync([r], { nowMs: 0 })[0]).toMatchObject({ ok: true });
-    expect(store.applySync([r], { nowMs: 0 })[0]).toMatchObject({
+    expect(store.apply([r], { nowMs: 0 })[0]).toMatchObject({ ok: true });
+    expect(store.apply([r], { nowMs: 0 })[0]).toMatchObject({
       ok: true,
       decision: { remaining: 8 },
     });
@@ -212,16 +212,16 @@ describe('MemoryStore: key spaces (value indexes)', () => {
       space: index,
       value: 'a b/{c}',
     });
-    expect(store.applySync([byValue(4)], { nowMs: 0 })[0]).toMatchObject({
+    expect(store.apply([byValue(4)], { nowMs: 0 })[0]).toMatchObject({
       decision: { remaining: 6 },
     });
-    const viaText = store.applySync([req('{a%20b%2F%7Bc%7D}:p', 1)], { nowMs: 0 });
+    const viaText = store.apply([req('{a%20b%2F%7Bc%7D}:p', 1)], { nowMs: 0 });
     expect(viaText[0]).toMatchObject({ decision: { remaining: 5 } });
-    expect(store.applySync([byValue(0)], { nowMs: 0 })[0]).toMatchObject({
+    expect(store.apply([byValue(0)], { nowMs: 0 })[0]).toMatchObject({
       decision: { remaining: 5 },
     });
     // A key that is not exactly that encoding is another bucket, held by its text.
-    const raw = store.applySync([req('{a b/{c}}:p', 1)], { nowMs: 0 });
+    const raw = store.apply([req('{a b/{c}}:p', 1)], { nowMs: 0 });
     expect(raw[0]).toMatchObject({ decision: { remaining: 9 } });
     expect(store.keySpace('p')).toBe(index);
     expect(store.stats()).toMatchObject({ keys: 2 });
@@ -231,8 +231,8 @@ describe('MemoryStore: key spaces (value indexes)', () => {
     const space = new MemoryStore().keySpace('p')!;
     const other = new MemoryStore();
     const r = { ...req('{a}:p', 3), space, value: 'b' };
-    expect(other.applySync([r], { nowMs: 0 })[0]).toMatchObject({ decision: { remaining: 7 } });
-    expect(other.applySync([req('{a}:p', 0)], { nowMs: 0 })[0]).toMatchObject({
+    expect(other.apply([r], { nowMs: 0 })[0]).toMatchObject({ decision: { remaining: 7 } });
+    expect(other.apply([req('{a}:p', 0)], { nowMs: 0 })[0]).toMatchObject({
       decision: { remaining: 7 },
     });
   });
