@@ -24,7 +24,7 @@ async function start(redisUrl: string, log: CapturedLog) {
   const t0 = performance.now();
   const svc = await startService({
     envoyConfig: join(import.meta.dirname, 'fixtures/redis-svc'),
-    redisUrl,
+    redis: { type: 'single', url: redisUrl },
     host: '127.0.0.1',
     grpcHost: '127.0.0.1',
     port: 0,
