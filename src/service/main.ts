@@ -1,4 +1,4 @@
-import { pino, type Logger } from 'pino';
+import { pino } from 'pino';
 import type { ServeOptions } from './serve-options.js';
 import { descriptorLimits } from '../core/descriptor-limits.js';
 import { formatIssue, PolicyError, StoreError } from '../core/errors.js';
@@ -19,7 +19,6 @@ import { ConfigWatcher } from './config-watcher.js';
 import { loadServiceConfig, type LoadedConfig } from './service-config.js';
 import { DecisionLog } from './decision-log.js';
 import type { DecisionEvent } from './decision-event.js';
-import { policiesInForce } from './status/policies-in-force.js';
 import { ServiceStatus } from './status/service-status.js';
 import { XdsConfigClient } from './xds/xds-config-client.js';
 import { ServiceTracing } from './tracing/service-tracing.js';
@@ -29,6 +28,7 @@ import { DebugServer } from './http/debug-server.js';
 import { systemClock } from '../core/clock.js';
 import { LeaseAgents } from './lease-agents.js';
 import { leasedPolicyProblems } from './leased-policies.js';
+import { checkLeasedPolicies, filesOf, logConfigLoaded, warnIfEmpty } from './config-log.js';
 
 export interface RunningService {
   readonly httpPort: number;
@@ -450,53 +450,4 @@ export async function startService(given: ServeOptions): Promise<RunningService>
     reload,
     shutdown,
   };
-}
-/**
- * Refuses leased names that no rule or policy of `config` goes by, or whose rule has a
- * bucket per value (`leasedPolicyProblems`), naming the setting, so that a typo is not a
- * policy silently left to the store.
- */
-function checkLeasedPolicies(
-  leases: NonNullable<ServeOptions['leases']>,
-  config: LoadedConfig,
-): void {
-  const problems = leasedPolicyProblems(leases.policies, config.envoy, config.policies);
-  if (problems.length === 0) return;
-  const path = leases.policiesSetting ?? 'leases.policies';
-  const issues = problems.map((message) => ({ path, message }));
-  throw new PolicyError('SLUICE_ERR_CONFIG_INVALID', issues.map(formatIssue).join('\n'), {
-    issues,
-  });
-}
-
-/** The files a load read (directories are listed by the files in them). */
-function filesOf(config: LoadedConfig): string[] {
-  return config.watch.filter((w) => !w.entries).map((w) => w.path);
-}
-
-/** The one line of a successful load: its files and the policies and rules now in force. */
-function logConfigLoaded(log: Logger, config: LoadedConfig, message: string): void {
-  log.info(
-    {
-      result: 'ok',
-      files: filesOf(config),
-      policies: policiesInForce(config.envoy, config.policies).map((p) => p.name),
-      domains: Object.keys(config.envoy.domains),
-    },
-    message,
-  );
-}
-
-/**
- * Says so when no rule is loaded: every request is then allowed. Upstream starts the
- * same way with its file loader (it waits for a first config only from an xDS server,
- * without FORCE_START_WITHOUT_INITIAL_CONFIG) and logs a warning; so does Sluice, naming
- * why nothing was read.
- */
-function warnIfEmpty(config: LoadedConfig, log: Logger): void {
-  if (Object.keys(config.envoy.domains).length > 0 || config.policies !== undefined) return;
-  log.warn(
-    { reasons: config.envoy.warnings.map(formatIssue) },
-    'no rate limit config loaded: every request is allowed',
-  );
 }
