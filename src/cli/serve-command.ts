@@ -36,72 +36,21 @@ export function addServeCommand(program: Command, fail: (error: unknown) => neve
         if (f.also !== undefined)
           flags.push({ setting: f.also.setting, flag, value: f.also.value });
       }
-      const settings = readServiceSettings(env, flags);
+      const { logLevel, logFormatText, xds, leases, ...settings } = readServiceSettings(env, flags);
       const [{ startService }, { pino }] = await Promise.all([
         import('../service/main.js'),
         import('pino'),
       ]);
-      const logger = pino({ name: 'sluice', level: settings.logLevel });
-      if (settings.logFormatText)
-        logger.warn('LOG_FORMAT=text: Sluice writes JSON logs only; logging JSON');
-      const target = settings.redis;
+      const logger = pino({ name: 'sluice', level: logLevel });
+      if (logFormatText) logger.warn('LOG_FORMAT=text: Sluice writes JSON logs only; logging JSON');
+      // The settings are the service's options (each setting names its target in them);
+      // only the certificate files of xDS and the leases are read here.
       const running = await startService({
+        ...settings,
         ...(o.config === undefined ? {} : { envoyConfig: o.config }),
         ...(o.policies === undefined ? {} : { policiesFile: o.policies }),
-        ...(target === undefined
-          ? {}
-          : target.type === 'single'
-            ? { redisUrl: target.url }
-            : target.type === 'sentinel'
-              ? { redisSentinel: target }
-              : { redisCluster: target }),
-        ...(settings.redisTls === undefined ? {} : { redisTls: settings.redisTls }),
-        ...(settings.grpcTls === undefined ? {} : { grpcTls: settings.grpcTls }),
-        port: settings.port,
-        grpcPort: settings.grpcPort,
-        host: settings.host,
-        grpcHost: settings.grpcHost,
-        storeTimeoutMs: settings.storeTimeoutMs,
-        maxDescriptors: settings.maxDescriptors,
-        maxDescriptorEntries: settings.maxDescriptorEntries,
-        maxDescriptorKeyLength: settings.maxDescriptorKeyLength,
-        maxDescriptorValueLength: settings.maxDescriptorValueLength,
-        ...(settings.httpHeadersTimeoutMs === undefined
-          ? {}
-          : { httpHeadersTimeoutMs: settings.httpHeadersTimeoutMs }),
-        ...(settings.httpRequestTimeoutMs === undefined
-          ? {}
-          : { httpRequestTimeoutMs: settings.httpRequestTimeoutMs }),
-        ...(settings.httpKeepAliveTimeoutMs === undefined
-          ? {}
-          : { httpKeepAliveTimeoutMs: settings.httpKeepAliveTimeoutMs }),
-        keyPrefix: settings.keyPrefix,
-        shadowMode: settings.shadowMode,
-        quotaMode: settings.quotaMode,
-        mergeDomainConfig: settings.mergeDomainConfig,
-        nearLimitRatio: settings.nearLimitRatio,
-        localCacheSizeBytes: settings.localCacheSizeBytes,
-        ...(settings.responseHeaders === undefined
-          ? {}
-          : { responseHeaders: settings.responseHeaders }),
-        responseDynamicMetadata: settings.responseDynamicMetadata,
-        decisionMode: settings.decisionMode,
-        decisionLogSampleRate: settings.decisionLogSampleRate,
-        ...(settings.xds === undefined ? {} : { xds: await xdsOptions(settings.xds) }),
-        ...(settings.statsd === undefined ? {} : { statsd: settings.statsd }),
-        ...(settings.tracing === undefined ? {} : { tracing: settings.tracing }),
-        healthyWithAtLeastOneConfigLoaded: settings.healthyWithAtLeastOneConfigLoaded,
-        ...(settings.grpcUds === undefined ? {} : { grpcUds: settings.grpcUds }),
-        grpcMaxConnectionAgeMs: settings.grpcMaxConnectionAgeMs,
-        grpcMaxConnectionAgeGraceMs: settings.grpcMaxConnectionAgeGraceMs,
-        ...(settings.debug === undefined ? {} : { debug: settings.debug }),
-        ...(settings.redisPerSecond === undefined
-          ? {}
-          : { perSecondRedis: settings.redisPerSecond }),
-        ...(settings.redisTimeoutMs === undefined
-          ? {}
-          : { redisTimeoutMs: settings.redisTimeoutMs }),
-        ...(settings.leases === undefined ? {} : { leases: await leaseOptions(settings.leases) }),
+        ...(xds === undefined ? {} : { xds: await xdsOptions(xds) }),
+        ...(leases === undefined ? {} : { leases: await leaseOptions(leases) }),
         logger,
       });
       const stop = (): void => {

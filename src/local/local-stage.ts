@@ -24,7 +24,7 @@ export interface LocalStageOptions {
 const TOKEN_BUCKET = tokenBucket as Algorithm<unknown, unknown>;
 
 /**
- * The local stage (DESIGN.md §5, stage 5): a coarse in-process token bucket per bucket
+ * The local stage (docs/design.md, "Stages"): a coarse in-process token bucket per bucket
  * key, `policy.local`, checked before the global store. A local denial is answered
  * `OVER_LIMIT` with path `local` and never reaches the store; an admitted item passes on
  * unchanged. The buckets live in a MemoryStore of their own running the token bucket, so

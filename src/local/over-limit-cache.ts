@@ -41,7 +41,7 @@ interface Denial {
 }
 
 /**
- * The over-limit cache (DESIGN.md §5, stage 5): a bucket the store has just denied is
+ * The over-limit cache (docs/design.md, "Stages"): a bucket the store has just denied is
  * denied in process until the store's retry time, with path `cache`, without a store call.
  *
  * It never denies a request the store would admit. A denial of cost `c` at `t` with retry

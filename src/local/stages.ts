@@ -22,7 +22,7 @@ export interface LocalStagesOptions {
 }
 
 /**
- * The stage-5 stages in pipeline order (DESIGN.md §5): the local bucket, the over-limit
+ * The local stages in pipeline order (docs/design.md, "Stages"): the local bucket, the over-limit
  * cache when it has bytes, the token batch. The local and batch stages take part only in
  * checks of policies that ask for them (`local`, `batch`); the cache in every enforced
  * policy's checks.

@@ -1,12 +1,15 @@
 /**
- * The environment variables the docs list are the ones the settings schema reads:
- * docs/cli.md's table row for row (variable and flags), and the rows of
- * docs/migrating-from-envoy-ratelimit.md that say Sluice reads a variable.
+ * The environment variables the docs list are the ones the settings table reads:
+ * docs/cli.md's table is the one the settings table makes (`npm run docs:settings`),
+ * cell for cell, and the rows of docs/migrating-from-envoy-ratelimit.md that say Sluice
+ * reads a variable are in the table.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SERVICE_SETTINGS } from '../../src/service/env-settings.js';
+import { settingsTableRows } from '../../src/service/settings/docs-table.js';
+import { cliDocWithTable } from '../../docs/scripts/settings-table.js';
 
 const doc = (name: string): string =>
   readFileSync(join(import.meta.dirname, '../../docs', name), 'utf8');
@@ -22,9 +25,9 @@ function tableUnder(text: string, heading: string): string[][] {
     if (!line.startsWith('|')) break;
     rows.push(
       line
-        .split('|')
+        .split(/(?<!\\)\|/)
         .slice(1, -1)
-        .map((c) => c.trim()),
+        .map((c) => c.trim().replace(/\\\|/g, '|')),
     );
   }
   return rows;
@@ -36,11 +39,15 @@ const spans = (cell: string): string[] => [...cell.matchAll(/`([^`]+)`/g)].map((
 const specs = Object.values(SERVICE_SETTINGS);
 
 describe('environment variables: docs and schema agree', () => {
-  it('docs/cli.md has one row per variable of the schema, with its flags', () => {
+  it('docs/cli.md has the table the settings table makes, cell for cell', () => {
     const rows = tableUnder(doc('cli.md'), '## Environment variables');
-    expect(rows.map((r) => [spans(r[0]!)[0], spans(r[1]!)])).toEqual(
-      specs.map((s) => [s.env, [...s.flags]]),
-    );
+    expect(rows).toEqual(settingsTableRows());
+    expect(rows.map((r) => spans(r[0]!)[0])).toEqual(specs.map((s) => s.env));
+  });
+
+  it('regenerating docs/cli.md leaves no diff (run `npm run docs:settings`)', async () => {
+    const text = doc('cli.md');
+    expect(await cliDocWithTable(text)).toBe(text);
   });
 
   it("the migrating guide's variables that Sluice reads are in the schema, and every upstream variable of the schema is there", () => {

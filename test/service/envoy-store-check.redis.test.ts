@@ -72,7 +72,7 @@ describe('envoy rules and the Redis store policy check', () => {
     writeRules(file, 5_000);
     const started = startLoopbackService({
       envoyConfig: file,
-      redisUrl: redis.url,
+      redis: { type: 'single', url: redis.url },
       storeTimeoutMs: 5_000,
     });
     const error = await started.then(
@@ -99,7 +99,7 @@ describe('envoy rules and the Redis store policy check', () => {
     writeRules(file, 1_000);
     const svc = await startLoopbackService({
       envoyConfig: file,
-      redisUrl: redis.url,
+      redis: { type: 'single', url: redis.url },
       storeTimeoutMs: 5_000,
     });
     running.push(svc);

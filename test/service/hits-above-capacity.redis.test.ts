@@ -45,7 +45,7 @@ beforeAll(async () => {
   // Exactness, not latency, is under test: a slow answer on a loaded machine is still one.
   svc = await startLoopbackService({
     envoyConfig: file,
-    redisUrl: redis.url,
+    redis: { type: 'single', url: redis.url },
     storeTimeoutMs: 5_000,
   });
   clients = connect(svc.grpcPort);

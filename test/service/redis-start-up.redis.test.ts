@@ -24,7 +24,7 @@ async function start(redisUrl: string, log: CapturedLog) {
   const t0 = performance.now();
   const svc = await startService({
     envoyConfig: join(import.meta.dirname, 'fixtures/redis-svc'),
-    redisUrl,
+    redis: { type: 'single', url: redisUrl },
     host: '127.0.0.1',
     grpcHost: '127.0.0.1',
     port: 0,
@@ -125,5 +125,43 @@ describe('start-up while Redis cannot be used', () => {
     await admin.config('SET', 'requirepass', 'wrong'); // now the service's password is right
     await healthy(svc, clients);
     expect(await ask(clients, 'late')).toBe('OK');
+  });
+
+  it('the per-second Redis is waited for as the main one: unhealthy while it is away, healthy once it starts (openStore opens both alike)', async () => {
+    const main = await RedisServer.start();
+    const perSecond = await RedisServer.start();
+    cleanups.push(() => main.stop());
+    cleanups.push(() => perSecond.stop());
+    await perSecond.kill(); // the main Redis is up, the per-second one is not
+    const log = captureLog('info');
+    const svc = await startService({
+      envoyConfig: join(import.meta.dirname, 'fixtures/redis-svc'),
+      redis: { type: 'single', url: main.url },
+      redisPerSecond: { type: 'single', url: perSecond.url },
+      host: '127.0.0.1',
+      grpcHost: '127.0.0.1',
+      port: 0,
+      grpcPort: 0,
+      logger: log.logger,
+    });
+    const clients = connect(svc.grpcPort);
+    cleanups.push(() => svc.shutdown());
+    cleanups.push(() => clients.close());
+
+    expect(await health(svc, clients)).toEqual([500, 'NOT_SERVING']);
+    const waiting = await waitFor(
+      () => {
+        const lines = log.matching('waiting for Redis: ');
+        return lines.length >= 1 ? lines : undefined;
+      },
+      { what: 'a "waiting for Redis" line for the per-second Redis', timeoutMs: 10_000 },
+    );
+    expect(waiting[0]!.msg).toContain('ECONNREFUSED');
+    await perSecond.restart();
+    await healthy(svc, clients);
+    expect(log.matching('Redis connected')).toHaveLength(1);
+    console.log(
+      `[start-up] per-second Redis down: unhealthy with ${waiting.length} "waiting for Redis" line(s); healthy after it started`,
+    );
   });
 });

@@ -37,7 +37,7 @@ async function freezeDuringCall(redisTimeoutMs: number | undefined, ms: number) 
   cleanup.push(() => admin.disconnect());
   const svc = await startLoopbackService({
     envoyConfig: config,
-    redisUrl: redis.url,
+    redis: { type: 'single', url: redis.url },
     ...(redisTimeoutMs === undefined ? {} : { redisTimeoutMs }),
   });
   cleanup.push(() => svc.shutdown());

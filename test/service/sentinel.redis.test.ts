@@ -79,7 +79,7 @@ it('fails over under traffic: UNAVAILABLE meanwhile, then decisions on the promo
   if (settings.redis?.type !== 'sentinel') throw new Error('expected a sentinel target');
   const svc = await startService({
     envoyConfig: dir,
-    redisSentinel: settings.redis,
+    redis: settings.redis,
     host: '127.0.0.1',
     grpcHost: '127.0.0.1',
     port: 0,

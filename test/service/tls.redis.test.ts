@@ -143,7 +143,7 @@ describe('TLS to Redis', () => {
       skipHostnameVerification: true,
     });
     if (settings.redis?.type !== 'single') throw new Error('expected one server');
-    const svc = await serve({ redisUrl: settings.redis.url, redisTls: settings.redisTls! });
+    const svc = await serve({ redis: settings.redis, redisTls: settings.redisTls! });
     const grpcPlain = new Rls(`127.0.0.1:${svc.grpcPort}`, grpc.credentials.createInsecure());
     cleanups.push(() => grpcPlain.close());
     const r = await call<{ overallCode: string }>(grpcPlain, 'ShouldRateLimit', {
@@ -189,7 +189,7 @@ describe('TLS to Redis: rotation', () => {
       usages: ['clientAuth'],
     });
     const svc = await serve({
-      redisUrl: `rediss://localhost:${tlsPort}`,
+      redis: { type: 'single', url: `rediss://localhost:${tlsPort}` },
       redisTls: {
         caFile: ca.certFile,
         certFile: client.certFile,

@@ -15,7 +15,7 @@ export interface ServiceBehindProxy {
 
 /**
  * Starts a redis-server, a FaultProxy in front of it, and {@link startLoopbackService}
- * with `redisUrl` set to the proxy; `options` add to these. The caller stops all three.
+ * with `redis` set to the proxy; `options` add to these. The caller stops all three.
  */
 export async function startServiceBehindProxy(
   options: ServeOptions = {},
@@ -24,7 +24,10 @@ export async function startServiceBehindProxy(
   let proxy: FaultProxy | undefined;
   try {
     proxy = await FaultProxy.start(redis);
-    const svc = await startLoopbackService({ redisUrl: proxy.url, ...options });
+    const svc = await startLoopbackService({
+      redis: { type: 'single', url: proxy.url },
+      ...options,
+    });
     return { redis, proxy, svc };
   } catch (error) {
     // Nothing was returned for the caller to stop.

@@ -2,8 +2,9 @@ import * as http from 'node:http';
 import * as net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { DEFAULT_DESCRIPTOR_LIMITS, type DescriptorLimits } from '../../core/descriptor-limits.js';
-import { ERROR_CODES, type ErrorCode } from '../../core/error-codes.js';
-import { ProtocolError, SluiceError } from '../../core/errors.js';
+import { errorReply, json, parseJson, toErrorReply, type Reply } from './http-replies.js';
+import { serverTimeouts } from './http-timeouts.js';
+import { ProtocolError } from '../../core/errors.js';
 import type { MetricsTransport, ServiceMetrics } from '../../metrics/service-metrics.js';
 import type { ShutdownResult } from '../grpc/server.js';
 import type { CallContext, GrpcHandlers } from '../grpc/handlers.js';
@@ -63,16 +64,11 @@ export interface HttpServerOptions {
   readonly onError?: (error: unknown, path: string) => void;
 }
 
-/** The `error` sent for failures that are not `SluiceError`s: their text stays in the server. */
-export const INTERNAL_ERROR_MESSAGE = 'internal error';
+export { INTERNAL_ERROR_MESSAGE } from './http-replies.js';
 
 const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
-const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
-const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
-const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 5_000;
 // Past the limit, a client's upload is read and dropped (so it can read the 413) up to this.
 const DRAIN_BYTES = 8 * 1024 * 1024;
-const JSON_TYPE = 'application/json';
 const TEXT_TYPE = 'text/plain; charset=utf-8';
 const HTML_TYPE = 'text/html; charset=utf-8';
 const TRANSPORT: MetricsTransport = 'http';
@@ -93,101 +89,6 @@ interface Route {
   /** The RPC this route carries, for `sluice_decision_duration_seconds{method}`. */
   readonly rpc?: string;
   readonly run: (x: Exchange) => Promise<void>;
-}
-
-/** A response the routes build; `send` writes it. */
-interface Reply {
-  readonly status: number;
-  readonly body: string;
-  readonly contentType: string;
-  readonly headers?: Readonly<Record<string, string>>;
-}
-
-function json(status: number, value: unknown, headers?: Record<string, string>): Reply {
-  return {
-    status,
-    body: JSON.stringify(value),
-    contentType: JSON_TYPE,
-    ...(headers ? { headers } : {}),
-  };
-}
-
-/** `{"error": message, "code": code}` with the code's registry status unless one is given. */
-function errorReply(
-  code: ErrorCode,
-  message: string,
-  status = ERROR_CODES[code].httpStatus,
-): Reply {
-  return json(status, { error: message, code });
-}
-
-// Only these errors' messages are meant for clients; anything else may carry secrets.
-function toErrorReply(error: unknown): { reply: Reply; unexpected: boolean } {
-  if (error instanceof SluiceError)
-    return { reply: errorReply(error.code, error.message), unexpected: false };
-  return { reply: json(500, { error: INTERNAL_ERROR_MESSAGE }), unexpected: true };
-}
-
-const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-function parseJson(body: Buffer): unknown {
-  let text: string;
-  try {
-    text = utf8.decode(body);
-  } catch (cause) {
-    throw new ProtocolError(
-      'SLUICE_ERR_PROTOCOL_BAD_REQUEST',
-      'the request body is not valid UTF-8',
-      { cause },
-    );
-  }
-  try {
-    return JSON.parse(text) as unknown;
-  } catch (cause) {
-    const detail = cause instanceof SyntaxError ? `: ${cause.message}` : '';
-    throw new ProtocolError(
-      'SLUICE_ERR_PROTOCOL_BAD_REQUEST',
-      `the request body is not valid JSON${detail}`,
-      {
-        cause,
-      },
-    );
-  }
-}
-
-function positiveMs(v: number, name: string): number {
-  if (!Number.isSafeInteger(v) || v <= 0) {
-    throw new RangeError(`${name} must be a positive whole number of ms, got ${v}`);
-  }
-  return v;
-}
-
-/** Node's server timeouts from the options; Node's own defaults (300 s) are far too long. */
-function serverTimeouts(options: HttpServerOptions): http.ServerOptions {
-  const headersTimeout = positiveMs(
-    options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS,
-    'headersTimeoutMs',
-  );
-  const requestTimeout = positiveMs(
-    options.requestTimeoutMs ?? Math.max(DEFAULT_REQUEST_TIMEOUT_MS, headersTimeout),
-    'requestTimeoutMs',
-  );
-  if (headersTimeout > requestTimeout) {
-    throw new RangeError(
-      `headersTimeoutMs (${headersTimeout}) must not exceed requestTimeoutMs (${requestTimeout})`,
-    );
-  }
-  return {
-    headersTimeout,
-    requestTimeout,
-    keepAliveTimeout: positiveMs(
-      options.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
-      'keepAliveTimeoutMs',
-    ),
-    // Node looks for expired requests on this period (30 s by default), so a short
-    // timeout needs a shorter period to take effect on time.
-    connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(headersTimeout / 2))),
-  };
 }
 
 /**

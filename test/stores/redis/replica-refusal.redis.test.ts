@@ -91,7 +91,7 @@ describe('pointed at a replica', () => {
     await expect(
       startService({
         envoyConfig: join(import.meta.dirname, '../../service/fixtures/redis-svc'),
-        redisUrl: replica.url,
+        redis: { type: 'single', url: replica.url },
         host: '127.0.0.1',
         grpcHost: '127.0.0.1',
         port: 0,
