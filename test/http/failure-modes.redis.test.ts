@@ -29,7 +29,11 @@ const policy = (failureMode: 'open' | 'closed'): PolicyInput[] => [
   {
     name: `payments-${failureMode}`,
     match: ['tenant'],
-    rate: 100,
+    // 5/s, not faster: the client clock below stands still, but Redis expires a bucket by
+    // its own clock once it would be full (deficit / rate: 1 s per transfer's 5 units at
+    // 5/s; 50 ms at 100/s, which a busy machine passed between two transfers, and the
+    // fifth then found a full bucket: 200 where 429).
+    rate: 5,
     burst: 20,
     failureMode,
     // Long enough that no event-loop stall of a busy machine turns a store answer into a
