@@ -72,7 +72,7 @@ describe.each(setups)('envoy compatibility over $transport ($store store)', (set
     if (redis) server = await RedisServer.start();
     svc = await startLoopbackService({
       envoyConfig: fixtures,
-      ...(server === undefined ? {} : { redisUrl: server.url }),
+      ...(server === undefined ? {} : { redis: { type: 'single' as const, url: server.url } }),
       storeTimeoutMs: 5_000, // exactness, not latency, is under test here
       clock: stillClock(),
     });

@@ -219,7 +219,9 @@ describe.each(setups)('counting on the $store store', ({ redis }) => {
     for (const which of ['default', 'aon'] as const) {
       const svc = await startLoopbackService({
         envoyConfig: fixtures,
-        ...(server === undefined ? {} : { redisUrl: server.url, keyPrefix: `sl-${which}` }),
+        ...(server === undefined
+          ? {}
+          : { redis: { type: 'single' as const, url: server.url }, keyPrefix: `sl-${which}` }),
         ...(which === 'aon' ? { decisionMode: 'all-or-nothing' as const } : {}),
         storeTimeoutMs: 5_000, // exactness, not latency, is under test here
         clock: stillClock(),
