@@ -2,7 +2,7 @@
  * A check takes one of several internal paths depending on the descriptor's form, the
  * store and how many policies match (a record matching one policy on a MemoryStore is
  * decided by its value alone; a frozen record is resolved once; an entry list or named
- * policies take the general path; a store without applySync gets a deadline). Every path
+ * policies take the general path; a store that answers with a promise gets a deadline). Every path
  * must validate the same way and decide the same way: these tables run each case on each.
  */
 import { describe, expect, it } from 'vitest';
@@ -69,7 +69,7 @@ const paths: readonly Path[] = [
     options: { policies: ['p'] },
   },
   {
-    name: 'store without applySync',
+    name: 'store answering with a promise',
     policies: [p],
     store: asyncStore,
     descriptor: () => ({ t: 'a' }),

@@ -23,7 +23,7 @@ function policy(): Policy {
 }
 
 function globalRemaining(store: MemoryStore, p: Policy, nowMs: number): number {
-  const [r] = store.applySync(
+  const [r] = store.apply(
     [{ key: KEY, algorithm: algorithmOf(p.algorithm), params: p.params, cost: 0, enforce: true }],
     { nowMs },
   );
@@ -46,7 +46,7 @@ class GatedStore implements Store {
     this.reached = new Promise((resolve) => (this.#reached = resolve));
   }
   apply(batch: readonly StoreRequest[], o: StoreApplyOptions): Promise<readonly StoreResult[]> {
-    const results = this.inner.applySync(batch, o);
+    const results = this.inner.apply(batch, o);
     if (this.#n++ !== this.gated) return Promise.resolve(results);
     this.#reached();
     return new Promise((resolve) => (this.#release = () => resolve(results)));

@@ -6,7 +6,7 @@
  *   of earlier steps, and a commit copies the spare into the held object (which carries
  *   other fields too), as MemoryStore does; after every step the held state and the
  *   decision must equal the pure transition's;
- * - store: `MemoryStore` through each of its single-request paths (`applySync` by value in
+ * - store: `MemoryStore` through each of its single-request paths (`apply` by value in
  *   its key space, independent, with another store's space, by key text), on text keys and keys of the
  *   value-index layout, against a model that runs the pure transitions over plain arrays
  *   with the documented store semantics (write when admitted with a cost; expire `ttlMs`
