@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { RedisServer } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
 import { agentProcess, controllerProcess, type JsonProcess } from './fixtures/json-process.js';
-import { rawRlqs, type RawEnd, type RawStream } from './fixtures/raw-rlqs.js';
+import { apiUsage, openFakeAgents, rawRlqs } from './fixtures/raw-rlqs.js';
 
 const RESOURCE_EXHAUSTED = 8;
 // The cap scaled down so that the test is affordable on a shared machine (see the note
@@ -40,15 +40,6 @@ function rssMb(pid: number): number {
   return Math.round(Number(line.split(/\s+/)[1]) / 1024);
 }
 
-const usage = (allowed: number, denied: number) => [
-  {
-    bucket_id: { bucket: { name: 'api' } },
-    time_elapsed: { seconds: 1, nanos: 0 },
-    num_requests_allowed: allowed,
-    num_requests_denied: denied,
-  },
-];
-
 describe('agents cap against a real controller', () => {
   it('twice the agents cap claiming demand: those past the cap refused RESOURCE_EXHAUSTED, honest shares stay above 0, memory bounded', async () => {
     const redis = await RedisServer.start();
@@ -70,28 +61,15 @@ describe('agents cap against a real controller', () => {
     // The fleet: one stream per agent, each reporting 50 allowed and 50 denied per second.
     const channels = Array.from({ length: CHANNELS }, () => rawRlqs(address));
     for (const ch of channels) closers.push(() => ch.close());
-    const streams: RawStream[] = [];
-    const ends: (RawEnd | undefined)[] = Array.from({ length: AGENTS });
     // In batches, each answered (an assignment or a refusal) before the next.
-    for (let batch = 0; batch < AGENTS; batch += BATCH) {
-      for (let i = batch; i < batch + BATCH; i++) {
-        const s = channels[i % CHANNELS]!.open(`fake-${i}`);
-        s.send(usage(50, 50), 'test');
-        streams.push(s);
-        void s.ended(600_000).then((e) => (ends[i] = e));
-      }
-      await waitFor(
-        () =>
-          streams
-            .slice(batch)
-            .every((s, k) => s.actions.length > 0 || ends[batch + k] !== undefined)
-            ? true
-            : undefined,
-        { what: `batch ${batch / BATCH} answered`, timeoutMs: 30_000, intervalMs: 50 },
-      );
-    }
+    const { streams, ends, joined } = openFakeAgents(channels, AGENTS, BATCH, {
+      endMs: 600_000,
+      answerMs: 30_000,
+    });
+    await joined;
     const claims = setInterval(() => {
-      for (let i = 0; i < AGENTS; i++) if (ends[i] === undefined) streams[i]!.send(usage(50, 50));
+      for (let i = 0; i < AGENTS; i++)
+        if (ends[i] === undefined) streams[i]!.send(apiUsage(50, 50));
     }, 1_000);
     closers.push(() => clearInterval(claims));
     const refusedCount = () => ends.filter((e) => e !== undefined).length;

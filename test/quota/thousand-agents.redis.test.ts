@@ -9,14 +9,13 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PEER_CAPS } from '../../src/quota/rlqs/peer-caps.js';
 import { RedisServer } from '../support/redis-server.js';
-import { waitFor } from '../support/wait.js';
 import {
   agentProcess,
   controllerProcess,
   type JsonLine,
   type JsonProcess,
 } from './fixtures/json-process.js';
-import { rawRlqs, type RawEnd, type RawStream } from './fixtures/raw-rlqs.js';
+import { apiUsage, openFakeAgents, rawRlqs } from './fixtures/raw-rlqs.js';
 
 const AGENTS = DEFAULT_PEER_CAPS.maxAgents;
 const HONEST = 3;
@@ -38,14 +37,6 @@ afterAll(async () => {
   for (const r of servers) await r.stop();
 });
 
-const usage = (allowed: number, denied: number) => [
-  {
-    bucket_id: { bucket: { name: 'api' } },
-    time_elapsed: { seconds: 1, nanos: 0 },
-    num_requests_allowed: allowed,
-    num_requests_denied: denied,
-  },
-];
 const is = (event: string) => (l: JsonLine) => l['event'] === event;
 
 describe('1,000 agents at the default agents cap against a real controller', () => {
@@ -70,34 +61,19 @@ describe('1,000 agents at the default agents cap against a real controller', () 
     // The fleet: one stream per agent, each reporting 50 allowed and 50 denied per second.
     const channels = Array.from({ length: CHANNELS }, () => rawRlqs(address));
     for (const ch of channels) closers.push(() => ch.close());
-    const streams: RawStream[] = [];
-    const ends: (RawEnd | undefined)[] = Array.from({ length: FAKES });
     const joinStart = Date.now();
+    const { streams, ends, joined } = openFakeAgents(channels, FAKES, BATCH, {
+      endMs: 3_600_000,
+      answerMs: EVENT_MS,
+    });
     // Claims every second from the first batch on: a stream that reported once and then
     // waited for the rest to join would be idle (2R) and get no lease in the first rounds.
     const claims = setInterval(() => {
       for (let i = 0; i < streams.length; i++)
-        if (ends[i] === undefined) streams[i]!.send(usage(50, 50));
+        if (ends[i] === undefined) streams[i]!.send(apiUsage(50, 50));
     }, 1_000);
     closers.push(() => clearInterval(claims));
-    for (let batch = 0; batch < FAKES; batch += BATCH) {
-      for (let i = batch; i < Math.min(FAKES, batch + BATCH); i++) {
-        const s = channels[i % CHANNELS]!.open(`fake-${i}`);
-        s.send(usage(50, 50), 'test');
-        streams.push(s);
-        void s.ended(3_600_000).then((e) => (ends[i] = e));
-      }
-      // Each batch answered (an assignment or an end) before the next.
-      await waitFor(
-        () =>
-          streams
-            .slice(batch)
-            .every((s, k) => s.actions.length > 0 || ends[batch + k] !== undefined)
-            ? true
-            : undefined,
-        { what: `batch ${batch / BATCH} answered`, timeoutMs: EVENT_MS, intervalMs: 50 },
-      );
-    }
+    await joined;
     const joinedAt = Date.now();
     // Ten rounds with all 1,000 agents claiming, read from the honest agents' windows.
     const from = honest.map((h) => h.lines.length);
