@@ -1,21 +1,21 @@
-import { describe, expect, it } from "vitest";
-import { parsePolicies } from "../../src/config/policies.js";
-import { ManualClock } from "../../src/core/clock.js";
-import type { Policy } from "../../src/core/policy.js";
-import { LocalStage } from "../../src/local/local-stage.js";
-import { localStages } from "../../src/local/stages.js";
-import { TokenBatchStage } from "../../src/local/token-batch.js";
-import { MemoryStore } from "../../src/stores/memory/memory-store.js";
-import { stageCheck } from "./support/stage-check.js";
+import { describe, expect, it } from 'vitest';
+import { parsePolicies } from '../../src/config/policies.js';
+import { ManualClock } from '../../src/core/clock.js';
+import type { Policy } from '../../src/core/policy.js';
+import { LocalStage } from '../../src/local/local-stage.js';
+import { localStages } from '../../src/local/stages.js';
+import { TokenBatchStage } from '../../src/local/token-batch.js';
+import { MemoryStore } from '../../src/stores/memory/memory-store.js';
+import { stageCheck } from './support/stage-check.js';
 
 const both: Policy = parsePolicies([
   {
-    name: "api",
-    match: ["tenant"],
+    name: 'api',
+    match: ['tenant'],
     rate: 1_000,
     burst: 1_000,
     local: { rate: 100, burst: 100 },
-    batch: { size: 8, ttl: "1s" },
+    batch: { size: 8, ttl: '1s' },
   },
 ]).policies[0]!;
 
@@ -35,8 +35,8 @@ async function checkKeys(
   }
 }
 
-describe("localStages options reach their stages", () => {
-  it("maxLocalKeys bounds the local buckets; without it 5 keys are 5 buckets", async () => {
+describe('localStages options reach their stages', () => {
+  it('maxLocalKeys bounds the local buckets; without it 5 keys are 5 buckets', async () => {
     const bounded = localStages({ maxLocalKeys: 2 });
     await checkKeys(bounded, 5);
     expect((bounded[0] as LocalStage).keys).toBe(2);
@@ -45,7 +45,7 @@ describe("localStages options reach their stages", () => {
     expect((free[0] as LocalStage).keys).toBe(5);
   });
 
-  it("maxBatchKeys bounds the reserves (a new key drops the oldest reserve)", async () => {
+  it('maxBatchKeys bounds the reserves (a new key drops the oldest reserve)', async () => {
     // 4 checks a key: slow start reserves 1 + 2 + 4, so each key keeps 3 unspent.
     const bounded = localStages({ maxBatchKeys: 1, clock: new ManualClock(0) });
     await checkKeys(bounded, 3, 4);
@@ -60,8 +60,7 @@ describe("localStages options reach their stages", () => {
   it("the batch's close reads the given clock: unexpired reserves go back", async () => {
     const store = new MemoryStore();
     const stages = localStages({ clock: new ManualClock(0) });
-    for (let i = 0; i < 4; i++)
-      await stageCheck(stages, store, both, "{t1}:api", 1, { nowMs: 0 });
+    for (let i = 0; i < 4; i++) await stageCheck(stages, store, both, '{t1}:api', 1, { nowMs: 0 });
     const batch = stages[1] as TokenBatchStage;
     expect(batch.unitsHeld).toBe(3); // reserved 1 + 2 + 4, spent 4
     await batch.close();
@@ -69,30 +68,20 @@ describe("localStages options reach their stages", () => {
   });
 });
 
-describe("LocalStage edges", () => {
-  it("takes a bound of 1 key, and makes no bucket for cost 0 or a policy without local", () => {
+describe('LocalStage edges', () => {
+  it('takes a bound of 1 key, and makes no bucket for cost 0 or a policy without local', () => {
     const stage = new LocalStage({ maxKeys: 1 });
-    const none = parsePolicies([{ name: "x", match: ["t"], rate: 1 }])
-      .policies[0]!;
-    expect(
-      stage.enter(
-        { policy: both, key: "k", capacity: 100, cost: 0 },
-        { nowMs: 0 },
-      ),
-    ).toBe(undefined);
-    expect(
-      stage.enter(
-        { policy: none, key: "k", capacity: 1, cost: 1 },
-        { nowMs: 0 },
-      ),
-    ).toBe(undefined);
+    const none = parsePolicies([{ name: 'x', match: ['t'], rate: 1 }]).policies[0]!;
+    expect(stage.enter({ policy: both, key: 'k', capacity: 100, cost: 0 }, { nowMs: 0 })).toBe(
+      undefined,
+    );
+    expect(stage.enter({ policy: none, key: 'k', capacity: 1, cost: 1 }, { nowMs: 0 })).toBe(
+      undefined,
+    );
     expect(stage.keys).toBe(0);
-    expect(
-      stage.enter(
-        { policy: both, key: "k", capacity: 100, cost: 1 },
-        { nowMs: 0 },
-      ),
-    ).toBe(undefined);
+    expect(stage.enter({ policy: both, key: 'k', capacity: 100, cost: 1 }, { nowMs: 0 })).toBe(
+      undefined,
+    );
     expect(stage.keys).toBe(1);
   });
 });

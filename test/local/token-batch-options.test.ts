@@ -1,65 +1,52 @@
-import { describe, expect, it } from "vitest";
-import { parsePolicies } from "../../src/config/policies.js";
-import { ManualClock } from "../../src/core/clock.js";
-import type { Policy } from "../../src/core/policy.js";
-import type { StageVerdict } from "../../src/limiter/stage.js";
-import type { StageRecorder } from "../../src/metrics/stage-metrics.js";
-import { TokenBatchStage } from "../../src/local/token-batch.js";
-import { MemoryStore } from "../../src/stores/memory/memory-store.js";
-import { gatewayOf, stageCheck } from "./support/stage-check.js";
+import { describe, expect, it } from 'vitest';
+import { parsePolicies } from '../../src/config/policies.js';
+import { ManualClock } from '../../src/core/clock.js';
+import type { Policy } from '../../src/core/policy.js';
+import type { StageVerdict } from '../../src/limiter/stage.js';
+import type { StageRecorder } from '../../src/metrics/stage-metrics.js';
+import { TokenBatchStage } from '../../src/local/token-batch.js';
+import { MemoryStore } from '../../src/stores/memory/memory-store.js';
+import { gatewayOf, stageCheck } from './support/stage-check.js';
 
-const KEY = "{t1}:api";
+const KEY = '{t1}:api';
 const policy = (extra: Record<string, unknown> = {}): Policy =>
   parsePolicies([
     {
-      name: "api",
-      match: ["tenant"],
+      name: 'api',
+      match: ['tenant'],
       rate: 1_000,
       burst: 1_000,
-      batch: { size: 8, ttl: "1s" },
+      batch: { size: 8, ttl: '1s' },
       ...extra,
     },
   ]).policies[0]!;
 
-describe("TokenBatchStage options and scope", () => {
-  it("refuses maxKeys below 1 and a negative retryAfterFailureMs, naming the value; 1 and 0 are fine", () => {
-    const refused = (
-      o: ConstructorParameters<typeof TokenBatchStage>[0],
-      message: string,
-    ) =>
+describe('TokenBatchStage options and scope', () => {
+  it('refuses maxKeys below 1 and a negative retryAfterFailureMs, naming the value; 1 and 0 are fine', () => {
+    const refused = (o: ConstructorParameters<typeof TokenBatchStage>[0], message: string) =>
       expect(() => new TokenBatchStage(o)).toThrow(
-        expect.objectContaining({ code: "SLUICE_ERR_BATCH_INVALID", message }),
+        expect.objectContaining({ code: 'SLUICE_ERR_BATCH_INVALID', message }),
       );
-    refused(
-      { maxKeys: 0 },
-      "batch stage: maxKeys must be a positive whole number; got 0",
-    );
-    refused(
-      { maxKeys: 2.5 },
-      "batch stage: maxKeys must be a positive whole number; got 2.5",
-    );
+    refused({ maxKeys: 0 }, 'batch stage: maxKeys must be a positive whole number; got 0');
+    refused({ maxKeys: 2.5 }, 'batch stage: maxKeys must be a positive whole number; got 2.5');
     refused(
       { retryAfterFailureMs: -1 },
-      "batch stage: retryAfterFailureMs must be a non-negative number; got -1",
+      'batch stage: retryAfterFailureMs must be a non-negative number; got -1',
     );
     refused(
       { retryAfterFailureMs: Number.NaN },
-      "batch stage: retryAfterFailureMs must be a non-negative number; got NaN",
+      'batch stage: retryAfterFailureMs must be a non-negative number; got NaN',
     );
-    expect(
-      new TokenBatchStage({ maxKeys: 1, retryAfterFailureMs: 0 }).unitsHeld,
-    ).toBe(0);
+    expect(new TokenBatchStage({ maxKeys: 1, retryAfterFailureMs: 0 }).unitsHeld).toBe(0);
   });
 
-  it("takes part only in enforced policies that batch", () => {
+  it('takes part only in enforced policies that batch', () => {
     const stage = new TokenBatchStage();
     expect(stage.appliesTo(policy())).toBe(true);
     // The policy check refuses batch with shadow; a Policy built in code is refused here too.
     expect(stage.appliesTo({ ...policy(), shadow: true })).toBe(false);
     expect(
-      stage.appliesTo(
-        parsePolicies([{ name: "x", match: ["t"], rate: 1 }]).policies[0]!,
-      ),
+      stage.appliesTo(parsePolicies([{ name: 'x', match: ['t'], rate: 1 }]).policies[0]!),
     ).toBe(false);
   });
 
@@ -73,39 +60,37 @@ describe("TokenBatchStage options and scope", () => {
     };
     const stage = new TokenBatchStage({ clock: new ManualClock(0), metrics });
     const store = new MemoryStore();
-    for (let i = 0; i < 4; i++)
-      await stageCheck([stage], store, policy(), KEY, 1, { nowMs: 0 });
+    for (let i = 0; i < 4; i++) await stageCheck([stage], store, policy(), KEY, 1, { nowMs: 0 });
     seen.length = 0;
     await stage.close();
-    expect(seen).toEqual(["returned batch api 3"]); // reserved 1 + 2 + 4, spent 4
+    expect(seen).toEqual(['returned batch api 3']); // reserved 1 + 2 + 4, spent 4
   });
 
-  it("after close, checks go to the store and nothing more is reserved", async () => {
+  it('after close, checks go to the store and nothing more is reserved', async () => {
     const stage = new TokenBatchStage({ clock: new ManualClock(0) });
     const store = new MemoryStore();
     await stage.close();
     const d = await stageCheck([stage], store, policy(), KEY, 1, { nowMs: 0 });
-    expect([d.allowed, d.path]).toEqual([true, "store"]);
+    expect([d.allowed, d.path]).toEqual([true, 'store']);
     expect([stage.stats.reservationCalls, stage.unitsHeld]).toEqual([0, 0]);
   });
 
-  it("a check denied elsewhere gives its units back only while the reserve lives", async () => {
+  it('a check denied elsewhere gives its units back only while the reserve lives', async () => {
     const stage = new TokenBatchStage({ clock: new ManualClock(0) });
     const store = new MemoryStore();
     const p = policy();
-    for (let i = 0; i < 4; i++)
-      await stageCheck([stage], store, p, KEY, 1, { nowMs: 0 });
+    for (let i = 0; i < 4; i++) await stageCheck([stage], store, p, KEY, 1, { nowMs: 0 });
     expect(stage.unitsHeld).toBe(3);
     const item = { policy: p, key: KEY, capacity: 1_000, cost: 1 };
     const ctx = (nowMs: number) => ({ nowMs, gateway: gatewayOf(store) });
     const verdict = stage.enter(item, ctx(0));
-    expect(verdict).toMatchObject({ kind: "answer", path: "batch" });
+    expect(verdict).toMatchObject({ kind: 'answer', path: 'batch' });
     const denied = {
       admitted: false,
       decision: {
-        policy: "other",
-        path: "store" as const,
-        status: "OVER_LIMIT" as const,
+        policy: 'other',
+        path: 'store' as const,
+        status: 'OVER_LIMIT' as const,
         allowed: false,
         limit: 1,
         remaining: 0,
