@@ -1,8 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { algorithmOf } from '../../src/algorithms/index.js';
-import { parsePolicies } from '../../src/config/policies.js';
 import { ManualClock } from '../../src/core/clock.js';
-import type { Policy } from '../../src/core/policy.js';
 import { TokenBatchStage } from '../../src/local/token-batch.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
 import type {
@@ -12,23 +9,8 @@ import type {
   StoreRequest,
   StoreResult,
 } from '../../src/stores/store.js';
+import { batchPolicy as policy, globalRemaining, KEY } from './support/batch-policy.js';
 import { stageCheck } from './support/stage-check.js';
-
-const KEY = '{t1}:api';
-
-function policy(): Policy {
-  return parsePolicies([
-    { name: 'api', match: ['tenant'], rate: 1_000, burst: 1_000, batch: { size: 8, ttl: '1s' } },
-  ]).policies[0]!;
-}
-
-function globalRemaining(store: MemoryStore, p: Policy, nowMs: number): number {
-  const [r] = store.apply(
-    [{ key: KEY, algorithm: algorithmOf(p.algorithm), params: p.params, cost: 0, enforce: true }],
-    { nowMs },
-  );
-  return r!.ok ? r!.decision.remaining : NaN;
-}
 
 /**
  * A real MemoryStore whose apply number `gated` (0-based) takes effect at once but is

@@ -1,26 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { parsePolicies } from '../../src/config/policies.js';
 import { ManualClock } from '../../src/core/clock.js';
-import type { Policy } from '../../src/core/policy.js';
 import type { StageVerdict } from '../../src/limiter/stage.js';
 import type { StageRecorder } from '../../src/metrics/stage-metrics.js';
 import { TokenBatchStage } from '../../src/local/token-batch.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
+import { batchPolicy as policy } from './support/batch-policy.js';
 import { gatewayOf, stageCheck } from './support/stage-check.js';
 
 const KEY = '{t1}:api';
-const policy = (extra: Record<string, unknown> = {}): Policy =>
-  parsePolicies([
-    {
-      name: 'api',
-      match: ['tenant'],
-      rate: 1_000,
-      burst: 1_000,
-      batch: { size: 8, ttl: '1s' },
-      ...extra,
-    },
-  ]).policies[0]!;
-
 describe('TokenBatchStage options and scope', () => {
   it('refuses maxKeys below 1 and a negative retryAfterFailureMs, naming the value; 1 and 0 are fine', () => {
     const refused = (o: ConstructorParameters<typeof TokenBatchStage>[0], message: string) =>

@@ -1,9 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { algorithmOf } from '../../src/algorithms/index.js';
-import { parsePolicies } from '../../src/config/policies.js';
 import { ManualClock } from '../../src/core/clock.js';
 import type { AlgorithmDecision } from '../../src/core/decision.js';
-import type { Policy } from '../../src/core/policy.js';
 import { TokenBatchStage } from '../../src/local/token-batch.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
 import type {
@@ -13,31 +10,8 @@ import type {
   StoreRequest,
   StoreResult,
 } from '../../src/stores/store.js';
+import { batchPolicy as policy, globalRemaining, KEY } from './support/batch-policy.js';
 import { gatewayOf, stageCheck } from './support/stage-check.js';
-
-const KEY = '{t1}:api';
-
-function policy(extra: Record<string, unknown> = {}): Policy {
-  return parsePolicies([
-    {
-      name: 'api',
-      match: ['tenant'],
-      rate: 1_000,
-      burst: 1_000,
-      batch: { size: 8, ttl: '1s' },
-      ...extra,
-    },
-  ]).policies[0]!;
-}
-
-/** What the global bucket holds now (a read: cost 0). */
-function globalRemaining(store: MemoryStore, p: Policy, nowMs: number): number {
-  const [r] = store.apply(
-    [{ key: KEY, algorithm: algorithmOf(p.algorithm), params: p.params, cost: 0, enforce: true }],
-    { nowMs },
-  );
-  return r!.ok ? r!.decision.remaining : NaN;
-}
 
 /**
  * A real MemoryStore whose first `slowCalls` applies are applied at once but answered

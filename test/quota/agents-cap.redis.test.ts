@@ -7,10 +7,10 @@
  * (never DENY_ALL); the controller's memory stays bounded.
  */
 import { readFileSync } from 'node:fs';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedisServer } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
-import { agentProcess, controllerProcess, type JsonProcess } from './fixtures/json-process.js';
+import { agentProcess, controllerProcess, stoppedAfterAll } from './fixtures/json-process.js';
 import { apiUsage, openFakeAgents, rawRlqs } from './fixtures/raw-rlqs.js';
 
 const RESOURCE_EXHAUSTED = 8;
@@ -22,15 +22,7 @@ const AGENTS = 2 * CAP;
 const CHANNELS = 4;
 const BATCH = 50;
 
-const started: JsonProcess[] = [];
-const servers: RedisServer[] = [];
-const closers: (() => void)[] = [];
-afterAll(async () => {
-  for (const c of closers) c();
-  for (const p of started) p.kill('SIGKILL');
-  await Promise.all(started.map((p) => p.ended()));
-  for (const r of servers) await r.stop();
-});
+const { started, servers, closers } = stoppedAfterAll();
 
 /** A process's resident set in MB, from /proc. */
 function rssMb(pid: number): number {

@@ -6,14 +6,14 @@
  * no `step_down`, every lease under the first token) and the honest agents stay on a
  * lease above 0. Every process is stopped by its PID.
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DEFAULT_PEER_CAPS } from '../../src/quota/rlqs/peer-caps.js';
 import { RedisServer } from '../support/redis-server.js';
 import {
   agentProcess,
   controllerProcess,
   type JsonLine,
-  type JsonProcess,
+  stoppedAfterAll,
 } from './fixtures/json-process.js';
 import { apiUsage, openFakeAgents, rawRlqs } from './fixtures/raw-rlqs.js';
 
@@ -27,15 +27,7 @@ const BUDGET = 1_000;
 const START_MS = 120_000;
 const EVENT_MS = 120_000;
 
-const started: JsonProcess[] = [];
-const servers: RedisServer[] = [];
-const closers: (() => void)[] = [];
-afterAll(async () => {
-  for (const c of closers) c();
-  for (const p of started) p.kill('SIGKILL');
-  await Promise.all(started.map((p) => p.ended()));
-  for (const r of servers) await r.stop();
-});
+const { started, servers, closers } = stoppedAfterAll();
 
 const is = (event: string) => (l: JsonLine) => l['event'] === event;
 
