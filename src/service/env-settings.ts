@@ -14,6 +14,7 @@ import type { StatsdOptions } from '../metrics/statsd/statsd-stats.js';
 import type { TracingOptions } from './tracing/service-tracing.js';
 import type { ServeLeaseOptions } from './lease-agents.js';
 import type { ServeOptions } from './serve-options.js';
+import { unknownServeOptionKeys } from './serve-option-keys.js';
 import {
   SERVICE_SETTINGS,
   SETTING_ENTRIES,
@@ -475,6 +476,8 @@ const OPTION_DEFAULTS: Readonly<Record<string, unknown>> = Object.freeze(
 export function resolveServeOptions(
   options: ServeOptions,
 ): ServeOptions & Required<Pick<ServeOptions, Defaulted>> {
+  const unknown = unknownServeOptionKeys(options);
+  if (unknown.length > 0) refuse(unknown);
   checkServeOptionValues(options);
   return { ...OPTION_DEFAULTS, ...options } as ServeOptions &
     Required<Pick<ServeOptions, Defaulted>>;

@@ -87,4 +87,28 @@ describe('startService options', () => {
       'storeTimeoutMs: expected a whole number of milliseconds from 1 to 60000, got "0"',
     );
   });
+
+  it('refuse keys ServeOptions does not have, naming each and what replaced a renamed one', async () => {
+    // A spread or a JavaScript caller gets past the excess-property check; an ignored
+    // `redisUrl` would start the service on its memory store.
+    const given: Record<string, unknown> = {
+      host: '127.0.0.1',
+      port: 0,
+      redisUrl: 'redis://127.0.0.1:1',
+      grpcPorts: 0,
+    };
+    const refused = await startService(given as Parameters<typeof startService>[0]).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(refused).toBeInstanceOf(PolicyError);
+    expect((refused as PolicyError).code).toBe('SLUICE_ERR_CONFIG_INVALID');
+    expect((refused as PolicyError).issues).toEqual([
+      {
+        path: 'redisUrl',
+        message: `startService has no option "redisUrl" (now redis: { type: 'single', url })`,
+      },
+      { path: 'grpcPorts', message: 'startService has no option "grpcPorts"' },
+    ]);
+  });
 });
