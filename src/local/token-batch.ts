@@ -60,7 +60,7 @@ export interface TokenBatchStats {
 }
 
 /**
- * Token batching (DESIGN.md §5, stage 5), for policies with `batch: { size, ttl }`. An
+ * Token batching (docs/design.md, "Stages"), for policies with `batch: { size, ttl }`. An
  * instance reserves up to `size` units from the global bucket in one atomic store call
  * (`Store.apply` with cost n) and admits from them in process, with path `batch`.
  *

@@ -35,7 +35,7 @@ export type AgentMode = 'lease' | 'fallback';
 export type TakeResult = 'allowed' | 'denied' | 'store';
 
 /**
- * The agent's core (DESIGN.md §5, stage 6): it enforces its lease in process, with no
+ * The agent's core (docs/design.md, "Quota leases"): it enforces its lease in process, with no
  * remote call per request, and counts usage for its next report. Pure apart from its own
  * fields; every method takes `nowMs`.
  *

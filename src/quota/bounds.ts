@@ -1,6 +1,6 @@
 /**
  * What a quota lease permits beyond its budget when agents lose the controller
- * (DESIGN.md §5, stage 6; docs/quota-leases.md, "The partition bound").
+ * (docs/design.md, "Quota leases"; docs/quota-leases.md, "The partition bound").
  *
  * A lease stays in the controller's ledger until issue + L + δ, so a stale lease adds
  * nothing: while the cut-off agents spend what they last held, the controller keeps that

@@ -7,7 +7,7 @@ import {
 import type { Lease, UsageReport } from './lease.js';
 
 /**
- * The quota controller's core (DESIGN.md §5, stage 6): pure state plus the two events
+ * The quota controller's core (docs/design.md, "Quota leases"): pure state plus the two events
  * that change it, a usage report and a refresh round, each given its `nowMs`. It does no
  * I/O: the process (`controller-process.ts`) and the simulation feed it and carry its
  * leases.

@@ -33,7 +33,7 @@ export interface LeaseStageOptions {
 }
 
 /**
- * The quota lease as a stage of the check pipeline (DESIGN.md §5, stage 6; path
+ * The quota lease as a stage of the check pipeline (docs/design.md, "Quota leases"; path
  * `lease`): the item's agent decides it in process, from its lease or, once that has
  * expired, its fallback, with no remote call. Under the `store` fallback the item passes
  * on to the store, and the store's decision is counted in the agent's next report. When another policy denies the check, `settle` gives the units back

@@ -1,5 +1,5 @@
 /**
- * What a quota controller and its agents exchange (DESIGN.md §5, stage 6). The same
+ * What a quota controller and its agents exchange (docs/design.md, "Quota leases"). The same
  * shapes travel over RLQS (see `rlqs-mapping.ts`) and inside the simulation.
  */
 
