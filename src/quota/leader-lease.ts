@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 
 /**
@@ -20,41 +21,14 @@ import type { Redis } from 'ioredis';
  * the round's leases, so its successor knows every lease it may have sent.
  */
 
-const ACQUIRE = `
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  local token = math.max((tonumber(redis.call('GET', KEYS[2])) or 0) + 1, tonumber(ARGV[3]))
-  token = string.format('%.0f', token)
-  redis.call('SET', KEYS[2], token)
-  redis.call('SET', KEYS[1], token .. ':' .. ARGV[1], 'PX', ARGV[2])
-  return token
-end
-return 0`;
-
-// Renews, or reclaims a key that ran out while no one took a term since (the stored token
-// is still this term's: every acquire raises it), so the term never had a successor.
-const RENEW = `
-local held = redis.call('GET', KEYS[1])
-if held == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-if held == false and redis.call('GET', KEYS[2]) == ARGV[3] then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 1
-end
-return 0`;
-
-const WRITE_STATE = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('SET', KEYS[2], ARGV[2])
-  return 1
-end
-return 0`;
-
-const RESIGN = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0`;
+/** A script of lua/, read once when the module loads. */
+function lua(name: string): string {
+  return readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8');
+}
+const ACQUIRE = lua('acquire');
+const RENEW = lua('renew');
+const WRITE_STATE = lua('write-state');
+const RESIGN = lua('resign');
 
 /** The Redis calls the leader lease makes. */
 export type LeaderRedis = Pick<Redis, 'eval' | 'get' | 'pttl'>;
