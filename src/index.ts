@@ -80,9 +80,7 @@ export {
 export type { CheckResult } from './limiter/check-result.js';
 export {
   Limiter,
-  type CheckItem,
   type CheckOptions,
-  type DecideOptions,
   type LimiterOptions,
 } from './limiter/limiter.js';
 export { createLimiter } from './local/create-limiter.js';
