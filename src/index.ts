@@ -80,8 +80,11 @@ export {
 export type { CheckResult } from './limiter/check-result.js';
 export {
   Limiter,
+  PlanQuery,
   type CheckOptions,
+  type DecisionListener,
   type LimiterOptions,
+  type PlanSpec,
 } from './limiter/limiter.js';
 export { createLimiter } from './local/create-limiter.js';
 

@@ -198,3 +198,42 @@ describe('A PlanQuery counted independently on Redis: a failing item fails alone
     expect(all.decisions.map((d) => d.path)).toEqual(['fail-closed', 'fail-closed']);
   });
 });
+
+describe('A PlanQuery: names, modes and keys come from its plans', () => {
+  it('decides under the spec’s name, and tells each decision with the key it built', async () => {
+    const limiter = createLimiter({ store: new MemoryStore(), policies: [] });
+    const spec: PlanSpec = { policy: tight, name: 'public-tight', independent: true };
+    const told: [string, string, number][] = [];
+    const r = await limiter.checkAt(
+      T,
+      new PlanQuery().add(spec, { t: 'k1' }, 2).add(spec, { t: 'k2' }, 3),
+      { onDecision: (d, key, i) => told.push([d.policy, key, i]) },
+    );
+    expect(r.decisions.map((d) => [d.policy, d.status])).toEqual([
+      ['public-tight', 'OK'],
+      ['public-tight', 'OVER_LIMIT'],
+    ]);
+    expect(told).toEqual([
+      ['public-tight', '{k1}:tight', 0],
+      ['public-tight', '{k2}:tight', 1],
+    ]);
+  });
+
+  it('refuses a query that mixes counting modes, and the policies option, naming why', async () => {
+    const limiter = createLimiter({ store: new MemoryStore(), policies: [] });
+    const mixed = new PlanQuery()
+      .add(specOf(tight, true), { t: 'm' }, 1)
+      .add(specOf(loose, false), { t: 'm' }, 1);
+    await expect(limiter.checkAt(T, mixed)).rejects.toMatchObject({
+      code: 'SLUICE_ERR_POLICY_UNSUPPORTED',
+      message: expect.stringContaining('mixes limits counted on their own') as unknown,
+    });
+    await expect(
+      limiter.checkAt(T, query([item(tight, 'm')]), { policies: ['tight'] }),
+    ).rejects.toMatchObject({ code: 'SLUICE_ERR_POLICY_UNSUPPORTED' });
+    // nothing was charged by the refused checks
+    expect((await limiter.checkAt(T, query([item(tight, 'm', 0)]))).decisions[0]!.remaining).toBe(
+      2,
+    );
+  });
+});
