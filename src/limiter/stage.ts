@@ -4,7 +4,7 @@ import type { Policy } from '../core/policy.js';
 import type { StoreRefundOptions, StoreRequest, StoreResult } from '../stores/store.js';
 
 /**
- * The stage seam of the check pipeline (docs/design.md, "One check").
+ * The stage seam of the check pipeline (docs/design.md, "Stages").
  *
  * A check is resolved once into items, one per matched policy. Before the store, each
  * item passes through the limiter's stages in order (local bucket, over-limit cache,
