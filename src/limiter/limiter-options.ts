@@ -34,6 +34,11 @@ export interface LimiterOptions extends Partial<Omit<DescriptorLimits, 'maxDescr
    */
   readonly stages?: readonly Stage[];
   /**
+   * Stages after the default ones (`createLimiter` only): the local stages first, then
+   * these, e.g. a quota lease. Unused when `stages` is given. @default none
+   */
+  readonly moreStages?: readonly Stage[];
+  /**
    * Bytes of the over-limit cache among the default stages (a bucket the store just denied
    * is denied in process until its retry time; envoyproxy/ratelimit's
    * `LOCAL_CACHE_SIZE_IN_BYTES`). Unused when `stages` is given. @default 0 (no cache)

@@ -10,7 +10,6 @@ import {
 } from '../limiter/limiter.js';
 import type { Stage } from '../limiter/stage.js';
 import { createLimiter } from '../local/create-limiter.js';
-import { localStages } from '../local/stages.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
 import type { QuotaAgent } from '../quota/agent.js';
 import { LeaseStage } from '../quota/lease-stage.js';
@@ -38,9 +37,9 @@ export interface ServiceLimitersOptions {
 /**
  * The service's limiters: one on the main store (native policies and envoy rules), and
  * one on the per-second store when there is one (upstream's `REDIS_PERSECOND`, for the
- * rules whose unit is `second`). Both are made by one function, with the same stages
- * (the local ones, and the lease stage with leases), and checked through `check` like
- * any library user's.
+ * rules whose unit is `second`). Both are made by one `createLimiter` call, with its
+ * default stages (and the lease stage after them, with leases), and checked through
+ * `check` like any library user's.
  */
 export class ServiceLimiters {
   readonly main: Limiter;
@@ -99,29 +98,23 @@ function limiterOn(
       ? {}
       : { storeObserver: options.storeObserver }),
     overLimitCacheBytes: options.localCacheSizeBytes ?? 0,
-    ...(options.leases === undefined ? {} : { stages: withLease(options, rules) }),
+    // With leases, the lease stage after createLimiter's own (local) stages.
+    ...(options.leases === undefined ? {} : { moreStages: [leaseStage(options, rules)] }),
     // Every decision, store call and bucket is counted by the limiter, under the plans'
     // names (an envoy rule's public name).
     ...(metrics === undefined ? {} : { metrics: metrics.limiter, stageMetrics: metrics.stages }),
   });
 }
 
-/** The local stages, then the lease stage: the rules and policies named in `leases`. */
-function withLease(options: ServiceLimitersOptions, rules: EnvoyRulePolicies): Stage[] {
+/** The lease stage: the rules and policies named in `leases`, by their public names. */
+function leaseStage(options: ServiceLimitersOptions, rules: EnvoyRulePolicies): Stage {
   const leases = options.leases!;
   const stageMetrics = options.metrics?.stages;
-  return [
-    ...localStages({
-      clock: options.clock,
-      overLimitCacheBytes: options.localCacheSizeBytes ?? 0,
-      ...(stageMetrics === undefined ? {} : { metrics: stageMetrics }),
-    }),
-    new LeaseStage({
-      policies: leases.policies,
-      // A descriptor's own limit (an override) takes no lease.
-      agentFor: (item) =>
-        rules.isOverride(item.policy) ? undefined : leases.agentFor(item.name ?? item.policy.name),
-      ...(stageMetrics === undefined ? {} : { metrics: stageMetrics }),
-    }),
-  ];
+  return new LeaseStage({
+    policies: leases.policies,
+    // A descriptor's own limit (an override) takes no lease.
+    agentFor: (item) =>
+      rules.isOverride(item.policy) ? undefined : leases.agentFor(item.name ?? item.policy.name),
+    ...(stageMetrics === undefined ? {} : { metrics: stageMetrics }),
+  });
 }

@@ -99,6 +99,18 @@ describe('Limiter surface', () => {
     });
   });
 
+  it('createLimiter puts moreStages after its own stages, and stages replaces both', () => {
+    const extra = { name: 'extra', appliesTo: () => false, enter: () => undefined };
+    const store = new MemoryStore();
+    const own = createLimiter({ store, policies: [] }).stages.map((s) => s.name);
+    const more = createLimiter({ store, policies: [], moreStages: [extra] }).stages;
+    expect(more.map((s) => s.name)).toEqual([...own, 'extra']);
+    expect(own.length).toBeGreaterThan(0);
+    expect(
+      createLimiter({ store, policies: [], stages: [extra], moreStages: [extra] }).stages,
+    ).toEqual([extra]);
+  });
+
   it('names the loaded policies, or says there are none, for an unknown policy', async () => {
     const none = createLimiter({ store: new MemoryStore(), policies: [] });
     await expect(none.check({ t: 'a' }, { policies: ['p'] })).rejects.toThrow(
