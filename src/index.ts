@@ -33,10 +33,11 @@ export {
 export type { CheckResult } from './limiter/check-result.js';
 export {
   Limiter,
-  type CheckItem,
+  PlanQuery,
   type CheckOptions,
-  type DecideOptions,
+  type DecisionListener,
   type LimiterOptions,
+  type PlanSpec,
 } from './limiter/limiter.js';
 export { createLimiter } from './local/create-limiter.js';
 

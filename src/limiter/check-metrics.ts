@@ -5,32 +5,6 @@ import type { PreparedItem } from './policy-plan.js';
 
 /** Telling a `CheckRecorder` how checks went: asked buckets, in-process store failures, outcomes. */
 
-/** A result or a promise of one as a promise; a throw becomes a rejection. */
-export function settled<T>(run: () => T | Promise<T>): Promise<T> {
-  try {
-    const result = run();
-    return result instanceof Promise ? result : Promise.resolve(result);
-  } catch (error) {
-    return Promise.reject(error as Error);
-  }
-}
-
-/** Runs one check and tells `m` how it ended and how long it took. */
-export function measured(
-  m: CheckRecorder,
-  run: () => CheckResult | Promise<CheckResult>,
-): CheckResult | Promise<CheckResult> {
-  const t0 = performance.now();
-  let result: CheckResult | Promise<CheckResult>;
-  try {
-    result = run();
-  } catch (error) {
-    m.refused(error, performance.now() - t0);
-    throw error;
-  }
-  return recorded(m, result, t0);
-}
-
 /** Tells `m` every bucket a check asks for, before any stage or the store answers it. */
 export function askedBuckets(
   m: CheckRecorder,
@@ -39,7 +13,7 @@ export function askedBuckets(
 ): void {
   for (let i = 0; i < items.length; i++) {
     const item = items[i]!;
-    m.bucket(item.plan.policy.name, item.key, item.cost, nowMs);
+    m.bucket(item.plan.name, item.key, item.cost, nowMs);
   }
 }
 

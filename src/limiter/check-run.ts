@@ -3,7 +3,7 @@ import type { StoreRequest, StoreResult } from '../stores/store.js';
 import { combineDecisions, type CheckResult } from './check-result.js';
 import { NO_OPTIONS, validOptions } from './check-input.js';
 import { askedBuckets } from './check-metrics.js';
-import type { DecideOptions } from './limiter-options.js';
+import type { CheckOptions } from './limiter-options.js';
 import { enterStages } from './pipeline.js';
 import { release, type PreparedItem } from './policy-plan.js';
 import type { Settle } from './settle.js';
@@ -30,12 +30,13 @@ export class CheckRun {
   /**
    * Runs a check's prepared items through the pipeline: the stages that apply (if any),
    * then the store for the items no stage answered, then settle. A store that answers in
-   * process is called directly: no deadline, timer or promise is made for it.
+   * process is called directly: no deadline, timer or promise is made for it. The items'
+   * plans say how the check is counted (`PolicyPlan.independent`; they agree).
    */
   run(
     nowMs: number,
     items: readonly PreparedItem[],
-    options: DecideOptions,
+    options: CheckOptions,
     sync: boolean,
   ): CheckResult | Promise<CheckResult> {
     if (items.length === 0) return combineDecisions([]);
@@ -58,7 +59,7 @@ export class CheckRun {
     nowMs: number,
     items: readonly PreparedItem[],
     requestId: string | undefined,
-    options: DecideOptions,
+    options: CheckOptions,
     sync: boolean,
   ): CheckResult | Promise<CheckResult> {
     // The caller's budget covers the whole check: the stages' store calls and the
@@ -97,10 +98,10 @@ export class CheckRun {
     nowMs: number,
     items: readonly PreparedItem[],
     requestId: string | undefined,
-    options: DecideOptions,
+    options: CheckOptions,
     ctx: StageContext,
   ): CheckResult | Promise<CheckResult> {
-    const independent = options.independent === true;
+    const independent = items[0]!.plan.independent;
     const pending: PreparedItem[] = [];
     let denied = false;
     for (let i = 0; i < items.length; i++) {
@@ -110,7 +111,15 @@ export class CheckRun {
       else if (item.plan.enforce && !answer.allowed) denied = true;
     }
     if ((denied && !independent) || pending.length === 0) {
-      return this.#settle.finish(nowMs, items, EMPTY, EMPTY_RESULTS, independent, ctx);
+      return this.#settle.finish(
+        nowMs,
+        items,
+        EMPTY,
+        EMPTY_RESULTS,
+        independent,
+        ctx,
+        options.onDecision,
+      );
     }
     return this.#toStore(nowMs, items, pending, requestId, options, ctx);
   }
@@ -125,10 +134,10 @@ export class CheckRun {
     items: readonly PreparedItem[],
     batch: readonly PreparedItem[],
     requestId: string | undefined,
-    options: DecideOptions,
+    options: CheckOptions,
     ctx: StageContext | undefined,
   ): CheckResult | Promise<CheckResult> {
-    const independent = options.independent === true;
+    const independent = items[0]!.plan.independent;
     let policyMs = MAX_TIMER_MS;
     for (let i = 0; i < batch.length; i++) {
       policyMs = Math.min(policyMs, batch[i]!.policy.timeoutMs);
@@ -149,7 +158,7 @@ export class CheckRun {
       releaseBatch,
     );
     if (!isPending(answer)) {
-      return this.#settle.finish(nowMs, items, batch, answer, independent, ctx);
+      return this.#settle.finish(nowMs, items, batch, answer, independent, ctx, options.onDecision);
     }
     // The check now waits: the keys are built before the caller may change its
     // descriptor, and the store may read the batch until its own call ends (even past
@@ -157,7 +166,7 @@ export class CheckRun {
     for (let i = 0; i < items.length; i++) items[i]!.fix();
     for (let i = 0; i < batch.length; i++) batch[i]!.hold();
     return answer.then((results) =>
-      this.#settle.finish(nowMs, items, batch, results, independent, ctx),
+      this.#settle.finish(nowMs, items, batch, results, independent, ctx, options.onDecision),
     );
   }
 }

@@ -17,9 +17,9 @@ export class FailurePolicy {
     if (policy.failureMode === 'stale') {
       const d = this.#stale.peek(item.key, policy, item.cost, nowMs);
       if (d !== undefined)
-        return { ...d, policy: policy.name, path: policy.shadow ? 'shadow' : 'stale' };
+        return { ...d, policy: item.plan.name, path: policy.shadow ? 'shadow' : 'stale' };
     }
-    return failureDecision(policy, item.plan.capacity);
+    return failureDecision(policy, item.plan.capacity, item.plan.name);
   }
 
   /** Remembers a store decision of a `stale` policy's item: its budget for an outage. */
@@ -78,13 +78,18 @@ export function notReached(item: PreparedItem): Decision {
     remaining: 0,
     retryAfterMs: 0,
     resetAfterMs: 0,
-    policy: policy.name,
+    policy: item.plan.name,
     path: policy.shadow ? 'shadow' : 'store',
   };
 }
 
-export function failureDecision(policy: Policy, limit: number): Decision {
-  const base = { limit, retryAfterMs: 0, resetAfterMs: 0, policy: policy.name };
+/** The decision of `policy`'s failure mode, under `name` (the plan's; default the policy's). */
+export function failureDecision(
+  policy: Policy,
+  limit: number,
+  name: string = policy.name,
+): Decision {
+  const base = { limit, retryAfterMs: 0, resetAfterMs: 0, policy: name };
   const mode =
     policy.failureMode === 'stale' ? (policy.stale?.fallback ?? 'closed') : policy.failureMode;
   if (policy.shadow || mode === 'open') {

@@ -1,8 +1,7 @@
 import type { Registry } from 'prom-client';
 import type { Clock } from '../core/clock.js';
-import type { Descriptor } from '../core/descriptor.js';
+import type { Decision } from '../core/decision.js';
 import type { DescriptorLimits } from '../core/descriptor-limits.js';
-import type { Policy } from '../core/policy.js';
 import type { PolicyInput, PolicySet } from '../config/policies.js';
 import type { CheckRecorder } from '../metrics/check-recorder.js';
 import type { StageRecorder } from '../metrics/stage-metrics.js';
@@ -10,7 +9,7 @@ import type { Store } from '../stores/store.js';
 import type { Stage } from './stage.js';
 import type { StoreCallObserver } from './store-gateway.js';
 
-/** What the limiter and its checks take: `LimiterOptions`, `CheckOptions`, `DecideOptions`. */
+/** What the limiter and its checks take: `LimiterOptions`, `CheckOptions`. */
 
 /**
  * Options of {@link createLimiter}. The descriptor limits (`maxDescriptorEntries`,
@@ -34,6 +33,11 @@ export interface LimiterOptions extends Partial<Omit<DescriptorLimits, 'maxDescr
    * or `batch`, and the over-limit cache when `overLimitCacheBytes` is above 0
    */
   readonly stages?: readonly Stage[];
+  /**
+   * Stages after the default ones (`createLimiter` only): the local stages first, then
+   * these, e.g. a quota lease. Unused when `stages` is given. @default none
+   */
+  readonly moreStages?: readonly Stage[];
   /**
    * Bytes of the over-limit cache among the default stages (a bucket the store just denied
    * is denied in process until its retry time; envoyproxy/ratelimit's
@@ -61,13 +65,12 @@ export interface LimiterOptions extends Partial<Omit<DescriptorLimits, 'maxDescr
   readonly stageMetrics?: StageRecorder;
 }
 
-/** One bucket decision of a {@link Limiter.decideAt} batch. */
-export interface CheckItem {
-  readonly policy: Policy;
-  readonly descriptor: Descriptor;
-  /** Units to consume: a non-negative safe integer within the policy's capacity. */
-  readonly cost: number;
-}
+/**
+ * Told each decision of a check with its bucket's key (`bucketKey` text, without a store
+ * prefix) and its index among the check's decisions, before the check returns. What it
+ * throws is ignored.
+ */
+export type DecisionListener = (decision: Decision, key: string, index: number) => void;
 
 export interface CheckOptions {
   /**
@@ -97,16 +100,9 @@ export interface CheckOptions {
    * characters. Without it, nothing is ever retried automatically.
    */
   readonly requestId?: string;
-}
-
-/** Options of {@link Limiter.decideAt}. */
-export interface DecideOptions extends Pick<CheckOptions, 'timeoutMs' | 'requestId' | 'signal'> {
   /**
-   * Decide every item on its own instead of all-or-nothing: each is a batch of one, in
-   * item order, all in one store call, so a denial blocks nothing else and a later item on
-   * the same bucket sees what an earlier one consumed (envoyproxy/ratelimit's counting).
-   * A store failure then applies each item's failure mode on its own.
-   * @default false
+   * Told each decision with its bucket's key (a decision log, a status page), so the
+   * caller need not build the key again. @default none
    */
-  readonly independent?: boolean;
+  readonly onDecision?: DecisionListener;
 }

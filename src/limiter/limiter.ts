@@ -8,19 +8,20 @@ import { LimiterMetrics } from '../metrics/limiter-metrics.js';
 import type { Store } from '../stores/store.js';
 import type { CheckResult } from './check-result.js';
 import { NO_OPTIONS } from './check-input.js';
-import { measured, recorded, settled } from './check-metrics.js';
+import { recorded } from './check-metrics.js';
 import { CheckRun } from './check-run.js';
-import { DecidedItems } from './decide-items.js';
 import { FailurePolicy } from './failure-policy.js';
-import type { CheckItem, CheckOptions, DecideOptions, LimiterOptions } from './limiter-options.js';
+import type { CheckOptions, LimiterOptions } from './limiter-options.js';
 import { checkStages } from './pipeline.js';
 import { PolicyPlans } from './plan.js';
+import { QueryPlans, type PlanQuery } from './plan-query.js';
 import { Resolver } from './resolve.js';
 import { Settle } from './settle.js';
 import type { Stage } from './stage.js';
 import { StoreGateway } from './store-gateway.js';
 
-export type { CheckItem, CheckOptions, DecideOptions, LimiterOptions } from './limiter-options.js';
+export type { CheckOptions, DecisionListener, LimiterOptions } from './limiter-options.js';
+export { PlanQuery, type PlanSpec } from './plan-query.js';
 export type { StoreCallEnd, StoreCallObserver } from './store-gateway.js';
 
 function toPolicySet(p: PolicySet | readonly PolicyInput[]): PolicySet {
@@ -31,7 +32,9 @@ function toPolicySet(p: PolicySet | readonly PolicyInput[]): PolicySet {
  * Decides requests against policies through a store. A check is resolved once into
  * prepared items (one per matched policy: its compiled plan, bucket key or key-space
  * value, and cost); the items pass the limiter's stages in order, and those no stage
- * answered go to the store in one batch, all-or-nothing; see {@link Limiter.check}.
+ * answered go to the store in one batch, all-or-nothing; see {@link Limiter.check}. A
+ * rule set that matches requests itself (the envoy rules) checks a {@link PlanQuery}
+ * through the same path.
  */
 export class Limiter {
   readonly #store: Store;
@@ -40,7 +43,6 @@ export class Limiter {
   readonly #stages: readonly Stage[];
   /** The policies in force and their compiled resolution, swapped together. */
   #current: PolicyPlans;
-  readonly #decided: DecidedItems;
   readonly #run: CheckRun;
   readonly #gateway: StoreGateway;
   readonly #metrics: CheckRecorder | undefined;
@@ -48,7 +50,6 @@ export class Limiter {
   constructor(options: LimiterOptions) {
     this.#store = options.store;
     this.#clock = options.clock ?? systemClock;
-    this.#resolver = new Resolver(descriptorLimits(options));
     this.#metrics =
       options.metrics ??
       (options.registry === undefined
@@ -59,7 +60,10 @@ export class Limiter {
     const stages = options.stages ?? [];
     checkStages(stages);
     this.#stages = Object.freeze([...stages]);
-    this.#decided = new DecidedItems(this.#store, this.#stages);
+    this.#resolver = new Resolver(
+      descriptorLimits(options),
+      new QueryPlans(this.#store, this.#stages),
+    );
     this.#run = new CheckRun(this.#gateway, new Settle(new FailurePolicy()), this.#metrics);
     this.#current = this.#accept(options.policies);
   }
@@ -105,7 +109,10 @@ export class Limiter {
   }
 
   /** {@link Limiter.checkAt} at the limiter clock's current time. */
-  check(descriptor: DescriptorInput, options: CheckOptions = NO_OPTIONS): Promise<CheckResult> {
+  check(
+    descriptor: DescriptorInput | PlanQuery,
+    options: CheckOptions = NO_OPTIONS,
+  ): Promise<CheckResult> {
     return this.checkAt(this.#nowMs(), descriptor, options);
   }
 
@@ -119,7 +126,10 @@ export class Limiter {
   }
 
   /** {@link Limiter.checkSyncAt} at the limiter clock's current time. */
-  checkSync(descriptor: DescriptorInput, options: CheckOptions = NO_OPTIONS): CheckResult {
+  checkSync(
+    descriptor: DescriptorInput | PlanQuery,
+    options: CheckOptions = NO_OPTIONS,
+  ): CheckResult {
     return this.checkSyncAt(this.#nowMs(), descriptor, options);
   }
 
@@ -134,7 +144,7 @@ export class Limiter {
    */
   checkSyncAt(
     nowMs: number,
-    descriptor: DescriptorInput,
+    descriptor: DescriptorInput | PlanQuery,
     options: CheckOptions = NO_OPTIONS,
   ): CheckResult {
     const m = this.#metrics;
@@ -162,15 +172,19 @@ export class Limiter {
    * `UNAVAILABLE`). Rejects with a `PolicyError` for invalid input: a malformed or
    * empty descriptor, an invalid cost, a cost above a policy's capacity, an unknown
    * policy name or a named policy the descriptor does not match.
+   *
+   * A {@link PlanQuery} is checked against its own specs' plans, counted as they say
+   * (independently, as envoyproxy/ratelimit charges, or all-or-nothing); a cost above a
+   * limit's capacity is then a decision: `OVER_LIMIT` with `retryAfterMs` Infinity.
    */
   checkAt(
     nowMs: number,
-    descriptor: DescriptorInput,
+    descriptor: DescriptorInput | PlanQuery,
     options: CheckOptions = NO_OPTIONS,
   ): Promise<CheckResult> {
     // Not async: on a synchronous store (MemoryStore) the result is ready at once, and
     // an already-resolved promise is all a check costs beyond the decision itself. (No
-    // `settled` here: its closure would be one more object per check.)
+    // closure here: it would be one more object per check.)
     const m = this.#metrics;
     try {
       const result =
@@ -184,38 +198,13 @@ export class Limiter {
   }
 
   /**
-   * The lower-level form of {@link Limiter.checkAt} for callers that resolve policies
-   * themselves (the Envoy-compatible service matches its own rule tree): decides the
-   * given (policy, descriptor, cost) items as one all-or-nothing batch (or each on its
-   * own: `independent`), with the same stages, deadlines, failure modes and idempotency.
-   * Policies need not be in the limiter's set, but must come from `parsePolicies`
-   * (validated), or from an algorithm's `chargingDenied` (then only with `independent`).
-   *
-   * The cost is the request's, so a cost above a policy's capacity is a decision here,
-   * not an error: `OVER_LIMIT` with `retryAfterMs` Infinity (it can never fit). Rejects
-   * with a `PolicyError` for an invalid cost.
-   */
-  decideAt(
-    nowMs: number,
-    items: readonly CheckItem[],
-    options: DecideOptions = {},
-  ): Promise<CheckResult> {
-    const m = this.#metrics;
-    return settled(() =>
-      m === undefined
-        ? this.#decide(nowMs, items, options)
-        : measured(m, () => this.#decide(nowMs, items, options)),
-    );
-  }
-
-  /**
    * {@link Limiter.#check}, told to `m` (a method, not a closure: a closure over the
    * arguments would cost every check a context object, metrics or not).
    */
   #measured(
     m: CheckRecorder,
     nowMs: number,
-    descriptor: DescriptorInput,
+    descriptor: DescriptorInput | PlanQuery,
     options: CheckOptions,
     sync: boolean,
   ): CheckResult | Promise<CheckResult> {
@@ -233,24 +222,13 @@ export class Limiter {
   /** Resolves a check into prepared items and runs them (see {@link Limiter.checkAt}). */
   #check(
     nowMs: number,
-    descriptor: DescriptorInput,
+    descriptor: DescriptorInput | PlanQuery,
     options: CheckOptions,
     sync: boolean,
   ): CheckResult | Promise<CheckResult> {
     // One read of the set in force: reloads never mix sets within a check.
     const items = this.#resolver.resolve(this.#current, descriptor, options);
     return this.#run.run(nowMs, items, options, sync);
-  }
-
-  /** {@link Limiter.decideAt}: the items prepared as given, then the same run as a check. */
-  #decide(
-    nowMs: number,
-    items: readonly CheckItem[],
-    options: DecideOptions,
-  ): CheckResult | Promise<CheckResult> {
-    const independent = options.independent === true;
-    const prepared = this.#decided.prepare(items, this.#current, independent);
-    return this.#run.run(nowMs, prepared, options, false);
   }
 }
 

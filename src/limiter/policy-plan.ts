@@ -16,6 +16,18 @@ import type { Stage, StageItem, StagePath, StageVerdict } from './stage.js';
 /** One policy, compiled against the limiter's store and stages. */
 export interface PolicyPlan {
   readonly policy: Policy;
+  /**
+   * The name decisions, metrics and stages know the plan by: the policy's own for a
+   * policy file; an envoy rule's public name for the (internally named) policy it
+   * compiles to.
+   */
+  readonly name: string;
+  /**
+   * How a check of this plan is counted: `false`, all-or-nothing (a denial anywhere
+   * charges nothing); `true`, each item on its own, as envoyproxy/ratelimit charges every
+   * matched limit. The plans of one check agree (see `PlanQuery`).
+   */
+  readonly independent: boolean;
   readonly algorithm: Algorithm<unknown, unknown>;
   readonly capacity: number;
   readonly enforce: boolean;
@@ -38,17 +50,24 @@ export interface PolicyPlan {
   readonly alone: readonly PreparedItem[];
 }
 
-/** Compiles one policy against the limiter's store and stages. */
+/**
+ * Compiles one policy against the limiter's store and stages, under `name` (default: the
+ * policy's) and counting mode (default: all-or-nothing).
+ */
 export function planOf(
   policy: Policy,
   store: Store | undefined,
   stages: readonly Stage[],
+  name: string = policy.name,
+  independent = false,
 ): PolicyPlan {
   const algorithm = algorithmOf(policy.algorithm);
   const single = policy.identity.length === 1 && scopeKeysOf(policy).length === 0;
   const space = single ? store?.keySpace?.(policy.name) : undefined;
   const plan = {
     policy,
+    name,
+    independent,
     algorithm,
     capacity: algorithm.capacity(policy.params),
     enforce: !policy.shadow,
@@ -58,7 +77,7 @@ export function planOf(
     key: bucketKeyBuilder(policy),
     valueKey: space === undefined ? undefined : policy.identity[0]!,
     space,
-    stages: stages.filter((s) => s.appliesTo(policy)),
+    stages: stages.filter((s) => s.appliesTo(policy, name)),
   } as unknown as { -readonly [K in keyof PolicyPlan]: PolicyPlan[K] };
   plan.spare = new PreparedItem(plan);
   plan.alone = [plan.spare];
@@ -84,6 +103,7 @@ export function takeItem(plan: PolicyPlan): PreparedItem {
 export class PreparedItem implements StageItem, StoreRequest {
   readonly plan: PolicyPlan;
   readonly policy: Policy;
+  readonly name: string;
   readonly algorithm: Algorithm<unknown, unknown>;
   readonly params: unknown;
   readonly enforce: boolean;
@@ -108,6 +128,7 @@ export class PreparedItem implements StageItem, StoreRequest {
   constructor(plan: PolicyPlan) {
     this.plan = plan;
     this.policy = plan.policy;
+    this.name = plan.name;
     this.algorithm = plan.algorithm;
     this.params = plan.policy.params;
     this.enforce = plan.enforce;

@@ -11,6 +11,7 @@ import {
   type RecordItem,
   type RecordMatch,
 } from './plan.js';
+import { PlanQuery, type QueryPlans } from './plan-query.js';
 import { release, takeItem, type PolicyPlan, type PreparedItem } from './policy-plan.js';
 
 /** What a check asks of resolution (see `CheckOptions`). */
@@ -46,23 +47,27 @@ const NO_ITEMS: readonly PreparedItem[] = Object.freeze([]);
 
 /**
  * Resolve, the first part of a check: a descriptor to prepared items, one per matched
- * policy, each with its compiled plan, bucket key (or key-space value) and cost.
+ * policy, each with its compiled plan, bucket key (or key-space value) and cost; a
+ * {@link PlanQuery} (limits a rule set matched, the envoy rules) to the items of its
+ * specs' plans.
  */
 export class Resolver {
   readonly #limits: DescriptorLimits;
+  readonly #queries: QueryPlans;
 
-  constructor(limits: DescriptorLimits) {
+  constructor(limits: DescriptorLimits, queries: QueryPlans) {
     this.#limits = limits;
+    this.#queries = queries;
   }
 
   /**
    * The items of a check of `descriptor` against `plans`. Throws a `PolicyError` for a
    * malformed descriptor, an invalid cost, a cost above a policy's capacity, or a named
-   * policy that is unknown or not matched.
+   * policy that is unknown or not matched (and as `QueryPlans.prepare` for a query).
    */
   resolve(
     plans: PolicyPlans,
-    descriptor: DescriptorInput,
+    descriptor: DescriptorInput | PlanQuery,
     options: ResolveOptions,
   ): readonly PreparedItem[] {
     if (
@@ -71,9 +76,19 @@ export class Resolver {
       descriptor !== null &&
       !Array.isArray(descriptor)
     ) {
+      // (A query is no plain record: its properties are arrays.)
       const items = this.#prepareRecord(descriptor as DescriptorRecord, plans, options);
       // Anything unusual takes the general path, which reports it exactly.
       if (items !== undefined) return items;
+    }
+    if (descriptor instanceof PlanQuery) {
+      if (options.policies !== undefined) {
+        throw new PolicyError(
+          'SLUICE_ERR_POLICY_UNSUPPORTED',
+          'the policies option selects policies of a descriptor; a plan query names its limits itself',
+        );
+      }
+      return this.#queries.prepare(descriptor, options.cost);
     }
     const d = toDescriptor(descriptor, this.#limits);
     const selected = this.#select(plans, d, options.policies);

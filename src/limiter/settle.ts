@@ -5,6 +5,7 @@ import { combineDecisions, type CheckResult } from './check-result.js';
 import { neverFits, notReached, withPolicy, type FailurePolicy } from './failure-policy.js';
 import { settleStages } from './pipeline.js';
 import { release, type PreparedItem } from './policy-plan.js';
+import type { DecisionListener } from './limiter-options.js';
 import type { StageContext } from './stage.js';
 
 /**
@@ -31,13 +32,14 @@ export class Settle {
     results: readonly StoreResult[],
     independent: boolean,
     ctx: StageContext | undefined,
+    listener: DecisionListener | undefined,
   ): CheckResult {
     // A batch is atomic: if any item failed, nothing is known about the others. Items
     // decided independently fail alone.
     if (!independent) {
       for (let i = 0; i < results.length; i++) {
         const r = results[i]!;
-        if (!r.ok) return this.#failed(nowMs, items, r.error, ctx);
+        if (!r.ok) return this.#failed(nowMs, items, r.error, ctx, listener);
       }
     }
     if (items.length === 1) {
@@ -47,6 +49,7 @@ export class Settle {
         [this.#decisionOf(items[0]!, batch, results[0], nowMs)],
         independent,
         ctx,
+        listener,
       );
     }
     const decisions = new Array<Decision>(items.length);
@@ -56,7 +59,7 @@ export class Settle {
       const answered = item.answer !== undefined || batch.length === 0;
       decisions[i] = this.#decisionOf(item, batch, answered ? undefined : results[j++], nowMs);
     }
-    return this.#decided(items, decisions, independent, ctx);
+    return this.#decided(items, decisions, independent, ctx, listener);
   }
 
   /** Settles a check that ended in an error before it was decided (nothing admitted). */
@@ -81,7 +84,7 @@ export class Settle {
     const policy = item.plan.policy;
     const answer = item.answer;
     if (answer !== undefined) {
-      return withPolicy(answer, policy.name, policy.shadow ? 'shadow' : item.answerPath!);
+      return withPolicy(answer, item.plan.name, policy.shadow ? 'shadow' : item.answerPath!);
     }
     if (batch.length === 0 || result === undefined) return notReached(item);
     if (!result.ok) {
@@ -91,21 +94,27 @@ export class Settle {
       return d;
     }
     let decision = result.decision;
-    // INVALID_POLICY from a transition: the cost is above capacity (decideAt lets such
-    // costs through), so it can never fit.
+    // INVALID_POLICY from a transition: the cost is above capacity (a plan query lets
+    // such costs through: envoy's hits are the request's), so it can never fit.
     if (decision.status === 'INVALID_POLICY') decision = neverFits(decision);
     this.#failure.remember(item, decision, nowMs);
-    return withPolicy(decision, policy.name, policy.shadow ? 'shadow' : 'store');
+    return withPolicy(decision, item.plan.name, policy.shadow ? 'shadow' : 'store');
   }
 
-  /** The check's result from its decisions; the stages settled and the items given back. */
+  /**
+   * The check's result from its decisions; the listener told, the stages settled and the
+   * items given back.
+   */
   #decided(
     items: readonly PreparedItem[],
     decisions: readonly Decision[],
     independent: boolean,
     ctx: StageContext | undefined,
+    listener: DecisionListener | undefined,
   ): CheckResult {
     const result = combineDecisions(decisions);
+    // Before the items go back: a released item's key may be the next check's.
+    if (listener !== undefined) tell(listener, items, decisions);
     if (ctx === undefined) {
       release(items);
       return result;
@@ -128,6 +137,7 @@ export class Settle {
     items: readonly PreparedItem[],
     error: StoreError,
     ctx: StageContext | undefined,
+    listener: DecisionListener | undefined,
   ): CheckResult {
     const decisions: Decision[] = [];
     for (let i = 0; i < items.length; i++) {
@@ -136,7 +146,7 @@ export class Settle {
       const answer = item.answer;
       if (answer !== undefined) {
         decisions.push(
-          withPolicy(answer, policy.name, policy.shadow ? 'shadow' : item.answerPath!),
+          withPolicy(answer, item.plan.name, policy.shadow ? 'shadow' : item.answerPath!),
         );
       } else {
         item.storeError = error;
@@ -152,6 +162,21 @@ export class Settle {
         }
       }
     }
-    return this.#decided(items, decisions, false, ctx);
+    return this.#decided(items, decisions, false, ctx, listener);
+  }
+}
+
+/** Tells `listener` each decision with its bucket's key; a throw is the listener's own. */
+function tell(
+  listener: DecisionListener,
+  items: readonly PreparedItem[],
+  decisions: readonly Decision[],
+): void {
+  for (let i = 0; i < items.length; i++) {
+    try {
+      listener(decisions[i]!, items[i]!.key, i);
+    } catch {
+      // A listener's failure is not the check's: the decision stands.
+    }
   }
 }

@@ -18,8 +18,9 @@ import type { StoreRefundOptions, StoreRequest, StoreResult } from '../stores/st
  *
  * Wiring: `createLimiter({ ..., stages: [a, b] })`; `Limiter.close()` closes them. A
  * shadow policy's item a stage answers "denied" never blocks (its decision's path is
- * `shadow`). With `Limiter.decideAt(..., { independent: true })` each item is decided on
- * its own: a stage's denial blocks only its item. When a stage denies an enforced item
+ * `shadow`). When the check's plans count independently (envoy rules counted as
+ * envoyproxy/ratelimit does) each item is decided on its own: a stage's denial blocks only
+ * its item. When a stage denies an enforced item
  * of an all-or-nothing check, the items no stage answered report allowed with remaining
  * 0 (the store was not asked, so nothing is known about them).
  */
@@ -33,6 +34,11 @@ export type StagePath = 'local' | 'cache' | 'batch' | 'lease';
  */
 export interface StageItem {
   readonly policy: Policy;
+  /**
+   * The name the check knows the policy by (its plan's: an envoy rule's public name for
+   * the policy it compiles to). @default the policy's own name
+   */
+  readonly name?: string;
   /** The bucket's key (`bucketKey` text, without any store prefix); built on first read. */
   readonly key: string;
   /** The largest cost the policy can ever admit (`Algorithm.capacity`). */
@@ -100,8 +106,8 @@ export type StageVerdict =
 /** How the check ended for one item a stage saw. */
 export interface StageOutcome {
   /**
-   * Whether the check as a whole admitted the request (with `independent`, whether this
-   * item's own decision did).
+   * Whether the check as a whole admitted the request (for plans counted independently,
+   * whether this item's own decision did).
    */
   readonly admitted: boolean;
   /** The item's final decision (from a stage, the store or the policy's failure mode). */
@@ -118,8 +124,11 @@ export interface StageOutcome {
 export interface Stage {
   /** Stable name, for errors and metrics (`local`, `over-limit-cache`, `batch`, `lease`). */
   readonly name: string;
-  /** Whether this stage takes part in checks of `policy`. */
-  appliesTo(policy: Policy): boolean;
+  /**
+   * Whether this stage takes part in checks of `policy`, which the check knows by `name`
+   * (the plan's: an envoy rule's public name; absent, the policy's own).
+   */
+  appliesTo(policy: Policy, name?: string): boolean;
   /**
    * Before the store. A promise only when remote work is unavoidable (a batch refill, a
    * lease fetch); `Limiter.checkSync` throws a `TypeError` if it gets one.

@@ -37,11 +37,13 @@ export interface Reserve {
   wake: Promise<void> | undefined;
   wakeUp: (() => void) | undefined;
   readonly policy: Policy;
+  /** The name the check knows the policy by (for the metrics: a rule's public name). */
+  readonly name: string;
   readonly key: string;
 }
 
 /** A key's reserve before its first reservation. */
-export function newReserve(policy: Policy, key: string): Reserve {
+export function newReserve(policy: Policy, key: string, name: string = policy.name): Reserve {
   return {
     units: 0,
     expiresAtMs: -Infinity,
@@ -62,6 +64,7 @@ export function newReserve(policy: Policy, key: string): Reserve {
     wake: undefined,
     wakeUp: undefined,
     policy,
+    name,
     key,
   };
 }

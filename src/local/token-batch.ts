@@ -166,7 +166,7 @@ export class TokenBatchStage implements Stage {
     }
     if (outcome.admitted) {
       // Counted spent once the check is admitted: units a denied check gives back are not.
-      this.#metrics?.spent('batch', item.policy.name, item.cost);
+      this.#metrics?.spent('batch', item.name ?? item.policy.name, item.cost);
       return;
     }
     const r = this.#reserves.get(item.key);
@@ -199,7 +199,7 @@ export class TokenBatchStage implements Stage {
       this.stats.unitsDropped += oldest.units;
       this.#reserves.delete(oldestKey);
     }
-    r = newReserve(item.policy, item.key);
+    r = newReserve(item.policy, item.key, item.name);
     this.#reserves.set(item.key, r);
     return r;
   }
@@ -373,7 +373,7 @@ export class TokenBatchStage implements Stage {
     r.remaining = d.remaining;
     r.resetAfterMs = d.resetAfterMs;
     this.stats.unitsReserved += n;
-    this.#metrics?.granted('batch', r.policy.name, n);
+    this.#metrics?.granted('batch', r.name, n);
   }
 
   /**
@@ -419,7 +419,7 @@ export class TokenBatchStage implements Stage {
         refund.then(([res]) => {
           if (res?.ok !== true) return;
           this.stats.unitsReturned += units;
-          this.#metrics?.returned('batch', r.policy.name, units);
+          this.#metrics?.returned('batch', r.name, units);
         }),
       );
     }

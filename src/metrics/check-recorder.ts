@@ -16,7 +16,7 @@ export interface CheckRecorder {
    * policy's name, `key` its bucket key (never exported raw).
    */
   bucket(policy: string, key: string, cost: number, nowMs: number): void;
-  /** One check (or `decideAt` call) was decided, `durationMs` after it started. */
+  /** One check was decided, `durationMs` after it started. */
   decided(status: Status, decisions: readonly Decision[], durationMs: number): void;
   /** One check was refused (`PolicyError`: invalid input), `durationMs` after it started. */
   refused(error: unknown, durationMs: number): void;

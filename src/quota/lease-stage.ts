@@ -25,11 +25,6 @@ export interface LeaseStageOptions {
    * admitted checks (`spent`); utilization is spent / granted. @default none
    */
   readonly metrics?: StageRecorder;
-  /**
-   * The name a policy goes by in `policies`, when its own is internal (the service
-   * names an envoy rule's policy by the rule's public name). @default the policy's name
-   */
-  readonly nameOf?: (policy: Policy) => string;
 }
 
 /**
@@ -44,7 +39,6 @@ export class LeaseStage implements Stage {
   readonly #policies: ReadonlySet<string>;
   readonly #agentFor: (item: StageItem) => QuotaAgent | undefined;
   readonly #metrics: StageRecorder | undefined;
-  readonly #nameOf: (policy: Policy) => string;
   /**
    * By agent, the last window whose allowance was counted granted (its end) and how much
    * of it: a raise within the window grants the difference too.
@@ -55,11 +49,11 @@ export class LeaseStage implements Stage {
     this.#policies = new Set(options.policies);
     this.#agentFor = options.agentFor;
     this.#metrics = options.metrics;
-    this.#nameOf = options.nameOf ?? ((p) => p.name);
   }
 
-  appliesTo(policy: Policy): boolean {
-    return this.#policies.has(this.#nameOf(policy));
+  /** By the name the check knows the policy by (an envoy rule's public name). */
+  appliesTo(policy: Policy, name: string = policy.name): boolean {
+    return this.#policies.has(name);
   }
 
   enter(item: StageItem, ctx: StageContext): StageVerdict {
@@ -76,9 +70,9 @@ export class LeaseStage implements Stage {
       const counted = this.#granted.get(agent);
       if (counted === undefined || counted.end !== end) {
         this.#granted.set(agent, { end, allowance: limit });
-        metrics.granted('lease', item.policy.name, limit);
+        metrics.granted('lease', item.name ?? item.policy.name, limit);
       } else if (limit > counted.allowance) {
-        metrics.granted('lease', item.policy.name, limit - counted.allowance);
+        metrics.granted('lease', item.name ?? item.policy.name, limit - counted.allowance);
         counted.allowance = limit;
       }
     }
@@ -108,7 +102,7 @@ export class LeaseStage implements Stage {
     // time `enter` answered at, so the mode is the one it answered in.
     const metrics = this.#metrics;
     if (metrics !== undefined && this.#agentFor(item)?.mode(ctx.nowMs) === 'lease') {
-      metrics.spent('lease', item.policy.name, item.cost);
+      metrics.spent('lease', item.name ?? item.policy.name, item.cost);
     }
   }
 

@@ -10,70 +10,75 @@ import {
 } from '../config/envoy/envoy-config.js';
 import type { ResolvedLimit } from '../config/envoy/limit-override.js';
 import { DEFAULT_TIMEOUT_MS } from '../config/policies.js';
-import type { ServiceMetrics } from '../metrics/service-metrics.js';
+import type { PlanSpec } from '../limiter/plan-query.js';
 import type { Store } from '../stores/store.js';
 
 /** Most policies kept for descriptors' own limits (overrides); past that the oldest goes. */
 const MAX_OVERRIDE_POLICIES = 10_000;
 
 /**
- * The policies envoy rules compile to (one per rule and counting mode, kept per rule
- * object; one per override limit, kept by its text), their public names, and the check
+ * The plans envoy rules compile to, as specs (`PlanSpec`) the limiter compiles like a
+ * policy file's policies: one per rule and counting mode, kept per rule object; one per
+ * override limit, kept by its text. Each is named by its rule's public name and counts
+ * as the domain says (independently: upstream's per-descriptor counting). Also the check
  * that the store can run every rule of a config.
  */
 export class EnvoyRulePolicies {
   readonly #store: Store;
-  readonly #metrics: ServiceMetrics | undefined;
   readonly #defaultFailureMode: FailureMode | undefined;
   readonly #timeoutMs: number | undefined;
-  /** Per rule, its policy for all-or-nothing batches and its counting one (per-descriptor). */
-  readonly #byRule = new WeakMap<EnvoyRule, { batch?: Policy; counting?: Policy }>();
-  readonly #overrides = new Map<string, Policy>();
-  /** The public name of each envoy rule's policy built from config, by internal name. */
-  readonly #publicNames = new Map<string, string>();
+  /** Per rule, its spec for all-or-nothing checks and its counting one (per-descriptor). */
+  readonly #byRule = new WeakMap<EnvoyRule, { batch?: PlanSpec; counting?: PlanSpec }>();
+  readonly #overrides = new Map<string, PlanSpec>();
+  /** The policies of override limits: a descriptor's own limit takes no lease. */
+  readonly #overridePolicies = new WeakSet<Policy>();
 
   constructor(options: {
     readonly store: Store;
-    readonly metrics?: ServiceMetrics | undefined;
     readonly defaultFailureMode?: FailureMode | undefined;
     readonly timeoutMs?: number | undefined;
   }) {
     this.#store = options.store;
-    this.#metrics = options.metrics;
     this.#defaultFailureMode = options.defaultFailureMode;
     this.#timeoutMs = options.timeoutMs;
   }
 
-  /** The public name of a policy built from a configured rule; else `name` itself. */
-  publicName(name: string): string {
-    return this.#publicNames.get(name) ?? name;
+  /** Whether `policy` is an override limit's (a descriptor's own limit, not a rule's). */
+  isOverride(policy: Policy): boolean {
+    return this.#overridePolicies.has(policy);
   }
 
-  /** `counting`: the policy for per-descriptor decisions, which charges denials if it can. */
-  policyFor(r: ResolvedLimit, counting: boolean): Policy {
+  /**
+   * The spec of a matched limit. `counting`: per-descriptor counting (independent), whose
+   * policy charges denials where the algorithm can.
+   */
+  specFor(r: ResolvedLimit, counting: boolean): PlanSpec {
     const rule = r.rule;
     if (r.source === 'config') {
       let cached = this.#byRule.get(rule);
       if (cached === undefined) this.#byRule.set(rule, (cached = {}));
       const which = counting ? 'counting' : 'batch';
-      let policy = cached[which];
-      if (policy === undefined) {
-        policy = cached[which] = this.#buildPolicy(rule, r.bucketValues.length, counting);
-        // Configured rules only: a descriptor's own limit (an override) takes no lease.
-        this.#publicNames.set(policy.name, publicRuleName(rule));
-      }
-      return policy;
+      return (cached[which] ??= this.#spec(rule, r.bucketValues.length, counting));
     }
     const key = `${rule.fullKey}|${rule.requestsPerUnit}|${rule.unit ?? ''}|${counting}`;
-    let p = this.#overrides.get(key);
-    if (p === undefined) {
+    let spec = this.#overrides.get(key);
+    if (spec === undefined) {
       if (this.#overrides.size >= MAX_OVERRIDE_POLICIES) {
         this.#overrides.delete(this.#overrides.keys().next().value as string);
       }
-      p = this.#buildPolicy(rule, r.bucketValues.length, counting);
-      this.#overrides.set(key, p);
+      spec = this.#spec(rule, r.bucketValues.length, counting);
+      this.#overridePolicies.add(spec.policy);
+      this.#overrides.set(key, spec);
     }
-    return p;
+    return spec;
+  }
+
+  #spec(rule: EnvoyRule, depth: number, counting: boolean): PlanSpec {
+    return Object.freeze({
+      policy: this.#buildPolicy(rule, depth, counting),
+      name: publicRuleName(rule),
+      independent: counting,
+    });
   }
 
   /**
@@ -124,12 +129,11 @@ export class EnvoyRulePolicies {
         ? (algorithmOf(rule.sluice.algorithm).chargingDenied?.(configured) as typeof configured)
         : undefined) ?? configured;
     // Internal name: safe in storage keys whatever the rule's path holds, and never shown
-    // (metrics label it with the rule's public name, `publicRuleName`). The limit, algorithm and params are part
-    // of it, so a reload that changes them (or how the window counts) starts fresh buckets.
+    // (the plan goes by the rule's public name, `publicRuleName`). The limit, algorithm
+    // and params are part of it, so a reload that changes them (or how the window
+    // counts) starts fresh buckets.
     const fingerprint = `${rule.fullKey}|${rule.requestsPerUnit}|${rule.unit ?? ''}|${rule.sluice.algorithm}|${JSON.stringify(params)}`;
     const name = `envoy.${createHash('sha256').update(fingerprint).digest('hex').slice(0, 24)}`;
-    // Metrics label the policy with the rule's public name, never the internal one.
-    this.#metrics?.limiter.labelPolicy(name, publicRuleName(rule));
     const keys = Array.from({ length: depth }, (_, i) => `e${i}`);
     return Object.freeze({
       name,

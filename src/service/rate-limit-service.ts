@@ -1,58 +1,38 @@
 import { systemClock, type Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
-import type { Descriptor } from '../core/descriptor.js';
 import type { DescriptorLimits } from '../core/descriptor-limits.js';
 import { StoreError } from '../core/errors.js';
-import type { FailureMode, Policy } from '../core/policy.js';
-import {
-  publicRuleName,
-  type DecisionMode,
-  type EnvoyConfig,
-  type EnvoyDescriptorLevel,
-  type EnvoyRule,
-} from '../config/envoy/envoy-config.js';
+import type { FailureMode } from '../core/policy.js';
+import type { DecisionMode, EnvoyConfig, EnvoyRule } from '../config/envoy/envoy-config.js';
 import { resolveDescriptorLimit, type ResolvedLimit } from '../config/envoy/limit-override.js';
 import { hitsAddends } from '../config/envoy/hits-addend.js';
 import { replacedMask } from '../config/envoy/replaces.js';
-import {
-  UNLIMITED_REMAINING,
-  descriptorCode,
-  overallResult,
-  type DescriptorOutcome,
-} from '../config/envoy/overall.js';
-import { durationUntilResetSeconds } from '../config/envoy/window.js';
+import { overallResult, type DescriptorOutcome } from '../config/envoy/overall.js';
 import type { PolicySet } from '../config/policies.js';
-import {
-  type CheckItem,
-  type DecideOptions,
-  type Limiter,
-  type StoreCallObserver,
-} from '../limiter/limiter.js';
-import { createLimiter } from '../local/create-limiter.js';
-import { combineDecisions, type CheckResult } from '../limiter/check-result.js';
+import { PlanQuery, type StoreCallObserver } from '../limiter/limiter.js';
 import type { RuleUsage } from '../metrics/rule-hits.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
-import { bucketKey, hashTagOf } from '../stores/key.js';
 import type { UpstreamStats } from '../metrics/statsd/statsd-stats.js';
-import type { Store } from '../stores/store.js';
-import type { Stage } from '../limiter/stage.js';
-import { localStages } from '../local/stages.js';
-import type { QuotaAgent } from '../quota/agent.js';
-import { LeaseStage } from '../quota/lease-stage.js';
-import type { DecisionObserver } from './decision-event.js';
-import { rateLimitDynamicMetadata } from './dynamic-metadata.js';
-import { EnvoyRulePolicies } from './envoy-rule-policies.js';
-import { toNativeCheckResponse } from './grpc/check-response.js';
 import type {
   NativeCheckRequest,
   NativeCheckResponse,
   RlsDescriptorStatus,
   RlsRequest,
   RlsResponse,
-  RlsUnit,
 } from '../protocol/messages.js';
+import type { QuotaAgent } from '../quota/agent.js';
+import { hashTagOf, type DescriptorValues } from '../stores/key.js';
+import type { Store } from '../stores/store.js';
+import { callBudget } from './call-budget.js';
+import type { DecisionObserver } from './decision-event.js';
+import { rateLimitDynamicMetadata } from './dynamic-metadata.js';
+import { descriptorStatus, outcomeOf } from './envoy-status.js';
+import { EnvoyRulePolicies } from './envoy-rule-policies.js';
+import { toNativeCheckResponse } from './grpc/check-response.js';
 import type { CallContext } from './grpc/handlers.js';
 import { rateLimitResponseHeaders, type ResponseHeaderNames } from './response-headers.js';
+import { rlconfig } from './rlconfig.js';
+import { ServiceLimiters } from './service-limiters.js';
 
 export interface RateLimitServiceOptions {
   readonly store: Store;
@@ -117,23 +97,20 @@ export interface RateLimitServiceOptions {
 /**
  * The one handler core behind every transport: envoy's ShouldRateLimit (gRPC and
  * `/json`) over envoyproxy/ratelimit rules, and Sluice's native Check over policies.
- * A request's limited descriptors go to the limiter in one store call (deadlines,
- * failure modes), decided per descriptor as upstream counts, or, where the domain or the
- * service asks for it, as one all-or-nothing batch, so a request denied by one
- * descriptor is charged nowhere.
+ * Both go through `Limiter.check`: a request's limited descriptors are one check of a
+ * `PlanQuery` (the plans their rules compile to) per store, in one store call each,
+ * counted per descriptor as upstream counts or, where the domain or the service asks for
+ * it, all-or-nothing, so a request denied by one descriptor is charged nowhere.
  */
 export class RateLimitService {
-  readonly #limiter: Limiter;
-  readonly #perSecondLimiter: Limiter | undefined;
+  readonly #limiters: ServiceLimiters;
   readonly #clock: Clock;
   readonly #metrics: ServiceMetrics | undefined;
   readonly #options: RateLimitServiceOptions;
   #config: EnvoyConfig;
-  /** The policies envoy rules compile to. */
+  /** The plans envoy rules compile to. */
   readonly #rules: EnvoyRulePolicies;
   readonly #observer: DecisionObserver | undefined;
-  /** Native policies by name, to find the identity a decision was charged to. */
-  #nativePolicies: ReadonlyMap<string, Policy>;
 
   constructor(options: RateLimitServiceOptions) {
     this.#options = options;
@@ -141,93 +118,9 @@ export class RateLimitService {
     this.#metrics = options.metrics;
     this.#config = options.envoyConfig;
     this.#observer = options.decisionObserver;
-    this.#nativePolicies = byName(options.policies);
     this.#rules = new EnvoyRulePolicies(options);
     this.#rules.check(options.envoyConfig);
-    const stageMetrics = options.metrics?.stages;
-    const leases = options.leases;
-    const publicName = (name: string): string => this.#rules.publicName(name);
-    // With leases, the limiter's default stages (`localStages`) and the lease stage last.
-    const stages = (store: Store, overLimitCacheBytes: number): { stages?: Stage[] } =>
-      leases === undefined
-        ? {}
-        : {
-            stages: [
-              ...localStages({
-                clock: this.#clock,
-                overLimitCacheBytes,
-                ...(stageMetrics === undefined ? {} : { metrics: stageMetrics }),
-              }),
-              new LeaseStage({
-                policies: leases.policies,
-                nameOf: (p) => publicName(p.name),
-                agentFor: (item) => leases.agentFor(publicName(item.policy.name)),
-                ...(stageMetrics === undefined ? {} : { metrics: stageMetrics }),
-              }),
-            ],
-          };
-    this.#limiter = createLimiter({
-      store: options.store,
-      policies: options.policies ?? [],
-      clock: this.#clock,
-      ...options.descriptorLimits,
-      ...(options.storeObserver === undefined ? {} : { storeObserver: options.storeObserver }),
-      overLimitCacheBytes: options.localCacheSizeBytes ?? 0,
-      ...stages(options.store, options.localCacheSizeBytes ?? 0),
-      // Every decision, store call and bucket is counted by the limiter, under the rules'
-      // public names (see #buildPolicy).
-      ...(options.metrics === undefined
-        ? {}
-        : { metrics: options.metrics.limiter, stageMetrics: options.metrics.stages }),
-    });
-    this.#perSecondLimiter =
-      options.perSecondStore === undefined
-        ? undefined
-        : createLimiter({
-            store: options.perSecondStore,
-            policies: [],
-            clock: this.#clock,
-            ...options.descriptorLimits,
-            // The same stages as the main limiter's, over-limit cache included.
-            overLimitCacheBytes: options.localCacheSizeBytes ?? 0,
-            ...stages(options.perSecondStore, options.localCacheSizeBytes ?? 0),
-            ...(options.metrics === undefined
-              ? {}
-              : { metrics: options.metrics.limiter, stageMetrics: options.metrics.stages }),
-          });
-  }
-
-  /**
-   * Decides `items` in the store each belongs to: those marked in `perSecond` in the
-   * per-second store (when there is one), the rest in the main one, both at once; the
-   * decisions come back in item order.
-   */
-  async #decideAt(
-    nowMs: number,
-    items: readonly CheckItem[],
-    perSecond: readonly boolean[],
-    options: DecideOptions,
-  ): Promise<CheckResult> {
-    const second = this.#perSecondLimiter;
-    if (second === undefined || !perSecond.includes(true))
-      return this.#limiter.decideAt(nowMs, items, options);
-    if (!perSecond.includes(false)) return second.decideAt(nowMs, items, options);
-    const [main, fast] = await Promise.all([
-      this.#limiter.decideAt(
-        nowMs,
-        items.filter((_, i) => !perSecond[i]),
-        options,
-      ),
-      second.decideAt(
-        nowMs,
-        items.filter((_, i) => perSecond[i]),
-        options,
-      ),
-    ]);
-    const from = { main: 0, fast: 0 };
-    return combineDecisions(
-      perSecond.map((s) => (s ? fast.decisions[from.fast++]! : main.decisions[from.main++]!)),
-    );
+    this.#limiters = new ServiceLimiters({ ...options, clock: this.#clock }, this.#rules);
   }
 
   /**
@@ -235,7 +128,7 @@ export class RateLimitService {
    * (the main one, and the per-second one when there is one). Idempotent.
    */
   async close(): Promise<void> {
-    await Promise.all([this.#limiter.close(), this.#perSecondLimiter?.close()]);
+    await this.#limiters.close();
   }
 
   /** The envoy rules in force. */
@@ -246,10 +139,7 @@ export class RateLimitService {
   /** Swaps rules and policies atomically: a request uses the old set or the new one. */
   reload(envoyConfig: EnvoyConfig, policies?: PolicySet): void {
     this.#rules.check(envoyConfig);
-    if (policies !== undefined) {
-      this.#limiter.setPolicies(policies);
-      this.#nativePolicies = byName(policies);
-    }
+    if (policies !== undefined) this.#limiters.main.setPolicies(policies);
     this.#config = envoyConfig;
   }
 
@@ -296,13 +186,8 @@ export class RateLimitService {
     const usages: (RuleUsage | undefined)[] = [];
     const outcomes: DescriptorOutcome[] = [];
     const decisionOf: (Decision | undefined)[] = [];
-    const outcomeOf = (i: number, status: RlsDescriptorStatus): DescriptorOutcome => ({
-      code: status.code,
-      unlimited: resolved[i]?.rule.unlimited === true && !replaced[i],
-      quotaMode: resolved[i]?.rule.quotaMode === true,
-      hasLimit: status.currentLimit !== undefined,
-      remaining: status.limitRemaining,
-    });
+    /** Per descriptor, the identity tag of its bucket (from the key the limiter built). */
+    const tagOf: (string | undefined)[] = [];
     // All or nothing: a request denied whatever the store answers (a requests_per_unit 0
     // rule denies it even if every limited descriptor fits) is charged nowhere; its
     // descriptors are only read.
@@ -311,7 +196,11 @@ export class RateLimitService {
       overallResult(
         resolved.map((r, i) =>
           limited[i] === undefined
-            ? outcomeOf(i, this.#status(r, replaced[i]!, undefined, hits[i]!, 0, nowMs).status)
+            ? outcomeOf(
+                r,
+                replaced[i]!,
+                descriptorStatus(r, replaced[i]!, undefined, hits[i]!, 0, nowMs).status,
+              )
             : {
                 code: 'OK',
                 unlimited: false,
@@ -322,35 +211,42 @@ export class RateLimitService {
         ),
         options,
       ).code === 'OVER_LIMIT';
+    const perSecondStore = this.#limiters.perSecond !== undefined;
     // All or nothing: descriptors of quota-mode rules found over their limit. A request
     // that passes anyway (not every quota descriptor is over) is decided again without
-    // them, so the batch stays all-or-nothing over what the request is actually charged.
+    // them, so the check stays all-or-nothing over what the request is actually charged.
     const droppedQuota = new Set<number>();
     let overall: ReturnType<typeof overallResult>;
     for (;;) {
-      const items: CheckItem[] = [];
-      const perSecond: boolean[] = [];
-      const itemOf = limited.map((r, i) => {
-        if (r === undefined || droppedQuota.has(i)) return undefined;
-        perSecond.push(r.rule.unit === 'second');
-        items.push({
-          policy: this.#rules.policyFor(r, independent),
-          descriptor: bucketDescriptor(r),
-          cost: deniedAnyway ? 0 : hits[i]!,
-        });
-        return items.length - 1;
+      // One query per store; `from*[j]`: the descriptor of a query's j-th limit.
+      const main = new PlanQuery();
+      const fast = new PlanQuery();
+      const fromMain: number[] = [];
+      const fromFast: number[] = [];
+      limited.forEach((r, i) => {
+        if (r === undefined || droppedQuota.has(i)) return;
+        const second = perSecondStore && r.rule.unit === 'second';
+        (second ? fromFast : fromMain).push(i);
+        (second ? fast : main).add(this.#rules.specFor(r, independent), bucketValues(r), hits[i]!);
       });
-      const result = await this.#decideAt(nowMs, items, perSecond, {
-        ...callOptions(),
-        independent,
-      });
-      if (result.decisions.some((d) => d.status === 'UNAVAILABLE')) {
-        itemOf.forEach((idx, i) => {
-          if (idx !== undefined) {
-            // The limiter counted the decision; the decision log wants the rule's name too.
-            const named = { ...result.decisions[idx]!, policy: ruleName(resolved[i]!) };
-            this.#observeRule(named, items[idx]!, context);
-          }
+      const passDecisions: (Decision | undefined)[] = [];
+      const tell =
+        (from: readonly number[]) =>
+        (d: Decision, key: string, j: number): void => {
+          passDecisions[from[j]!] = d;
+          if (this.#observer !== undefined) tagOf[from[j]!] = hashTagOf(key);
+        };
+      const results = await this.#limiters.check(
+        main,
+        fast,
+        { ...callOptions(), ...(deniedAnyway ? { cost: 0 } : {}) },
+        tell(fromMain),
+        tell(fromFast),
+      );
+      const allowed = results.every((r) => r === undefined || r.allowed);
+      if (passDecisions.some((d) => d?.status === 'UNAVAILABLE')) {
+        passDecisions.forEach((d, i) => {
+          if (d !== undefined) this.#observe(d, tagOf[i]!, context);
         });
         // envoy has no "could not decide" code: answer the call with an error, as upstream
         // does when Redis fails, so envoy's own failure_mode_deny applies.
@@ -359,30 +255,38 @@ export class RateLimitService {
       req.descriptors.forEach((_, i) => {
         if (droppedQuota.has(i)) return; // keeps its over-limit answer from the pass that dropped it
         const r = resolved[i];
-        const idx = itemOf[i];
-        const decision = idx === undefined ? undefined : result.decisions[idx];
+        const decision = passDecisions[i];
         decisionOf[i] = decision;
         // What this pass took from the descriptor's counter, for the hit statistics.
         const taken =
-          decision !== undefined && decision.allowed && (independent || result.allowed)
-            ? items[idx!]!.cost
+          decision !== undefined && decision.allowed && (independent || allowed)
+            ? deniedAnyway
+              ? 0
+              : hits[i]!
             : 0;
-        const { status, usage } = this.#status(r, replaced[i]!, decision, hits[i]!, taken, nowMs);
+        const { status, usage } = descriptorStatus(
+          r,
+          replaced[i]!,
+          decision,
+          hits[i]!,
+          taken,
+          nowMs,
+        );
         statuses[i] = status;
         usages[i] = usage;
-        outcomes[i] = outcomeOf(i, status);
+        outcomes[i] = outcomeOf(r, replaced[i]!, status);
       });
       overall = overallResult(outcomes, options);
       const passes = overall.code === 'OK' && !overall.globalShadowApplied;
       const newlyOver = outcomes.flatMap((o, i) =>
         !droppedQuota.has(i) &&
-        itemOf[i] !== undefined &&
+        passDecisions[i] !== undefined &&
         o.code === 'OVER_LIMIT' &&
         (globalQuotaMode || o.quotaMode)
           ? [i]
           : [],
       );
-      if (independent || result.allowed || !passes || newlyOver.length === 0) break;
+      if (independent || allowed || !passes || newlyOver.length === 0) break;
       for (const i of newlyOver) droppedQuota.add(i);
     }
     usages.forEach((usage, i) => {
@@ -392,22 +296,9 @@ export class RateLimitService {
       this.#options.stats?.ruleCheck(r.statsKey, usage);
     });
     if (overall.globalShadowApplied) this.#options.stats?.globalShadowMode();
+    // Decisions go by the rules' public names (their plans' names).
     decisionOf.forEach((d, i) => {
-      if (d === undefined) return;
-      if (this.#observer !== undefined) {
-        // Under the rule's public name, never its policy's internal (storage) name.
-        const named = { ...d, policy: ruleName(resolved[i]!) };
-        const r = resolved[i]!;
-        this.#observeRule(
-          named,
-          {
-            policy: this.#rules.policyFor(r, independent),
-            descriptor: bucketDescriptor(r),
-            cost: 0,
-          },
-          context,
-        );
-      }
+      if (d !== undefined) this.#observe(d, tagOf[i]!, context);
     });
     const names = this.#options.responseHeaders;
     const headers =
@@ -432,151 +323,45 @@ export class RateLimitService {
 
   /** Sluice's native Check; `context` as for {@link RateLimitService.shouldRateLimit}. */
   async check(req: NativeCheckRequest, context?: CallContext): Promise<NativeCheckResponse> {
-    const result = await this.#limiter.check(req.entries, {
+    const observed: { d: Decision; tag: string }[] = [];
+    const result = await this.#limiters.main.check(req.entries, {
       ...callBudget(context)(),
       ...(req.cost === undefined ? {} : { cost: req.cost }),
       ...(req.requestId === undefined ? {} : { requestId: req.requestId }),
       ...(req.policies === undefined ? {} : { policies: req.policies }),
+      ...(this.#observer === undefined
+        ? {}
+        : { onDecision: (d: Decision, key: string) => observed.push({ d, tag: hashTagOf(key) }) }),
     });
     const requestId = req.requestId ?? context?.requestId;
-    for (const d of result.decisions) {
-      const policy = this.#observer === undefined ? undefined : this.#nativePolicies.get(d.policy);
-      if (policy !== undefined) {
-        this.#observer!({
-          decision: d,
-          identityTag: hashTagOf(bucketKey(policy, req.entries)),
-          ...(requestId === undefined ? {} : { requestId }),
-        });
-      }
-    }
+    for (const { d, tag } of observed) this.#observe(d, tag, undefined, requestId);
     return toNativeCheckResponse(result);
   }
 
-  #observeRule(decision: Decision, item: CheckItem, context: CallContext | undefined): void {
+  /** Tells the decision observer, if any, of one decision and its bucket's identity tag. */
+  #observe(
+    decision: Decision,
+    identityTag: string,
+    context: CallContext | undefined,
+    requestId: string | undefined = context?.requestId,
+  ): void {
     if (this.#observer === undefined) return;
-    const requestId = context?.requestId;
     this.#observer({
       decision,
-      identityTag: hashTagOf(bucketKey(item.policy, item.descriptor)),
+      identityTag,
       ...(requestId === undefined ? {} : { requestId }),
     });
   }
 
   /** Upstream's `/rlconfig` dump: one line per rule. */
   rlconfig(): string {
-    const lines: string[] = [];
-    const walk = (level: EnvoyDescriptorLevel): void => {
-      for (const node of Object.values(level.nodes)) {
-        const rule = node.rule;
-        if (rule !== undefined) {
-          const limit = rule.unlimited
-            ? 'unlimited'
-            : `unit=${(rule.unit ?? '').toUpperCase()} requests_per_unit=${rule.requestsPerUnit}`;
-          lines.push(
-            `${rule.fullKey}: ${limit}, shadow_mode: ${rule.shadowMode}, quota_mode: ${rule.quotaMode}`,
-          );
-        }
-        walk(node.children);
-      }
-    };
-    for (const d of Object.values(this.#config.domains)) walk(d.descriptors);
-    return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
-  }
-
-  /**
-   * A descriptor's answer, and its usage for the hit statistics: `hits` is what the request
-   * asked for, `taken` what the decision took from the counter.
-   */
-  #status(
-    r: ResolvedLimit | undefined,
-    replaced: boolean,
-    decision: Decision | undefined,
-    hits: number,
-    taken: number,
-    nowMs: number,
-  ): { status: RlsDescriptorStatus; usage?: RuleUsage } {
-    if (r === undefined || replaced) return { status: { code: 'OK', limitRemaining: 0 } };
-    const rule = r.rule;
-    if (rule.unlimited) return { status: { code: 'OK', limitRemaining: UNLIMITED_REMAINING } };
-    const currentLimit = {
-      ...(rule.name === '' ? {} : { name: rule.name }),
-      requestsPerUnit: rule.requestsPerUnit,
-      unit: (rule.unit ?? 'second').toUpperCase() as RlsUnit,
-    };
-    // Upstream reports whole seconds to the end of the epoch-aligned window.
-    const resetMs =
-      rule.sluice.algorithm === 'fixed-window' || decision === undefined
-        ? durationUntilResetSeconds(rule.unit!, nowMs) * 1_000
-        : decision.resetAfterMs;
-    if (decision === undefined) {
-      // requests_per_unit 0: upstream's "deny everything"
-      return {
-        status: {
-          code: descriptorCode(true, rule.shadowMode),
-          currentLimit,
-          limitRemaining: 0,
-          durationUntilResetMs: resetMs,
-        },
-        usage: { limit: 0, usedBefore: 0, hits, shadow: rule.shadowMode },
-      };
-    }
-    // Upstream reports 0 left for a descriptor over its limit, whatever the counter holds.
-    const remaining =
-      decision.status === 'OVER_LIMIT' ? 0 : Math.max(0, Math.floor(decision.remaining + 1e-9));
-    // A denial reports the capacity it found: the counter before this request.
-    const usedBefore = decision.limit - decision.remaining - taken;
-    return {
-      status: {
-        code: descriptorCode(decision.status === 'OVER_LIMIT', rule.shadowMode),
-        currentLimit,
-        limitRemaining: remaining,
-        durationUntilResetMs: resetMs,
-      },
-      usage: {
-        limit: decision.limit,
-        usedBefore: Math.max(0, usedBefore),
-        hits,
-        shadow: rule.shadowMode,
-      },
-    };
+    return rlconfig(this.#config);
   }
 }
 
-function byName(set: PolicySet | undefined): ReadonlyMap<string, Policy> {
-  return new Map((set?.policies ?? []).map((p) => [p.name, p]));
-}
-
-/**
- * The name a descriptor's rule goes by in Sluice's metrics and messages: the rule's
- * public name (`sluice.name`, else `rate_limit.name`, else its key path as configured),
- * never the internal name of its policy.
- */
-function ruleName(r: ResolvedLimit): string {
-  return publicRuleName(r.rule);
-}
-
-/** Positional entries (e0, e1, ...): envoy descriptors may repeat a key; paths are unique per policy. */
-function bucketDescriptor(r: ResolvedLimit): Descriptor {
-  return r.bucketValues.map((value, i) => ({ key: `e${i}`, value }));
-}
-
-/**
- * Time kept from the caller's deadline for the answer's way back, in ms: the store is
- * given up this long before the caller would give up on Sluice.
- */
-const DEADLINE_MARGIN_MS = 5;
-
-/**
- * The limiter options that carry a call's deadline (less the margin) and cancellation,
- * made afresh for each store call from what is left of the caller's time.
- */
-function callBudget(
-  context: CallContext | undefined,
-): () => { timeoutMs?: number; signal?: AbortSignal } {
-  if (context === undefined) return () => ({});
-  const { signal, timeoutMs } = context;
-  if (timeoutMs === undefined) return () => ({ signal });
-  const endsAt = performance.now() + timeoutMs - DEADLINE_MARGIN_MS;
-  // Whole ms: the limiter keeps one deadline queue per distinct length.
-  return () => ({ signal, timeoutMs: Math.max(1, Math.floor(endsAt - performance.now())) });
+/** Positional values (e0, e1, ...): envoy descriptors may repeat a key; paths are unique per policy. */
+function bucketValues(r: ResolvedLimit): DescriptorValues {
+  const values: Record<string, string> = {};
+  r.bucketValues.forEach((value, i) => (values[`e${i}`] = value));
+  return values;
 }

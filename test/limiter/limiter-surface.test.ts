@@ -1,11 +1,11 @@
 /**
  * The limiter's smaller promises: what a decision carries, `synchronous` and `checkSync`,
- * the default clock, `decideAt`, and the message for an unknown policy.
+ * the default clock, a `PlanQuery`'s check, and the message for an unknown policy.
  */
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
-import { toDescriptor } from '../../src/core/descriptor.js';
 import { parsePolicies } from '../../src/config/policies.js';
+import { PlanQuery } from '../../src/limiter/limiter.js';
 import { createLimiter } from '../../src/local/create-limiter.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
 import type { Store } from '../../src/stores/store.js';
@@ -72,7 +72,7 @@ describe('Limiter surface', () => {
     expect((await limiter.check({ t: 'a' })).allowed).toBe(true);
   });
 
-  it('decideAt decides given (policy, descriptor, cost) items as one batch', async () => {
+  it('checks a PlanQuery of given (spec, values, cost) limits as one batch', async () => {
     const limiter = createLimiter({
       store: new MemoryStore(),
       clock: new ManualClock(t0),
@@ -82,27 +82,33 @@ describe('Limiter surface', () => {
       { name: 'a', match: ['t'], rate: 1, burst: 5 },
       { name: 'b', match: ['t'], rate: 1, burst: 2 },
     ]).policies;
-    const d = toDescriptor({ t: 'x' });
-    const first = await limiter.decideAt(t0, [
-      { policy: a!, descriptor: d, cost: 2 },
-      { policy: b!, descriptor: d, cost: 2 },
-    ]);
+    const d = { t: 'x' };
+    const sa = { policy: a!, name: 'a', independent: false };
+    const sb = { policy: b!, name: 'b', independent: false };
+    const first = await limiter.checkAt(t0, new PlanQuery().add(sa, d, 2).add(sb, d, 2));
     expect(first.decisions.map((x) => [x.policy, x.remaining])).toEqual([
       ['a', 3],
       ['b', 0],
     ]);
     // b denies, so a is not charged either
-    const second = await limiter.decideAt(t0, [
-      { policy: a!, descriptor: d, cost: 1 },
-      { policy: b!, descriptor: d, cost: 1 },
-    ]);
+    const second = await limiter.checkAt(t0, new PlanQuery().add(sa, d, 1).add(sb, d, 1));
     expect(second).toMatchObject({ allowed: false, decision: { policy: 'b' } });
+    expect((await limiter.checkAt(t0, new PlanQuery().add(sa, d, 0))).decision?.remaining).toBe(3);
+    await expect(limiter.checkAt(t0, new PlanQuery().add(sa, d, 1.5))).rejects.toMatchObject({
+      code: 'SLUICE_ERR_COST_INVALID',
+    });
+  });
+
+  it('createLimiter puts moreStages after its own stages, and stages replaces both', () => {
+    const extra = { name: 'extra', appliesTo: () => false, enter: () => undefined };
+    const store = new MemoryStore();
+    const own = createLimiter({ store, policies: [] }).stages.map((s) => s.name);
+    const more = createLimiter({ store, policies: [], moreStages: [extra] }).stages;
+    expect(more.map((s) => s.name)).toEqual([...own, 'extra']);
+    expect(own.length).toBeGreaterThan(0);
     expect(
-      (await limiter.decideAt(t0, [{ policy: a!, descriptor: d, cost: 0 }])).decision?.remaining,
-    ).toBe(3);
-    await expect(
-      limiter.decideAt(t0, [{ policy: a!, descriptor: d, cost: 1.5 }]),
-    ).rejects.toMatchObject({ code: 'SLUICE_ERR_COST_INVALID' });
+      createLimiter({ store, policies: [], stages: [extra], moreStages: [extra] }).stages,
+    ).toEqual([extra]);
   });
 
   it('names the loaded policies, or says there are none, for an unknown policy', async () => {

@@ -11,7 +11,7 @@ import { ManualClock } from '../../src/core/clock.js';
 import type { AlgorithmDecision } from '../../src/core/decision.js';
 import type { PolicyInput } from '../../src/config/policies.js';
 import type { Policy } from '../../src/core/policy.js';
-import { type Limiter } from '../../src/limiter/limiter.js';
+import { PlanQuery, type Limiter } from '../../src/limiter/limiter.js';
 import { createLimiter } from '../../src/local/create-limiter.js';
 import type {
   Stage,
@@ -331,18 +331,15 @@ describe('check pipeline: stages before the store', () => {
     expect(local.closed).toBe(1);
   });
 
-  it('decides independent items on their own: a stage denial blocks only its item', async () => {
+  it('decides the items of independent plans on their own: a stage denial blocks only its item', async () => {
     const local = new LocalAllowance('local', ['tenant']);
     const { limiter, store } = setup([tenant], [local]);
     const [policy] = parsePolicies([tenant]).policies;
     local.refuse('{a}:tenant');
-    const r = await limiter.decideAt(
+    const spec = { policy: policy!, name: policy!.name, independent: true };
+    const r = await limiter.checkAt(
       t0,
-      [
-        { policy: policy!, descriptor: [{ key: 'tenant', value: 'a' }], cost: 1 },
-        { policy: policy!, descriptor: [{ key: 'tenant', value: 'b' }], cost: 1 },
-      ],
-      { independent: true },
+      new PlanQuery().add(spec, { tenant: 'a' }, 1).add(spec, { tenant: 'b' }, 1),
     );
     expect(r.decisions.map((d) => [d.allowed, d.path])).toEqual([
       [false, 'local'],
