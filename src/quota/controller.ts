@@ -163,7 +163,13 @@ export class QuotaController {
     let live = 0;
     for (const other of records.values()) if (!other.abandoned) live++;
     const free = Math.max(0, budget * SAFE - this.committed(r.bucket, nowMs));
-    const share = Math.min(free, (this.config.newcomerShare * budget) / Math.max(1, live));
+    // An agent back while a lease it left still counts (a new stream after `leave`) gets
+    // that rate again: the ledger holds it already, so nothing is over-committed, where the
+    // newcomer's share of what is free can be 0 under a fully committed budget.
+    const share = Math.max(
+      Math.min(free, (this.config.newcomerShare * budget) / Math.max(1, live)),
+      commitment(rec, nowMs),
+    );
     return this.#issue(rec, share, nowMs);
   }
 

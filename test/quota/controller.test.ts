@@ -76,6 +76,23 @@ describe('QuotaController', () => {
     expect(Math.round(c.report(usage('b', 0), 2_800)!.rate)).toBe(0);
   });
 
+  it('an agent back while a lease it left still counts gets that rate again, and the ledger does not grow', () => {
+    const c = new QuotaController({ budgets, newcomerReserve: 0 }, 1);
+    c.report(usage('a', 0), 0);
+    c.report(usage('b', 0), 0);
+    expect(rates(c, 0)).toEqual({ a: 500, b: 500 });
+    c.report(usage('a', 1_000, held('a')), R);
+    c.report(usage('b', 1_000, held('b')), R);
+    expect(rates(c, R)).toEqual({ a: 500, b: 500 });
+    // b's stream ends at 1.2 s and it reports on a new one at 1.5 s, while its 500 still
+    // counts (to 2.7 s): nothing is free, and a newcomer's share would be 0 (DENY_ALL for a
+    // round, as a 1,000-agent fleet showed), but b gets its 500 back.
+    c.leave('b', 'b', 1_200);
+    expect(Math.round(c.report(usage('b', 1_000), 1_500)!.rate)).toBe(500);
+    expect(Math.round(c.committed('b', 1_500))).toBe(1_000);
+    expect(Math.round(c.committed('b', 2_800))).toBe(1_000);
+  });
+
   it('serves a higher priority first', () => {
     const c = new QuotaController({ budgets, newcomerReserve: 0, newcomerShare: 1e-9 }, 1);
     c.report(usage('lo', 0), 0);
