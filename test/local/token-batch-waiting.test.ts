@@ -24,18 +24,23 @@ async function warm(stage: TokenBatchStage, store: HeldStore, p: Policy, n: numb
   expect(stage.unitsHeld).toBe(0);
 }
 
+/** A stage warmed by `n` checks of cost 1, then a store that holds what it is asked. */
+async function holdingAfter(n: number) {
+  const store = new HeldStore();
+  const stage = new TokenBatchStage();
+  const p = batchPolicy();
+  await warm(stage, store, p, n);
+  store.holding = true;
+  return { store, stage, p, from: store.costs.length };
+}
+
 function allowed(v: StageVerdict): boolean {
   return v?.kind === 'answer' && v.decision.allowed;
 }
 
 describe('TokenBatchStage, checks meeting a reservation in flight', () => {
   it('waits while the spare units in flight cover the waiters, reserves beside it past them', async () => {
-    const store = new HeldStore();
-    const stage = new TokenBatchStage();
-    const p = batchPolicy();
-    await warm(stage, store, p, 15);
-    store.holding = true;
-    const from = store.costs.length;
+    const { store, stage, p, from } = await holdingAfter(15);
     // A needs 5 and reserves 8 (3 spare); B (2) fits in the 3 and waits; C (2) does not
     // (2 + 2 > 3) and size allows more (8 − 2 − 3 > 0): it reserves 2 + 3 spare beside A.
     const a = enter(stage, store, p, 5);
@@ -50,12 +55,7 @@ describe('TokenBatchStage, checks meeting a reservation in flight', () => {
   });
 
   it('waits when the waiters exactly use up the spare units in flight', async () => {
-    const store = new HeldStore();
-    const stage = new TokenBatchStage();
-    const p = batchPolicy();
-    await warm(stage, store, p, 15);
-    store.holding = true;
-    const from = store.costs.length;
+    const { store, stage, p, from } = await holdingAfter(15);
     // A needs 5 (3 spare); B needs exactly 3: it waits, no second reservation.
     const a = enter(stage, store, p, 5);
     const b = enter(stage, store, p, 3);
@@ -67,12 +67,7 @@ describe('TokenBatchStage, checks meeting a reservation in flight', () => {
   });
 
   it('waits when no more may be reserved beside it: the adaptive size, not `size`, is the cap', async () => {
-    const store = new HeldStore();
-    const stage = new TokenBatchStage();
-    const p = batchPolicy();
-    await warm(stage, store, p, 3); // reserves 1, 2: the next is 4
-    store.holding = true;
-    const from = store.costs.length;
+    const { store, stage, p, from } = await holdingAfter(3); // reserves 1, 2: the next is 4
     // A reserves 4 (3 spare); B, C, D wait in the spare; E does not fit (4 > 3), and
     // 4 − 1 − 3 = 0 leaves no room beside A under the adaptive size 4 (8 would leave 4).
     const all = [1, 1, 1, 1, 1].map((cost) => enter(stage, store, p, cost));

@@ -27,6 +27,18 @@ const rates = (c: QuotaController, nowMs: number) => {
 /** Acknowledges the lease the last round sent `agent`. */
 const held = (agent: string) => ({ heldVersion: versions[agent]! });
 
+/** a and b at 500 each, both asking for all 1,000 (acknowledged), after the round at R. */
+function twoAgentsWantingAll(): QuotaController {
+  const c = new QuotaController({ budgets, newcomerReserve: 0 }, 1);
+  c.report(usage('a', 0), 0);
+  c.report(usage('b', 0), 0);
+  expect(rates(c, 0)).toEqual({ a: 500, b: 500 });
+  c.report(usage('a', 1_000, held('a')), R);
+  c.report(usage('b', 1_000, held('b')), R);
+  expect(rates(c, R)).toEqual({ a: 500, b: 500 });
+  return c;
+}
+
 describe('QuotaController', () => {
   it('gives a newcomer a conservative lease at once, from what is unassigned', () => {
     const c = new QuotaController({ budgets }, 1);
@@ -56,15 +68,9 @@ describe('QuotaController', () => {
   });
 
   it('an agent that leaves is counted to the end of its window plus the margin, then its share goes to the others', () => {
-    const c = new QuotaController({ budgets, newcomerReserve: 0 }, 1);
-    c.report(usage('a', 0), 0);
-    c.report(usage('b', 0), 0);
-    expect(rates(c, 0)).toEqual({ a: 500, b: 500 });
     // Both want all of it; b leaves at 1.2 s. Its 500 counts until 1.2 + R + δ (0.5 s)
     // = 2.7 s, not until its lease's deadline, 0 + L (3 s) + δ = 3.5 s.
-    c.report(usage('a', 1_000, held('a')), R);
-    c.report(usage('b', 1_000, held('b')), R);
-    expect(rates(c, R)).toEqual({ a: 500, b: 500 });
+    const c = twoAgentsWantingAll();
     expect(c.leave('b', 'b', 1_200)).toBe(true);
     expect(c.leave('b', 'nobody', 1_200)).toBe(false);
     c.report(usage('a', 1_000, held('a')), 2 * R);
@@ -77,13 +83,7 @@ describe('QuotaController', () => {
   });
 
   it('an agent back while a lease it left still counts gets that rate again, and the ledger does not grow', () => {
-    const c = new QuotaController({ budgets, newcomerReserve: 0 }, 1);
-    c.report(usage('a', 0), 0);
-    c.report(usage('b', 0), 0);
-    expect(rates(c, 0)).toEqual({ a: 500, b: 500 });
-    c.report(usage('a', 1_000, held('a')), R);
-    c.report(usage('b', 1_000, held('b')), R);
-    expect(rates(c, R)).toEqual({ a: 500, b: 500 });
+    const c = twoAgentsWantingAll();
     // b's stream ends at 1.2 s and it reports on a new one at 1.5 s, while its 500 still
     // counts (to 2.7 s): nothing is free, and a newcomer's share would be 0 (DENY_ALL for a
     // round, as a 1,000-agent fleet showed), but b gets its 500 back.
