@@ -70,17 +70,7 @@ export class Resolver {
     descriptor: DescriptorInput | PlanQuery,
     options: ResolveOptions,
   ): readonly PreparedItem[] {
-    if (
-      options.policies === undefined &&
-      typeof descriptor === 'object' &&
-      descriptor !== null &&
-      !Array.isArray(descriptor)
-    ) {
-      // (A query is no plain record: its properties are arrays.)
-      const items = this.#prepareRecord(descriptor as DescriptorRecord, plans, options);
-      // Anything unusual takes the general path, which reports it exactly.
-      if (items !== undefined) return items;
-    }
+    // Before the record path, which would take a query's keys only to find it no record.
     if (descriptor instanceof PlanQuery) {
       if (options.policies !== undefined) {
         throw new PolicyError(
@@ -89,6 +79,16 @@ export class Resolver {
         );
       }
       return this.#queries.prepare(descriptor, options.cost);
+    }
+    if (
+      options.policies === undefined &&
+      typeof descriptor === 'object' &&
+      descriptor !== null &&
+      !Array.isArray(descriptor)
+    ) {
+      const items = this.#prepareRecord(descriptor as DescriptorRecord, plans, options);
+      // Anything unusual takes the general path, which reports it exactly.
+      if (items !== undefined) return items;
     }
     const d = toDescriptor(descriptor, this.#limits);
     const selected = this.#select(plans, d, options.policies);
