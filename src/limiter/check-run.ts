@@ -3,7 +3,7 @@ import type { StoreRequest, StoreResult } from '../stores/store.js';
 import { combineDecisions, type CheckResult } from './check-result.js';
 import { NO_OPTIONS, validOptions } from './check-input.js';
 import { askedBuckets } from './check-metrics.js';
-import type { CheckOptions } from './limiter-options.js';
+import type { CheckOptions, DecisionListener } from './limiter-options.js';
 import { enterStages } from './pipeline.js';
 import { release, type PreparedItem } from './policy-plan.js';
 import type { Settle } from './settle.js';
@@ -138,10 +138,7 @@ export class CheckRun {
     ctx: StageContext | undefined,
   ): CheckResult | Promise<CheckResult> {
     const independent = items[0]!.plan.independent;
-    let policyMs = MAX_TIMER_MS;
-    for (let i = 0; i < batch.length; i++) {
-      policyMs = Math.min(policyMs, batch[i]!.policy.timeoutMs);
-    }
+    const policyMs = policyTimeoutMs(batch);
     const deadlineAtMs =
       ctx?.deadlineAtMs ??
       (options.timeoutMs === undefined ? undefined : performance.now() + options.timeoutMs);
@@ -157,18 +154,41 @@ export class CheckRun {
       options.signal,
       releaseBatch,
     );
-    if (!isPending(answer)) {
-      return this.#settle.finish(nowMs, items, batch, answer, independent, ctx, options.onDecision);
+    if (isPending(answer)) {
+      return this.#whenAnswered(nowMs, items, batch, answer, independent, ctx, options.onDecision);
     }
+    return this.#settle.finish(nowMs, items, batch, answer, independent, ctx, options.onDecision);
+  }
+
+  /**
+   * {@link CheckRun.#toStore} for a store that answered with a promise. (A method of its
+   * own: the in-process path stays small enough for V8 to inline into the check.)
+   */
+  #whenAnswered(
+    nowMs: number,
+    items: readonly PreparedItem[],
+    batch: readonly PreparedItem[],
+    answer: Promise<readonly StoreResult[]>,
+    independent: boolean,
+    ctx: StageContext | undefined,
+    listener: DecisionListener | undefined,
+  ): Promise<CheckResult> {
     // The check now waits: the keys are built before the caller may change its
     // descriptor, and the store may read the batch until its own call ends (even past
     // the deadline; the gateway then calls releaseBatch).
     for (let i = 0; i < items.length; i++) items[i]!.fix();
     for (let i = 0; i < batch.length; i++) batch[i]!.hold();
     return answer.then((results) =>
-      this.#settle.finish(nowMs, items, batch, results, independent, ctx, options.onDecision),
+      this.#settle.finish(nowMs, items, batch, results, independent, ctx, listener),
     );
   }
+}
+
+/** The shortest timeout of the policies of `batch`. */
+function policyTimeoutMs(batch: readonly PreparedItem[]): number {
+  let ms = MAX_TIMER_MS;
+  for (let i = 0; i < batch.length; i++) ms = Math.min(ms, batch[i]!.policy.timeoutMs);
+  return ms;
 }
 
 /** What the gateway calls when a waited-on store call ends: the batch's holds go. */

@@ -152,10 +152,7 @@ export class Limiter {
       m === undefined
         ? this.#check(nowMs, descriptor, options, true)
         : this.#measured(m, nowMs, descriptor, options, true);
-    if (result instanceof Promise) {
-      result.then(undefined, ignore); // the check goes on; nobody waits for it
-      throw new TypeError(`${NOT_SYNCHRONOUS} (the store answered this check with a promise)`);
-    }
+    if (result instanceof Promise) notSynchronous(result);
     return result;
   }
 
@@ -233,6 +230,15 @@ export class Limiter {
 }
 
 function ignore(): void {}
+
+/**
+ * Throws checkSync's error for a check the store answered with a promise (which goes on,
+ * with nobody waiting for it). Apart, so checkSync stays small enough to be inlined.
+ */
+function notSynchronous(pending: Promise<CheckResult>): never {
+  pending.then(undefined, ignore);
+  throw new TypeError(`${NOT_SYNCHRONOUS} (the store answered this check with a promise)`);
+}
 
 const NOT_SYNCHRONOUS =
   'Limiter.checkSync needs a store that decides synchronously (such as MemoryStore); use check()';

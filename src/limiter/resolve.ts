@@ -71,15 +71,7 @@ export class Resolver {
     options: ResolveOptions,
   ): readonly PreparedItem[] {
     // Before the record path, which would take a query's keys only to find it no record.
-    if (descriptor instanceof PlanQuery) {
-      if (options.policies !== undefined) {
-        throw new PolicyError(
-          'SLUICE_ERR_POLICY_UNSUPPORTED',
-          'the policies option selects policies of a descriptor; a plan query names its limits itself',
-        );
-      }
-      return this.#queries.prepare(descriptor, options.cost);
-    }
+    if (descriptor instanceof PlanQuery) return this.#query(descriptor, options);
     if (
       options.policies === undefined &&
       typeof descriptor === 'object' &&
@@ -90,6 +82,29 @@ export class Resolver {
       // Anything unusual takes the general path, which reports it exactly.
       if (items !== undefined) return items;
     }
+    return this.#general(plans, descriptor, options);
+  }
+
+  /** The items of a plan query (see {@link QueryPlans.prepare}). */
+  #query(query: PlanQuery, options: ResolveOptions): readonly PreparedItem[] {
+    if (options.policies !== undefined) {
+      throw new PolicyError(
+        'SLUICE_ERR_POLICY_UNSUPPORTED',
+        'the policies option selects policies of a descriptor; a plan query names its limits itself',
+      );
+    }
+    return this.#queries.prepare(query, options.cost);
+  }
+
+  /**
+   * The items of any descriptor, resolved afresh (every input the record fast path does
+   * not take, and named policies); reports malformed input exactly.
+   */
+  #general(
+    plans: PolicyPlans,
+    descriptor: DescriptorInput,
+    options: ResolveOptions,
+  ): readonly PreparedItem[] {
     const d = toDescriptor(descriptor, this.#limits);
     const selected = this.#select(plans, d, options.policies);
     const override = options.cost;

@@ -36,22 +36,30 @@ export class Settle {
   ): CheckResult {
     // A batch is atomic: if any item failed, nothing is known about the others. Items
     // decided independently fail alone.
-    if (!independent) {
-      for (let i = 0; i < results.length; i++) {
-        const r = results[i]!;
-        if (!r.ok) return this.#failed(nowMs, items, r.error, ctx, listener);
-      }
-    }
-    if (items.length === 1) {
-      // One item (the usual check): a one-element literal, no array growth.
-      return this.#decided(
-        items,
-        [this.#decisionOf(items[0]!, batch, results[0], nowMs)],
-        independent,
-        ctx,
-        listener,
-      );
-    }
+    const failed = independent ? undefined : firstError(results);
+    if (failed !== undefined) return this.#failed(nowMs, items, failed, ctx, listener);
+    if (items.length !== 1)
+      return this.#each(nowMs, items, batch, results, independent, ctx, listener);
+    // One item (the usual check): a one-element literal, no array growth.
+    return this.#decided(
+      items,
+      [this.#decisionOf(items[0]!, batch, results[0], nowMs)],
+      independent,
+      ctx,
+      listener,
+    );
+  }
+
+  /** {@link Settle.finish} for several items (apart, so the one-item path stays small). */
+  #each(
+    nowMs: number,
+    items: readonly PreparedItem[],
+    batch: readonly PreparedItem[],
+    results: readonly StoreResult[],
+    independent: boolean,
+    ctx: StageContext | undefined,
+    listener: DecisionListener | undefined,
+  ): CheckResult {
     const decisions = new Array<Decision>(items.length);
     let j = 0;
     for (let i = 0; i < items.length; i++) {
@@ -87,18 +95,21 @@ export class Settle {
       return withPolicy(answer, item.plan.name, policy.shadow ? 'shadow' : item.answerPath!);
     }
     if (batch.length === 0 || result === undefined) return notReached(item);
-    if (!result.ok) {
-      item.storeError = result.error;
-      const d = this.#failure.withoutStore(item, nowMs);
-      if (d.path === 'stale' && d.allowed) this.#failure.spendStale(item, nowMs);
-      return d;
-    }
+    if (!result.ok) return this.#withoutStore(item, result.error, nowMs);
     let decision = result.decision;
     // INVALID_POLICY from a transition: the cost is above capacity (a plan query lets
     // such costs through: envoy's hits are the request's), so it can never fit.
     if (decision.status === 'INVALID_POLICY') decision = neverFits(decision);
     this.#failure.remember(item, decision, nowMs);
     return withPolicy(decision, item.plan.name, policy.shadow ? 'shadow' : 'store');
+  }
+
+  /** An item's decision by its failure mode, its store call having failed with `error`. */
+  #withoutStore(item: PreparedItem, error: StoreError, nowMs: number): Decision {
+    item.storeError = error;
+    const d = this.#failure.withoutStore(item, nowMs);
+    if (d.path === 'stale' && d.allowed) this.#failure.spendStale(item, nowMs);
+    return d;
   }
 
   /**
@@ -164,6 +175,15 @@ export class Settle {
     }
     return this.#decided(items, decisions, false, ctx, listener);
   }
+}
+
+/** The error of the first failed result, if any. */
+function firstError(results: readonly StoreResult[]): StoreError | undefined {
+  for (let i = 0; i < results.length; i++) {
+    const r = results[i]!;
+    if (!r.ok) return r.error;
+  }
+  return undefined;
 }
 
 /** Tells `listener` each decision with its bucket's key; a throw is the listener's own. */

@@ -107,8 +107,7 @@ export class StoreGateway implements StageGateway {
       const refused = this.#notAsked(batch, timeoutMs, signal);
       if (refused !== undefined) return refused;
     }
-    const metrics = this.#metrics;
-    const startedAt = metrics === undefined ? 0 : performance.now();
+    const startedAt = this.#metrics === undefined ? 0 : performance.now();
     const call = this.#spare;
     let answer: StoreAnswer;
     try {
@@ -116,14 +115,41 @@ export class StoreGateway implements StageGateway {
     } catch (cause) {
       return this.#told(failedResults(batch, cause), 'store', startedAt);
     }
-    if (Array.isArray(answer)) {
-      // Decided in process: not timed (it is the check), a failure counted.
-      if (metrics !== undefined) inProcessCall(metrics, answer);
-      return answer;
+    if (!Array.isArray(answer)) {
+      return this.#waitFresh(
+        answer,
+        batch,
+        call,
+        timeoutMs,
+        deadlineEnds,
+        signal,
+        ended,
+        startedAt,
+      );
     }
+    // Decided in process: not timed (it is the check), a failure counted.
+    if (this.#metrics !== undefined) inProcessCall(this.#metrics, answer);
+    return answer;
+  }
+
+  /**
+   * {@link StoreGateway.#wait} for an apply answered with a promise: that call keeps its
+   * options (the store may read its signal until it settles), a fresh one takes its place.
+   * (Apart, so the in-process path of `call` stays small enough to be inlined.)
+   */
+  #waitFresh(
+    pending: StoreAnswer,
+    batch: readonly StoreRequest[],
+    call: StoreCall,
+    timeoutMs: number,
+    deadlineEnds: 'store' | 'deadline',
+    signal: AbortSignal | undefined,
+    ended: ((batch: readonly StoreRequest[]) => void) | undefined,
+    startedAt: number,
+  ): Promise<readonly StoreResult[]> {
     this.#spare = new StoreCall();
     return this.#wait(
-      answer as PromiseLike<readonly StoreResult[]>,
+      pending as PromiseLike<readonly StoreResult[]>,
       batch,
       call,
       timeoutMs,
