@@ -1,5 +1,6 @@
 /**
- * Service throughput and latency (run with `npx tsx bench/service.ts [--quick] [--build]`).
+ * Service throughput and latency (run with
+ * `npx tsx bench/service.ts [--quick] [--build] [--before <dir>] [--rounds <n>]`).
  *
  * Runs `node dist/cli/main.js serve` in a child process (building first with `npm run build`
  * when dist is missing, or always with `--build`), so the load generator here and the server
@@ -14,6 +15,13 @@
  * runs 64 concurrent callers in closed loop: a warm-up, then a measured window (10 s, or 2 s
  * with `--quick`). Prints a markdown table (calls/s, p50/p99/p99.9 latency, errors, and the
  * CPU both processes used) and writes bench/results/service-<date>.json. Nothing here asserts.
+ *
+ * `--before <dir>` runs another checkout's build (its own dist/, built there first if
+ * missing) as a second server in the same run: per store and round, each scenario on this
+ * build and then on that one, so both see the same machine; the table gives each row's
+ * build and a summary of server CPU per call, this build over that one (the load
+ * generator, not the server, bounds calls/s on a small machine). `--rounds <n>` (default 1)
+ * repeats that.
  */
 import { type ChildProcess, execSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -30,6 +38,36 @@ const root = path.join(import.meta.dirname, '..');
 const quick = process.argv.includes('--quick');
 const forceBuild = process.argv.includes('--build');
 
+/** The value after flag `name`, or `undefined`; a flag without one is an error. */
+function flagValue(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  if (i === -1) return undefined;
+  const value = process.argv[i + 1];
+  if (value === undefined || value.startsWith('--')) {
+    throw new Error(`bench/service.ts: ${name} needs a value`);
+  }
+  return value;
+}
+const beforeRoot = ((): string | undefined => {
+  const dir = flagValue('--before');
+  if (dir === undefined) return undefined;
+  const abs = path.resolve(dir);
+  if (!fs.existsSync(path.join(abs, 'package.json'))) {
+    throw new Error(
+      `bench/service.ts: --before ${dir}: no package.json there (a checkout of sluice?)`,
+    );
+  }
+  return abs;
+})();
+const ROUNDS = ((): number => {
+  const raw = flagValue('--rounds') ?? '1';
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 1 || n > 20) {
+    throw new Error(`bench/service.ts: --rounds must be an integer from 1 to 20, got ${raw}`);
+  }
+  return n;
+})();
+
 const CONCURRENCY = 64;
 const GRPC_CHANNELS = 4;
 const TENANTS = 10_000;
@@ -41,7 +79,12 @@ const CALL_TIMEOUT_MS = 5_000;
 type Transport = 'grpc' | 'http';
 type StoreKind = 'memory' | 'redis';
 
+/** Which build served: this checkout, or the `--before` one. */
+type Build = 'this' | 'before';
+
 interface Result {
+  readonly build: Build;
+  readonly round: number;
   readonly transport: Transport;
   readonly store: StoreKind;
   readonly calls: number;
@@ -88,22 +131,22 @@ interface Server {
   stop(): Promise<void>;
 }
 
-function ensureBuilt(): void {
-  const cli = path.join(root, 'dist/cli/main.js');
-  if (forceBuild || !fs.existsSync(cli)) {
-    console.error('building dist (npm run build)…');
-    execSync('npm run build', { cwd: root, stdio: 'inherit' });
+function ensureBuilt(dir: string, force: boolean): void {
+  const cli = path.join(dir, 'dist/cli/main.js');
+  if (force || !fs.existsSync(cli)) {
+    console.error(`building dist in ${dir} (npm run build)…`);
+    execSync('npm run build', { cwd: dir, stdio: 'inherit' });
   }
 }
 
-async function startServer(configDir: string, redisUrl?: string): Promise<Server> {
+async function startServer(dir: string, configDir: string, redisUrl?: string): Promise<Server> {
   const httpPort = await freePort();
   let grpcPort = await freePort();
   while (grpcPort === httpPort) grpcPort = await freePort();
   const args = ['dist/cli/main.js', 'serve', '--config', configDir];
   if (redisUrl !== undefined) args.push('--redis', redisUrl);
   const child = spawn(process.execPath, args, {
-    cwd: root,
+    cwd: dir,
     env: {
       ...process.env,
       PORT: String(httpPort),
@@ -252,6 +295,8 @@ function percentile(sorted: Float64Array, p: number): number {
 }
 
 async function run(
+  build: Build,
+  round: number,
   transport: Transport,
   store: StoreKind,
   server: Server,
@@ -293,18 +338,20 @@ async function run(
   const ownCpu = process.cpuUsage(ownCpu0);
   await Promise.all(workers);
   const sorted = Float64Array.from(latencies).sort();
-  const round = (x: number): number => Math.round(x * 1000) / 1000;
+  const r3 = (x: number): number => Math.round(x * 1000) / 1000;
   const firstError = lastError ?? (errors > 0 ? errorBeforeWindow : undefined);
   return {
+    build,
+    round,
     transport,
     store,
     calls: latencies.length,
-    seconds: round(seconds),
+    seconds: r3(seconds),
     callsPerSecond: Math.round(latencies.length / seconds),
     latencyMs: {
-      p50: round(percentile(sorted, 0.5)),
-      p99: round(percentile(sorted, 0.99)),
-      p999: round(percentile(sorted, 0.999)),
+      p50: r3(percentile(sorted, 0.5)),
+      p99: r3(percentile(sorted, 0.99)),
+      p999: r3(percentile(sorted, 0.999)),
     },
     ok,
     overLimit,
@@ -312,29 +359,32 @@ async function run(
     ...(firstError === undefined ? {} : { firstError }),
     ...(serverCpu0 === undefined || serverCpu1 === undefined
       ? {}
-      : { serverCpuCores: round((serverCpu1 - serverCpu0) / seconds) }),
-    loadGeneratorCpuCores: round((ownCpu.user + ownCpu.system) / 1e6 / seconds),
-    loadAverage1m: round(os.loadavg()[0]!),
+      : { serverCpuCores: r3((serverCpu1 - serverCpu0) / seconds) }),
+    loadGeneratorCpuCores: r3((ownCpu.user + ownCpu.system) / 1e6 / seconds),
+    loadAverage1m: r3(os.loadavg()[0]!),
   };
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function scenarios(
+  build: Build,
+  round: number,
   store: StoreKind,
   configDir: string,
   redisUrl?: string,
 ): Promise<Result[]> {
-  const server = await startServer(configDir, redisUrl);
+  const server = await startServer(build === 'this' ? root : beforeRoot!, configDir, redisUrl);
   const results: Result[] = [];
   try {
     for (const transport of ['grpc', 'http'] as const) {
       const { callers, close } =
         transport === 'grpc' ? grpcCallers(server.grpcPort) : httpCallers(server.httpPort);
       try {
-        const result = await run(transport, store, server, callers);
+        const result = await run(build, round, transport, store, server, callers);
         console.error(
-          `${transport}/${store}: ${result.callsPerSecond} calls/s, p50 ${result.latencyMs.p50} ms, ` +
+          `${build === 'this' ? '' : 'before '}${transport}/${store} (round ${round}): ` +
+            `${result.callsPerSecond} calls/s, p50 ${result.latencyMs.p50} ms, ` +
             `errors ${result.errors}${result.firstError === undefined ? '' : ` (${result.firstError})`}`,
         );
         results.push(result);
@@ -348,21 +398,75 @@ async function scenarios(
   return results;
 }
 
+/** Every scenario of `store`: per round, this build and then the `--before` one. */
+async function storeRounds(
+  store: StoreKind,
+  configDir: string,
+  redisUrl?: string,
+): Promise<Result[]> {
+  const out: Result[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    out.push(...(await scenarios('this', round, store, configDir, redisUrl)));
+    if (beforeRoot !== undefined) {
+      out.push(...(await scenarios('before', round, store, configDir, redisUrl)));
+    }
+  }
+  return out;
+}
+
+/** Server CPU per call in µs, or undefined without a CPU reading. */
+function cpuMicrosPerCall(r: Result): number | undefined {
+  if (r.serverCpuCores === undefined || r.callsPerSecond === 0) return undefined;
+  return (r.serverCpuCores / r.callsPerSecond) * 1e6;
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/** Per scenario: median server µs/call and calls/s of each build, and their ratios. */
+function beforeAfterLines(results: readonly Result[]): string[] {
+  const lines = [
+    '| transport | store | server µs/call this / before | ratio | calls/s this / before | ratio |',
+    '|---|---|--:|--:|--:|--:|',
+  ];
+  for (const store of ['memory', 'redis'] as const) {
+    for (const transport of ['grpc', 'http'] as const) {
+      const of = (build: Build): Result[] =>
+        results.filter((r) => r.build === build && r.store === store && r.transport === transport);
+      const cpu = (build: Build): number =>
+        median(of(build).flatMap((r) => cpuMicrosPerCall(r) ?? []));
+      const rate = (build: Build): number => median(of(build).map((r) => r.callsPerSecond));
+      const [c1, c0, r1, r0] = [cpu('this'), cpu('before'), rate('this'), rate('before')];
+      lines.push(
+        `| ${transport === 'grpc' ? 'gRPC ShouldRateLimit' : 'HTTP POST /json'} | ${store} | ` +
+          `${fmt(c1)} / ${fmt(c0)} | ${fmt(c1 / c0)}x | ${fmt(r1)} / ${fmt(r0)} | ${fmt(r1 / r0)}x |`,
+      );
+    }
+  }
+  return lines;
+}
+
+const fmt = (x: number): string => x.toLocaleString('en-US', { maximumFractionDigits: 2 });
+
 // ---------------------------------------------------------------------------------------
 
-ensureBuilt();
+ensureBuilt(root, forceBuild);
+if (beforeRoot !== undefined) ensureBuilt(beforeRoot, false);
 const loadAverageAtStart = os.loadavg();
 const configDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-'));
 fs.writeFileSync(path.join(configDir, 'config.yaml'), ENVOY_CONFIG);
 const results: Result[] = [];
 let redisVersion: string | undefined;
 try {
-  results.push(...(await scenarios('memory', configDir)));
+  results.push(...(await storeRounds('memory', configDir)));
   const redis = await RedisServer.start();
   try {
     const client = redis.client();
     redisVersion = /redis_version:(\S+)/.exec(await client.info('server'))?.[1];
-    results.push(...(await scenarios('redis', configDir, redis.url)));
+    results.push(...(await storeRounds('redis', configDir, redis.url)));
   } finally {
     await redis.stop();
   }
@@ -370,24 +474,25 @@ try {
   fs.rmSync(configDir, { recursive: true, force: true });
 }
 
-const fmt = (x: number): string => x.toLocaleString('en-US', { maximumFractionDigits: 2 });
 const header =
   `Sluice service, ${CONCURRENCY} concurrent callers, ${MEASURE_MS / 1000} s measured after ` +
   `${WARMUP_MS / 1000} s warm-up; ${TENANTS.toLocaleString('en-US')} tenants, Zipf s=${ZIPF_S}; ` +
   `Node ${process.version}, ${os.cpus().length} CPUs, redis-server ${redisVersion ?? '?'}` +
-  (quick ? ' (--quick)' : '');
+  (quick ? ' (--quick)' : '') +
+  (beforeRoot === undefined ? '' : `; "before" is the build at ${beforeRoot}, ${ROUNDS} round(s)`);
 const lines = [
-  '| transport | store | calls/s | p50 ms | p99 ms | p99.9 ms | errors | over limit | server CPU (cores) | load generator CPU (cores) | load avg (1m) |',
-  '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  '| build | transport | store | calls/s | p50 ms | p99 ms | p99.9 ms | errors | over limit | server CPU (cores) | load generator CPU (cores) | load avg (1m) |',
+  '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ...results.map(
     (r) =>
-      `| ${r.transport === 'grpc' ? 'gRPC ShouldRateLimit' : 'HTTP POST /json'} | ${r.store} | ` +
+      `| ${r.build} | ${r.transport === 'grpc' ? 'gRPC ShouldRateLimit' : 'HTTP POST /json'} | ${r.store} | ` +
       `${fmt(r.callsPerSecond)} | ${fmt(r.latencyMs.p50)} | ${fmt(r.latencyMs.p99)} | ` +
       `${fmt(r.latencyMs.p999)} | ${fmt(r.errors)} | ${fmt(r.overLimit)} | ` +
       `${r.serverCpuCores === undefined ? '?' : fmt(r.serverCpuCores)} | ${fmt(r.loadGeneratorCpuCores)} | ${fmt(r.loadAverage1m)} |`,
   ),
 ];
-console.log(`${header}\n\n${lines.join('\n')}`);
+const summary = beforeRoot === undefined ? '' : `\n\n${beforeAfterLines(results).join('\n')}`;
+console.log(`${header}\n\n${lines.join('\n')}${summary}`);
 
 const date = new Date().toISOString().slice(0, 10);
 const outDir = path.join(root, 'bench/results');
@@ -399,6 +504,7 @@ fs.writeFileSync(
     {
       date: new Date().toISOString(),
       quick,
+      ...(beforeRoot === undefined ? {} : { before: beforeRoot, rounds: ROUNDS }),
       machine: {
         cpus: os.cpus().length,
         cpuModel: os.cpus()[0]?.model,
