@@ -264,7 +264,7 @@ export class LimiterMetrics implements CheckRecorder {
     });
   }
 
-  /** The `policy` label of a policy name (see `labelPolicy`, `policyLabel`), bounded. */
+  /** The `policy` label of a policy name (see `policyLabel`), bounded. */
   labelOf(name: string): string {
     return this.#policy(name);
   }
@@ -308,17 +308,6 @@ export class LimiterMetrics implements CheckRecorder {
       if (this.#labels.size < this.#cap.max) this.#labels.set(name, label);
     }
     return label;
-  }
-
-  /**
-   * Gives the policy named `name` the label `label` (the service names its rules'
-   * policies internally and labels them with the rule's public name). Takes precedence
-   * over `policyLabel`; ignored once `maxSeriesPerMetric` names are labelled.
-   */
-  labelPolicy(name: string, label: string): void {
-    if (this.#labels.size < this.#cap.max || this.#labels.has(name)) {
-      this.#labels.set(name, boundedLabelValue(label));
-    }
   }
 
   bucket(policy: string, key: string, cost: number, nowMs: number): void {

@@ -214,14 +214,14 @@ describe('createLimiter({ registry })', () => {
     expect(sumOf(t, 'sluice_active_keys', { policy: 'api' })).toBe(1);
   });
 
-  it('labels a policy as told (the service labels envoy rules by public name)', async () => {
+  it('labels each policy by policyLabel', async () => {
     const metrics = new LimiterMetrics({ policyLabel: (p) => `label-of-${p}` });
-    metrics.labelPolicy('probe', 'named');
     const limiter = createLimiter({ store: new MemoryStore(), policies: POLICIES, metrics });
     await limiter.check({ tenant: 'x' });
     const t = await text(metrics.registry);
     expect(sumOf(t, 'sluice_decisions_total', { policy: 'label-of-api' })).toBe(1);
-    expect(sumOf(t, 'sluice_decisions_total', { policy: 'named' })).toBe(1);
+    expect(sumOf(t, 'sluice_decisions_total', { policy: 'label-of-probe' })).toBe(1);
+    expect(sumOf(t, 'sluice_decisions_total', { policy: 'api' })).toBe(0);
   });
 });
 
