@@ -61,6 +61,13 @@ export class PolicyPlans {
    * an entry lives as long as the caller keeps the descriptor.
    */
   readonly #records = new WeakMap<object, RecordMatch>();
+  /**
+   * The keys and plans of the last shape {@link PolicyPlans.forShape} looked up: checks
+   * mostly come in one shape, which {@link PolicyPlans.keysIfLast} then recognises without
+   * an `Object.keys` array or a walk of the shape tree.
+   */
+  #lastKeys: readonly string[] = [];
+  #lastPlans: readonly PolicyPlan[] = [];
 
   /** `store` and `stages`: the limiter's (for key spaces and the stages of each policy). */
   constructor(policies: readonly Policy[], store?: Store, stages: readonly Stage[] = []) {
@@ -84,6 +91,28 @@ export class PolicyPlans {
    * descriptor's keys, in order), in policy order. Fixed values are not checked here.
    */
   forShape(keys: readonly string[]): readonly PolicyPlan[] {
+    if (keys === this.#lastKeys) return this.#lastPlans;
+    const plans = this.#lookUp(keys);
+    this.#lastKeys = keys;
+    this.#lastPlans = plans;
+    return plans;
+  }
+
+  /**
+   * The keys array of the last shape looked up when `record`'s own enumerable keys are
+   * those, in that order (as `Object.keys` would list them); else `undefined`.
+   */
+  keysIfLast(record: DescriptorRecord): readonly string[] | undefined {
+    const last = this.#lastKeys;
+    let i = 0;
+    for (const k in record) {
+      if (i === last.length || last[i] !== k || !Object.hasOwn(record, k)) return undefined;
+      i++;
+    }
+    return i === last.length && i > 0 ? last : undefined;
+  }
+
+  #lookUp(keys: readonly string[]): readonly PolicyPlan[] {
     let node = this.#root;
     for (let i = 0; i < keys.length; i++) {
       const k = keys[i]!;
@@ -101,7 +130,7 @@ export class PolicyPlans {
       // Unbounded distinct shapes would grow the tree: start over (correct, just colder).
       this.#root = { next: new Map(), plans: undefined };
       this.#shapes = 0;
-      return this.forShape(keys);
+      return this.#lookUp(keys);
     }
     node.plans = plans;
     return plans;

@@ -136,7 +136,7 @@ export class Resolver {
     const frozen = Object.isFrozen(record);
     let match = frozen ? plans.recall(record) : undefined;
     if (match === undefined) {
-      const keys = Object.keys(record);
+      const keys = plans.keysIfLast(record) ?? Object.keys(record);
       if (!this.#plainRecord(record, keys)) return undefined;
       const candidates = plans.forShape(keys);
       if (candidates.length === 1 && !frozen)
