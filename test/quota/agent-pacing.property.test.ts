@@ -61,22 +61,37 @@ const leaseArb = (R: number) =>
 
 const eventArb = (R: number) =>
   fc.record({
+    // Steps of R (steady demand) reach a fill's last windows of R and the next one's first.
     dtMs: fc.oneof(
       fc.integer({ min: 0, max: 3 * R }),
       fc.constant(0),
       fc.integer({ min: 0, max: 50 }),
+      fc.constant(R),
     ),
+    // Requests outnumber leases, so that one lease often lasts several fills.
     what: fc.oneof(
-      fc.record({ kind: fc.constant('take' as const), cost: fc.integer({ min: 1, max: 4 }) }),
-      fc.record({
-        kind: fc.constant('admit' as const),
-        units: fc.double({ min: 0, max: 8, noNaN: true }),
-      }),
-      fc.record({
-        kind: fc.constant('apply' as const),
-        lease: leaseArb(R),
-        ttlMs: fc.integer({ min: R / 2, max: 12 * R }),
-      }),
+      {
+        weight: 4,
+        arbitrary: fc.record({
+          kind: fc.constant('take' as const),
+          cost: fc.integer({ min: 1, max: 4 }),
+        }),
+      },
+      {
+        weight: 2,
+        arbitrary: fc.record({
+          kind: fc.constant('admit' as const),
+          units: fc.double({ min: 0, max: 8, noNaN: true }),
+        }),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.record({
+          kind: fc.constant('apply' as const),
+          lease: leaseArb(R),
+          ttlMs: fc.integer({ min: R / 2, max: 40 * R }),
+        }),
+      },
     ),
   });
 
