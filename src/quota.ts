@@ -15,6 +15,7 @@ export {
   defaultElectionTtlMs,
   leaseFailureBounds,
   leaseFailureSections,
+  pacedSharesBound,
   partitionBound,
   partitionBoundSection,
   type FailureBound,

@@ -124,6 +124,7 @@ export function addExplainCommand(program: Command, fail: (error: unknown) => ne
               leaseTtlMs,
               partitionMs: o.partition ?? 5 * refreshMs,
               fallbackRatePerSecond: cutOff * share,
+              agents: o.instances,
             });
             const electionTtlMs = o.electionTtl ?? defaultElectionTtlMs(leaseTtlMs);
             const failures = leaseFailureSections({

@@ -1,6 +1,12 @@
 import { PolicyError } from '../core/errors.js';
 import type { Lease, LeaseFallback, UsageReport } from './lease.js';
 
+/**
+ * How far back an agent keeps its units per window of R, at least: the longest fill RLQS
+ * sends (60 s), so that a lease over a longer window counts what its window already holds.
+ */
+const HISTORY_MS = 60_000;
+
 /** Options of a {@link QuotaAgent}. */
 export interface AgentOptions {
   /** This agent's stable id (unique among the controller's agents). */
@@ -57,6 +63,10 @@ export class QuotaAgent {
   /** The window of R (`options.windowMs`) a lease over a longer fill is paced in. */
   #paceIndex = Number.NaN;
   #usedInPace = 0;
+  /** Earlier windows of R with units used in them, oldest first, back to {@link #horizonMs}. */
+  #pastPaces: { index: number; used: number }[] = [];
+  /** How far back units are kept per window of R: the longest window seen, at least 60 s. */
+  #horizonMs = HISTORY_MS;
   #allowed = 0;
   #denied = 0;
   #lastReportMs: number;
@@ -122,6 +132,7 @@ export class QuotaAgent {
     }
     this.#highestToken = lease.fencingToken;
     this.#lease = lease;
+    this.#horizonMs = Math.max(this.#horizonMs, lease.windowMs);
     this.#expiresAtMs = nowMs + lease.ttlMs;
     return 'applied';
   }
@@ -152,8 +163,13 @@ export class QuotaAgent {
   }
 
   #roll(nowMs: number): void {
-    const pace = Math.floor(nowMs / this.#paceMs());
+    const r = this.#paceMs();
+    const pace = Math.floor(nowMs / r);
     if (pace !== this.#paceIndex) {
+      if (this.#usedInPace > 0)
+        this.#pastPaces.push({ index: this.#paceIndex, used: this.#usedInPace });
+      const oldest = Math.floor((nowMs - this.#horizonMs) / r);
+      while ((this.#pastPaces[0]?.index ?? oldest) < oldest) this.#pastPaces.shift();
       this.#paceIndex = pace;
       this.#usedInPace = 0;
     }
@@ -161,17 +177,21 @@ export class QuotaAgent {
     const start = Math.floor(nowMs / length) * length;
     if (start === this.#windowStart && length === this.#windowLength) return;
     // A rule over another window (a lease over a longer fill, the fallback's R) starts
-    // a window that may overlap the last one, and units used there still count (else 50
-    // on the fallback, then 5 of a 5-per-11-s lease, in one second): a window of R holds
-    // those used in it; a longer one, all those of the window it overlaps.
-    if (length !== this.#windowLength) {
-      const overlaps =
-        this.#windowStart < start + length && start < this.#windowStart + this.#windowLength;
-      if (length === this.#paceMs()) this.#usedInWindow = this.#usedInPace;
-      else if (!overlaps) this.#usedInWindow = 0;
-    } else this.#usedInWindow = 0;
+    // a window that may begin before the last one did, and units used in it still count
+    // (else 50 on the fallback, then 5 of a 5-per-11-s lease, in one second): every unit
+    // of each window of R that meets it, a few more than it holds if one straddles its
+    // start, never fewer. A window of the same length starts empty.
+    this.#usedInWindow = length === this.#windowLength ? 0 : this.#usedSince(start);
     this.#windowStart = start;
     this.#windowLength = length;
+  }
+
+  /** Units used in the windows of R that end after `startMs`, this one included. */
+  #usedSince(startMs: number): number {
+    const r = this.#paceMs();
+    let used = this.#usedInPace;
+    for (const p of this.#pastPaces) if ((p.index + 1) * r > startMs) used += p.used;
+    return used;
   }
 
   /** The agent's own window (the controller's R), which a longer lease is paced in. */

@@ -30,6 +30,8 @@ export interface PartitionBoundInput {
   readonly partitionMs: number;
   /** Σ fᵢ: the fallback rates of the cut-off agents added up (0 for `deny` or `store`). */
   readonly fallbackRatePerSecond: number;
+  /** How many agents share the budget (n); given, the section adds the paced-shares line. */
+  readonly agents?: number;
 }
 
 /** The bound, in the terms the simulation measures. */
@@ -48,6 +50,28 @@ export function partitionBound(i: PartitionBoundInput): PartitionBound {
   const extraUnits = (i.fallbackRatePerSecond * fallbackMs) / 1000;
   const peakRatio = fallbackMs > 0 ? 1 + i.fallbackRatePerSecond / i.budgetPerSecond : 1;
   return { fallbackMs, extraUnits, peakRatio };
+}
+
+/**
+ * The most whole units n agents on leases admit in one aligned window of R, with the
+ * controller up (docs/quota-leases.md, "Paced shares"): ⌈C·R⌉ + n − 1.
+ *
+ * A share sent over a fill longer than R (0.6/s as 3 per 5 s) is paced at ⌈rate × R⌉ per
+ * window of R (`QuotaAgent`), and any other lease admits at most its burst, rate × R, in
+ * one: so each agent admits less than rate × R + 1, and the fleet, whose leases in force
+ * add up to at most C, less than C·R + n; being whole, at most ⌈C·R⌉ + n − 1. Integer
+ * units make some excess inherent: three agents at 0.67/s must each be able to admit 1
+ * in some window of R, 3 against C·R = 2. Each fill window holds at most its tokens, so
+ * over a window of the fill the shares hold exactly. test/quota/agent-pacing.property.test.ts
+ * checks the agent's side.
+ */
+export function pacedSharesBound(i: {
+  readonly budgetPerSecond: number;
+  readonly refreshMs: number;
+  readonly agents: number;
+}): number {
+  const cR = (i.budgetPerSecond * i.refreshMs) / 1000;
+  return Math.ceil(cR - 1e-9) + Math.max(0, i.agents - 1);
 }
 
 /** One line of an explanation: what, how much, and why (the shape `sluice explain` prints). */
@@ -91,7 +115,20 @@ export function partitionBoundSection(i: PartitionBoundInput): {
         value: `${n(b.peakRatio * 100)}% of the budget`,
         note: `1 + Σ fallback / budget (${n(i.budgetPerSecond)}/s)`,
       },
+      ...(i.agents === undefined ? [] : [pacedSharesLine(i, i.agents)]),
     ],
+  };
+}
+
+/** The `paced shares` line: {@link pacedSharesBound} with what it counts. */
+function pacedSharesLine(i: PartitionBoundInput, agents: number): PartitionBoundLine {
+  const n = (x: number) => x.toLocaleString('en-US', { maximumFractionDigits: 2 });
+  const units = pacedSharesBound({ ...i, agents });
+  const cR = (i.budgetPerSecond * i.refreshMs) / 1000;
+  return {
+    label: 'paced shares',
+    value: `${n(units)} units in a window of R, at most`,
+    note: `⌈C·R⌉ + n − 1 (C·R = ${n(cR)}, n = ${n(agents)}), controller up: a share over a fill longer than R admits ⌈rate × R⌉ per R, under 1 unit over; a fill window at most its tokens`,
   };
 }
 

@@ -128,6 +128,9 @@ describe('sluice explain (built dist/, spawned)', () => {
       ['fallback runs, at most', '5s'],
       ['units over the budget, at most', '50'],
       ['any window of R, at most', '110% of the budget'],
+      // ⌈C·R⌉ + n − 1 = 100 + 99: each of 100 agents may hold a share over a fill longer
+      // than R (1 per 20 s), paced at 1 per window of R, all in the same window.
+      ['paced shares', '199 units in a window of R, at most'],
     ]);
     const deny = await sluice(
       'explain',

@@ -104,6 +104,23 @@ describe('QuotaAgent', () => {
     expect(b.admit(2_800, 100)).toBe(0);
   });
 
+  it('counts every unit of a longer window that starts before the last window did', () => {
+    // 2 on the fallback at 3.1 s, 1 on a lease over R at 4 s, then a lease of 2 per 6 s
+    // (window [0 s, 6 s)) at 4.5 s: that window already holds 3, so nothing more in it.
+    // Counting only the window it overlaps ([4 s, 5 s): 1) let it admit a 4th at 5 s.
+    const a = new QuotaAgent(
+      { agent: 'a', bucket: 'b', fallback: { kind: 'static', rate: 2 }, windowMs: 1_000 },
+      0,
+    );
+    expect(a.admit(3_100, 2)).toBe(2);
+    a.apply(lease({ rate: 1, burst: 1, windowMs: 1_000, ttlMs: 3_000 }), 3_900);
+    expect(a.take(4_000, 1)).toBe('allowed');
+    a.apply(lease({ rate: 1 / 3, burst: 2, windowMs: 6_000, ttlMs: 9_000, version: 2 }), 4_500);
+    expect(a.window(4_500)).toMatchObject({ allowance: 2, used: 3 });
+    expect(a.take(5_000, 1)).toBe('denied');
+    expect(a.take(6_000, 1)).toBe('allowed'); // the next window of 6 s
+  });
+
   it('refuses a lease from a deposed leader, and an older version from the same one', () => {
     const a = new QuotaAgent({ agent: 'a', bucket: 'b', fallback: { kind: 'deny' } }, 0);
     expect(a.apply(lease({ fencingToken: 6, version: 4 }), 0)).toBe('applied');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { QuotaAgent } from '../../src/quota/agent.js';
-import { partitionBound, partitionBoundSection } from '../../src/quota/bounds.js';
+import { pacedSharesBound, partitionBound, partitionBoundSection } from '../../src/quota/bounds.js';
 import { QuotaController } from '../../src/quota/controller.js';
 import type { UsageReport } from '../../src/quota/lease.js';
 
@@ -207,5 +207,27 @@ describe('partition bound', () => {
       'units over the budget, at most: 30,000',
       'any window of R, at most: 101% of the budget',
     ]);
+  });
+
+  it('bounds what whole units add to paced shares in a window of R: ⌈C·R⌉ + n − 1', () => {
+    // 2/s over 3 agents, R = 1 s: each may be paced at 1 per R, 3 in all; skewed shares
+    // (2 tiny, 1 near 2/s, paced at 2) reach 2 + 1 + 1 = 4.
+    expect(pacedSharesBound({ budgetPerSecond: 2, refreshMs: 1_000, agents: 3 })).toBe(4);
+    // C·R = 1.5 (0.5/s over R = 3 s): one agent at 0.5/s is paced at ⌈1.5⌉ = 2.
+    expect(pacedSharesBound({ budgetPerSecond: 0.5, refreshMs: 3_000, agents: 1 })).toBe(2);
+    // 1/3 × 3 counts as 1, not 2 (the tolerance the agent's ⌈rate × R⌉ uses).
+    expect(pacedSharesBound({ budgetPerSecond: 1 / 3, refreshMs: 3_000, agents: 1 })).toBe(1);
+    const section = partitionBoundSection({
+      budgetPerSecond: 100,
+      refreshMs: 1_000,
+      leaseTtlMs: 3_000,
+      partitionMs: 5_000,
+      fallbackRatePerSecond: 0,
+      agents: 100,
+    });
+    expect(section.lines.at(-1)).toMatchObject({
+      label: 'paced shares',
+      value: '199 units in a window of R, at most',
+    });
   });
 });

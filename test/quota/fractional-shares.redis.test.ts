@@ -3,6 +3,7 @@ import {
   startQuotaController,
   type QuotaControllerProcess,
 } from '../../src/quota/controller-process.js';
+import { pacedSharesBound } from '../../src/quota/bounds.js';
 import { RlqsAgentClient } from '../../src/quota/rlqs/agent-client.js';
 import { RedisServer } from '../support/redis-server.js';
 import { waitFor } from '../support/wait.js';
@@ -13,6 +14,11 @@ import { waitFor } from '../support/wait.js';
 // Real controller (gRPC server, leader election on a real redis-server), real agents on
 // the RLQS stream.
 const BUDGET = 2;
+const R = 1_000;
+// The instant the agents' last decision was made at, read by their clock: a unit is
+// counted in the window of R the agent counted it in.
+let decidedAtMs = 0;
+const clock = { nowMs: () => (decidedAtMs = Date.now()) };
 let redis: RedisServer;
 let controller: QuotaControllerProcess;
 const agents: RlqsAgentClient[] = [];
@@ -43,6 +49,7 @@ describe('fractional shares', () => {
         bucket: { name: 'api' },
         fallback: { kind: 'deny' },
         refreshMs: 1_000,
+        clock,
       });
       agents.push(a);
       a.start();
@@ -51,11 +58,17 @@ describe('fractional shares', () => {
     // fill interval of a 0.66/s share, so that every window holds whole fills.
     const W = 5_000;
     const admitted = new Map<number, number>();
+    // And per window of R, where integer units make some excess inherent (three agents
+    // at 0.6/s, each paced at ⌈0.6 × 1⌉ = 1 per R): at most the bound `sluice explain`
+    // prints as `paced shares`.
+    const admittedPerR = new Map<number, number>();
     const demand = setInterval(() => {
       for (const a of agents) {
         if (a.take() === 'allowed') {
           const w = Math.floor(Date.now() / W);
           admitted.set(w, (admitted.get(w) ?? 0) + 1);
+          const r = Math.floor(decidedAtMs / R);
+          admittedPerR.set(r, (admittedPerR.get(r) ?? 0) + 1);
         }
       }
     }, 20);
@@ -89,6 +102,16 @@ describe('fractional shares', () => {
       console.log(
         `fractional shares: admitted ${counts.join(', ')} per 5 s (budget 10), utilization ${(utilization * 100).toFixed(0)}%`,
       );
+      const perR = Array.from(
+        { length: (windows * W) / R },
+        (_, i) => admittedPerR.get((first * W) / R + i) ?? 0,
+      );
+      const bound = pacedSharesBound({ budgetPerSecond: BUDGET, refreshMs: R, agents: 3 });
+      console.log(
+        `fractional shares: admitted ${perR.join(', ')} per window of R (C·R = ${(BUDGET * R) / 1000}, paced-shares bound ${bound})`,
+      );
+      for (const c of perR)
+        expect(c, `admitted per ${R} ms: ${perR.join(', ')}`).toBeLessThanOrEqual(bound);
     } finally {
       clearInterval(demand);
     }
