@@ -118,6 +118,13 @@ export const ERROR_CODES = Object.freeze({
     summary:
       "A policy's token batching (batch: size, ttl) is not allowed, e.g. a size above the policy's capacity, or batching on a shadow policy.",
   },
+  SLUICE_ERR_SETTLE_INVALID: {
+    family: 'policy',
+    httpStatus: 500,
+    grpcStatus: GRPC_FAILED_PRECONDITION,
+    summary:
+      "A policy's settle block (settle: maxDebt) is not allowed, e.g. a negative or fractional maxDebt.",
+  },
   SLUICE_ERR_STORE_UNAVAILABLE: {
     family: 'store',
     httpStatus: 503,
