@@ -38,6 +38,7 @@ export interface ReserveOptions {
 export interface SettleOptions {
   /** The longest wait for the store, in ms. @default the longest `timeout` of the reservation's policies */
   readonly timeoutMs?: number;
+  /** Stops waiting for the store (the settle may still be applied: settle again with the id). */
   readonly signal?: AbortSignal;
 }
 
@@ -59,8 +60,11 @@ export interface SettleResult {
  * it. Not allowed: nothing was charged, and settling does nothing.
  */
 export interface Reservation {
+  /** Whether the call may proceed: the estimate was taken (as `CheckResult.allowed`). */
   readonly allowed: boolean;
+  /** As `CheckResult.status`. */
   readonly status: Status;
+  /** When denied, how long until the estimate would fit (as `CheckResult.retryAfterMs`); else 0. */
   readonly retryAfterMs: number;
   /** As `CheckResult.decision`. */
   readonly decision: Decision | undefined;

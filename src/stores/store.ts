@@ -104,6 +104,7 @@ export interface StoreSettleOptions {
   readonly requestId: string;
   /** How long, from now, a settle under `requestId` must still be recognised, in ms. */
   readonly keepMs: number;
+  /** Aborts waiting for the store; the outcome of an aborted call is unknown. */
   readonly signal?: AbortSignal;
 }
 
