@@ -78,6 +78,7 @@ export class Limiter {
     this.#reservations = new Reservations({
       store: this.#store,
       gateway: this.#gateway,
+      stages: this.#stages,
       policy: (name) => this.#current.policies.find((p) => p.name === name),
       checkAt: (nowMs, descriptor, o) => this.checkAt(nowMs, descriptor, o),
       nowMs: () => this.#nowMs(),

@@ -7,6 +7,7 @@ import { PolicyError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
 import type { Status } from '../core/status.js';
 import type { Store, StoreSettleRequest } from '../stores/store.js';
+import type { Stage } from './stage.js';
 import { validateCost, validateRequestId, validateTimeout } from './check-input.js';
 import type { CheckResult } from './check-result.js';
 import type { CheckOptions } from './limiter-options.js';
@@ -85,6 +86,8 @@ export interface Reservation {
 export interface ReservationHost {
   readonly store: Store;
   readonly gateway: StoreGateway;
+  /** The pipeline's stages: told of each applied settle (`Stage.reservationSettled`). */
+  readonly stages: readonly Stage[];
   /** The policies in force, by name. */
   policy(name: string): Policy | undefined;
   checkAt(nowMs: number, descriptor: DescriptorInput, options: CheckOptions): Promise<CheckResult>;
@@ -129,6 +132,7 @@ export class Reservations {
     const nonce =
       options.requestId === undefined ? randomUUID() : validateRequestId(options.requestId);
     const buckets: [string, string][] = [];
+    const shadows: [string, string][] = [];
     const result = await this.#host.checkAt(nowMs, descriptor, {
       cost: options.cost,
       ...(options.requestId === undefined ? {} : { requestId: options.requestId }),
@@ -137,9 +141,17 @@ export class Reservations {
       // Only what a store charged is settled: a fail-open or stale admission took nothing
       // there, and a lease's units are not the store's.
       onDecision: (d, key) => {
-        if (d.allowed && (d.path === 'store' || d.path === 'batch')) buckets.push([d.policy, key]);
+        if (!d.allowed) return;
+        if (d.path === 'store' || d.path === 'batch') buckets.push([d.policy, key]);
+        else if (d.path === 'shadow') shadows.push([d.policy, key]);
       },
     });
+    // A shadow policy's admission was charged too, unless the store failed: a batch fails
+    // as a whole, so then every decision came by a failure mode.
+    const failed = result.decisions.some(
+      (d) => d.path === 'fail-open' || d.path === 'fail-closed' || d.path === 'stale',
+    );
+    if (!failed) buckets.push(...shadows);
     const ticket: ReservationTicket = {
       nonce,
       reservedAtMs: nowMs,
@@ -228,11 +240,27 @@ export class Reservations {
     for (let i = 0; i < results.length; i++) {
       const r = results[i]!;
       if (!r.ok) throw r.error;
-      if (!r.repeated) applied = true;
+      if (!r.repeated) {
+        applied = true;
+        this.#tellStages(policies[i]!, ticket.buckets[i]![1], ticket.estimate - actual, nowMs);
+      }
       cappedUnits = Math.max(cappedUnits, r.cappedUnits);
       decisions.push({ ...r.decision, policy: ticket.buckets[i]![0], path: 'store' });
     }
     return { applied, cappedUnits, decisions };
+  }
+
+  /** Tells the stages that apply to `policy` what a settle did to its bucket `key`. */
+  #tellStages(policy: Policy, key: string, units: number, nowMs: number): void {
+    if (units === 0) return;
+    for (const stage of this.#host.stages) {
+      if (stage.reservationSettled === undefined || !stage.appliesTo(policy)) continue;
+      try {
+        stage.reservationSettled(policy, key, units, nowMs);
+      } catch {
+        // A stage's bookkeeping never fails a settle that the store applied.
+      }
+    }
   }
 
   #supported(): void {

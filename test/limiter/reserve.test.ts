@@ -203,4 +203,35 @@ describe('Limiter.reserve and settle', () => {
     expect((await b.settle(10)).applied).toBe(false);
     expect((await limiter.check(acme, { cost: 0 })).decision?.remaining).toBe(90);
   });
+
+  it('a settle that gives back makes the over-limit cache forget its denial of the bucket', async () => {
+    const store = new MemoryStore();
+    const clock = new ManualClock(T0);
+    const limiter = createLimiter({
+      store,
+      policies: [tokens],
+      clock,
+      overLimitCacheBytes: 10_000,
+    });
+    const r = await limiter.reserve(acme, { cost: 100 });
+    const denied = await limiter.check(acme, { cost: 50 });
+    expect(denied.decision?.path).toBe('store');
+    // Remembered: the next denial comes from the cache, without the store.
+    expect((await limiter.check(acme, { cost: 50 })).decision?.path).toBe('cache');
+    await r.settle(10);
+    const after = await limiter.check(acme, { cost: 50 });
+    expect(after).toMatchObject({ allowed: true });
+    expect(after.decision?.path).toBe('store');
+  });
+
+  it('a shadow policy the reservation charged is settled too', async () => {
+    const shadow: PolicyInput = { ...tokens, name: 'shadow-tokens', shadow: true, burst: 50 };
+    const { limiter } = setup([tokens, shadow]);
+    const r = await limiter.reserve(acme, { cost: 40 });
+    const s = await r.settle(5);
+    expect(s.decisions.map((d) => [d.policy, d.remaining])).toEqual([
+      ['model-tokens', 95],
+      ['shadow-tokens', 45],
+    ]);
+  });
 });
