@@ -13,6 +13,7 @@ import { ManualClock } from '../../src/core/clock.js';
 import { createLimiter } from '../../src/local/create-limiter.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
 import { byApiKey, createHttpRateLimit, type EdgeSettleEvent } from '../../src/http.js';
+import { createAdmissionBoundary } from '../../src/overload.js';
 import { asAcme, post } from '../support/api-key-requests.js';
 import { listen, type Listening } from '../support/listen.js';
 
@@ -31,7 +32,7 @@ async function serve(app: Express): Promise<string> {
   return s.url;
 }
 
-function setup() {
+function setup(extra: Partial<Parameters<typeof createHttpRateLimit>[0]> = {}) {
   const clock = new ManualClock(1_700_000_000_000);
   const limiter = createLimiter({ store: new MemoryStore(), policies: tokens, clock });
   const settles: EdgeSettleEvent[] = [];
@@ -48,6 +49,7 @@ function setup() {
       settles.push(e);
       waiting.shift()?.(e);
     },
+    ...extra,
   });
   /** The next settle, when it has happened. */
   const nextSettle = () =>
@@ -188,5 +190,41 @@ describe('route({ cost, settle }): the cost known only from the response', () =>
     await read;
     // The denial left no settle behind it.
     expect(settles.map((e) => e.route)).toEqual(['POST /big', 'POST /read']);
+  });
+
+  it('a request the admission boundary refuses after its reservation gives the estimate back', async () => {
+    const boundary = createAdmissionBoundary({
+      limit: { algorithm: 'fixed', limit: 1 },
+      queue: false,
+    });
+    const { limits, nextSettle, remaining } = setup({ overload: boundary });
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let entered: () => void = () => {};
+    const inHandler = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const app = express();
+    app.post('/generate', limits.route({ cost: 100, settle: () => 10 }), async (_req, res) => {
+      entered();
+      await held;
+      res.json({ ok: true });
+    });
+    const url = await serve(app);
+    const first = post(`${url}/generate`);
+    await inHandler;
+    // The one slot is taken: this one is reserved, then refused with a 503, and cancelled.
+    const cancelled = nextSettle();
+    expect((await post(`${url}/generate`)).status).toBe(503);
+    expect(await cancelled).toMatchObject({ actual: 0, finished: false });
+    // The first still holds its 100.
+    expect(await remaining()).toBe(900);
+    const settled = nextSettle();
+    release();
+    expect((await first).status).toBe(200);
+    expect(await settled).toMatchObject({ actual: 10, finished: true });
+    expect(await remaining()).toBe(990);
   });
 });
