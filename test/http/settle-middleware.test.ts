@@ -7,11 +7,13 @@
  */
 import { createServer } from 'node:http';
 import express, { type Express } from 'express';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PolicyInput } from '../../src/config/policies.js';
 import { ManualClock } from '../../src/core/clock.js';
 import { createLimiter } from '../../src/local/create-limiter.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
+import { createFastifyRateLimit } from '../../src/fastify.js';
 import { byApiKey, createHttpRateLimit, type EdgeSettleEvent } from '../../src/http.js';
 import { createAdmissionBoundary } from '../../src/overload.js';
 import { asAcme, post } from '../support/api-key-requests.js';
@@ -22,8 +24,10 @@ const tokens: PolicyInput[] = [
 ];
 
 const running: Listening[] = [];
+const apps: FastifyInstance[] = [];
 afterEach(async () => {
   await Promise.all(running.splice(0).map((s) => s.close()));
+  await Promise.all(apps.splice(0).map((a) => a.close()));
 });
 
 async function serve(app: Express): Promise<string> {
@@ -226,5 +230,52 @@ describe('route({ cost, settle }): the cost known only from the response', () =>
     expect((await first).status).toBe(200);
     expect(await settled).toMatchObject({ actual: 10, finished: true });
     expect(await remaining()).toBe(990);
+  });
+});
+
+describe('Fastify: config.sluice { cost, settle }', () => {
+  it('charges the actual the handler reported, not the estimate; a route with settle needs cost', async () => {
+    const clock = new ManualClock(1_700_000_000_000);
+    const limiter = createLimiter({ store: new MemoryStore(), policies: tokens, clock });
+    let settled: (e: EdgeSettleEvent) => void = () => {};
+    const done = new Promise<EdgeSettleEvent>((resolve) => {
+      settled = resolve;
+    });
+    const limits = createFastifyRateLimit({
+      limiter,
+      descriptor: byApiKey({
+        key: 'tenant',
+        resolve: (k) => (k === 'key-acme' ? 'acme' : undefined),
+      }),
+      onSettle: (e) => settled(e),
+    });
+    const app = Fastify();
+    apps.push(app);
+    await app.register(limits.plugin);
+    app.post(
+      '/generate',
+      {
+        config: {
+          sluice: {
+            cost: 300,
+            settle: (_request, reply) => Number(reply.getHeader('x-usage-tokens')),
+          },
+        },
+      },
+      async (_request, reply) => {
+        void reply.header('x-usage-tokens', '42');
+        return { text: 'hello' };
+      },
+    );
+    expect(() =>
+      app.post('/bad', { config: { sluice: { settle: () => 1 } } }, async () => ({})),
+    ).toThrow(expect.objectContaining({ code: 'SLUICE_ERR_HTTP_CONFIG_INVALID' }));
+    const url = await app.listen({ port: 0, host: '127.0.0.1' });
+    const res = await post(`${url}/generate`);
+    expect(res.status).toBe(200);
+    await res.text();
+    expect(await done).toMatchObject({ route: 'POST /generate', actual: 42, finished: true });
+    const read = await limiter.check({ tenant: 'acme' }, { cost: 0 });
+    expect(read.decision!.remaining).toBe(1_000 - 42);
   });
 });
