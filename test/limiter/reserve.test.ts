@@ -234,4 +234,12 @@ describe('Limiter.reserve and settle', () => {
       ['shadow-tokens', 45],
     ]);
   });
+
+  it("a settle changes only its own buckets: another tenant's is untouched", async () => {
+    const { limiter } = setup();
+    await limiter.check({ tenant: 'globex' }, { cost: 30 });
+    const r = await limiter.reserve(acme, { cost: 50 });
+    await r.settle(200);
+    expect((await limiter.check({ tenant: 'globex' }, { cost: 0 })).decision?.remaining).toBe(70);
+  });
 });

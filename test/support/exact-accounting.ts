@@ -3,8 +3,9 @@
  * concurrent clients over several limiters (each its own connection) reserve random
  * estimates and settle random actuals below and above them, against one token bucket
  * that refills nothing (a frozen ManualClock). The test keeps its own ledger from what
- * the limiter answered, checks the bound after every step, and reads the bucket's level
- * at the end.
+ * the limiter answered and checks the bound after every step; it also reads the bucket's
+ * level from the store while the clients run (the debt never past the cap at any
+ * instant, whatever the ledger says) and at the end (to the unit).
  */
 import { expect } from 'vitest';
 import type { PolicyInput } from '../../src/config/policies.js';
@@ -23,7 +24,9 @@ export function accountingPolicy(burst: number, maxDebt: number): PolicyInput {
     period: PERIOD_MS,
     burst,
     settle: { maxDebt },
-    timeout: '2s',
+    // A store that fails is a denial, never an admission that charged nothing.
+    failureMode: 'closed',
+    timeout: '5s',
   };
 }
 
@@ -66,6 +69,7 @@ export async function runExactAccounting(
   let actuals = 0;
   let capped = 0;
   const holds = () => expect(outstanding + charged).toBeLessThanOrEqual(o.burst + o.maxDebt);
+  let probes = 0;
   const client = async (i: number): Promise<void> => {
     const limiter = limiters[i % limiters.length]!;
     for (let round = 0; round < o.rounds; round++) {
@@ -87,21 +91,33 @@ export async function runExactAccounting(
       actuals += actual;
       capped += s.cappedUnits;
       holds();
+      // Every 16th settle, the store's own view: never deeper in debt than the cap.
+      if ((i + round) % 16 === 0) {
+        probes += 1;
+        expect(await levelOf(limiters[i % limiters.length]!, o.burst)).toBeGreaterThanOrEqual(
+          -o.maxDebt,
+        );
+      }
     }
   };
   await Promise.all(Array.from({ length: o.clients }, (_, i) => client(i)));
-  const level = await levelOf(limiters[0]!);
+  expect(probes).toBeGreaterThan(0);
+  const level = await levelOf(limiters[0]!, o.burst);
   expect(level).toBe(o.burst - (actuals - capped));
   expect(level).toBeGreaterThanOrEqual(-o.maxDebt);
   return { admitted, denied, actuals, capped, level };
 }
 
-/** The bucket's level: what a read says, or, at 0 or in debt, what a one-unit wait says. */
-async function levelOf(limiter: Limiter): Promise<number> {
-  const read = await limiter.check({ tenant: 'acme' }, { cost: 0 });
-  const remaining = read.decision!.remaining;
-  if (remaining >= 1) return remaining;
-  const wait = await limiter.check({ tenant: 'acme' }, { cost: 1 });
-  expect(wait.allowed).toBe(false);
-  return 1 - wait.retryAfterMs / PERIOD_MS;
+/**
+ * The bucket's level, read without changing it: a reservation of the whole burst, which
+ * only a full bucket admits (then it is cancelled at once: the level was the burst), and
+ * whose denial's wait says the level exactly (`burst - retryAfterMs / 2^20`).
+ */
+async function levelOf(limiter: Limiter, burst: number): Promise<number> {
+  const probe = await limiter.reserve({ tenant: 'acme' }, { cost: burst });
+  if (probe.allowed) {
+    await probe.cancel();
+    return burst;
+  }
+  return burst - probe.retryAfterMs / PERIOD_MS;
 }

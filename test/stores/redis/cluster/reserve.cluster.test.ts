@@ -30,7 +30,7 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-function store(prefix: string): RedisStore {
+async function store(prefix: string): Promise<RedisStore> {
   const s = new RedisStore({
     client: cluster.client({ slotsRefreshTimeout: 10_000 }),
     stuckAfterMs: 30_000,
@@ -38,6 +38,8 @@ function store(prefix: string): RedisStore {
     prefix,
   });
   stores.push(s);
+  // A new Cluster client learns the slots first: no check may race it.
+  await s.ready();
   return s;
 }
 
@@ -45,8 +47,10 @@ describe('reserve and settle on Redis Cluster', () => {
   it('exact accounting: 64 clients over 4 Cluster connections consume the admitted actuals, within burst + maxDebt', async () => {
     const clock = new ManualClock(T0);
     const policies = [accountingPolicy(5_000, 50)];
-    const limiters = Array.from({ length: 4 }, () =>
-      createLimiter({ store: store('acct'), policies, clock }),
+    const limiters = await Promise.all(
+      Array.from({ length: 4 }, async () =>
+        createLimiter({ store: await store('acct'), policies, clock }),
+      ),
     );
     const r = await runExactAccounting(limiters, {
       clients: 64,
@@ -68,11 +72,12 @@ describe('reserve and settle on Redis Cluster', () => {
       period: '1h',
       burst: 100,
       timeout: '5s',
+      failureMode: 'closed',
     };
     // Every tenant's requests in one bucket: no identity, its own slot.
     const all: PolicyInput = { ...tenant, name: 'all-tenants', identity: [], burst: 1_000 };
     const clock = new ManualClock(T0);
-    const s = store('two-slots');
+    const s = await store('two-slots');
     const limiter = createLimiter({ store: s, policies: [tenant, all], clock });
     const d = toDescriptor({ tenant: 'acme' });
     const [p, q] = limiter.policies;
