@@ -21,9 +21,11 @@ describe('reserve and settle: exact accounting (memory store)', () => {
         maxDebt: 50,
         seed,
         overshoot: 4,
+        inOrder: true,
       });
       // The run reached both sides: plain settles, and the cap at the end.
-      expect(r.admitted).toBeGreaterThan(100);
+      // About (burst + maxDebt) / the mean actual (twice the mean estimate of 25.5): ~100.
+      expect(r.admitted).toBeGreaterThan(50);
       expect(r.capped).toBeGreaterThan(0);
     });
   }
@@ -39,6 +41,7 @@ describe('reserve and settle: exact accounting (memory store)', () => {
       burst: 100_000,
       maxDebt: 2_000,
       seed: 4,
+      inOrder: true,
     });
     expect(r.denied).toBe(0);
     expect(r.capped).toBe(0);

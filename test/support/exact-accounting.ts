@@ -3,9 +3,14 @@
  * concurrent clients over several limiters (each its own connection) reserve random
  * estimates and settle random actuals below and above them, against one token bucket
  * that refills nothing (a frozen ManualClock). The test keeps its own ledger from what
- * the limiter answered and checks the bound after every step; it also reads the bucket's
- * level from the store while the clients run (the debt never past the cap at any
- * instant, whatever the ledger says) and at the end (to the unit).
+ * the limiter answered, reads the bucket's level from the store while the clients run
+ * (never deeper in debt than the cap) and at the end (the ledger's, to the unit).
+ *
+ * The ledger bounds what is held at every step only where the store applies calls in the
+ * order their answers arrive (MemoryStore, in process: `inOrder`). Over a network the two
+ * orders differ: a give-back applied in Redis before another client's charge may reach
+ * its caller after it, so the ledger can run a few units past the bound for a moment
+ * while the store never did. There the store's own level is the instant check.
  */
 import { expect } from 'vitest';
 import type { PolicyInput } from '../../src/config/policies.js';
@@ -59,6 +64,8 @@ export async function runExactAccounting(
     seed: number;
     /** Actuals are drawn from 0 to this many times the estimate. @default 2 */
     overshoot?: number;
+    /** The store applies calls in the order they are answered: check the ledger every step. */
+    inOrder?: boolean;
   },
 ): Promise<AccountingRun> {
   const random = mulberry32(o.seed);
@@ -68,7 +75,9 @@ export async function runExactAccounting(
   let denied = 0;
   let actuals = 0;
   let capped = 0;
-  const holds = () => expect(outstanding + charged).toBeLessThanOrEqual(o.burst + o.maxDebt);
+  const holds = () => {
+    if (o.inOrder === true) expect(outstanding + charged).toBeLessThanOrEqual(o.burst + o.maxDebt);
+  };
   let probes = 0;
   const client = async (i: number): Promise<void> => {
     const limiter = limiters[i % limiters.length]!;
@@ -91,8 +100,8 @@ export async function runExactAccounting(
       actuals += actual;
       capped += s.cappedUnits;
       holds();
-      // Every 16th settle, the store's own view: never deeper in debt than the cap.
-      if ((i + round) % 16 === 0) {
+      // Every 4th settle, the store's own view: never deeper in debt than the cap.
+      if ((i + round) % 4 === 0) {
         probes += 1;
         expect(await levelOf(limiters[i % limiters.length]!, o.burst)).toBeGreaterThanOrEqual(
           -o.maxDebt,

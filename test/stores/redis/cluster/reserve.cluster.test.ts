@@ -54,14 +54,16 @@ describe('reserve and settle on Redis Cluster', () => {
     );
     const r = await runExactAccounting(limiters, {
       clients: 64,
-      rounds: 8,
+      rounds: 16,
       burst: 5_000,
       maxDebt: 50,
       seed: 1,
       overshoot: 4,
     });
-    expect(r.admitted).toBeGreaterThan(100);
-    expect(r.capped).toBeGreaterThan(0);
+    // About (burst + maxDebt) / the mean actual (twice the mean estimate of 25.5): ~100.
+    expect(r.admitted).toBeGreaterThan(50);
+    // It reached the cap: some excess was capped, or the bucket ended exactly at it.
+    expect(r.capped > 0 || r.level === -50).toBe(true);
   });
 
   it('a reservation over two slots settles each bucket once, one call per slot', async () => {
