@@ -5,6 +5,7 @@ import { PolicyError, StoreError } from '../../src/core/errors.js';
 import { createLimiter } from '../../src/local/create-limiter.js';
 import { MemoryStore } from '../../src/stores/memory/memory-store.js';
 import type { Store } from '../../src/stores/store.js';
+import { settleBounds } from '../../src/local/settle-bounds.js';
 
 // Reserve and settle through the library on the memory store (docs/costs.md). The clock is
 // a ManualClock that never moves unless a test moves it, so nothing refills on its own:
@@ -241,5 +242,25 @@ describe('Limiter.reserve and settle', () => {
     const r = await limiter.reserve(acme, { cost: 50 });
     await r.settle(200);
     expect((await limiter.check({ tenant: 'globex' }, { cost: 0 })).decision?.remaining).toBe(70);
+  });
+
+  it('measures what sluice explain prints: unsettled reservations hold at most the capacity, under-estimates pass at most maxDebt beyond it', async () => {
+    const { limiter } = setup([{ ...tokens, settle: { maxDebt: 30 } }]);
+    const bounds = settleBounds(limiter.policies[0]!)!;
+    expect(bounds).toEqual({ heldByReservations: 100, debtBound: 30 });
+    // Reservations never settled, until the bucket denies: 14 of 7 (98), then 2 of 1, then none.
+    const held: { r: Awaited<ReturnType<typeof limiter.reserve>>; cost: number }[] = [];
+    for (const cost of [...Array<number>(15).fill(7), 1, 1, 1]) {
+      const r = await limiter.reserve(acme, { cost });
+      if (r.allowed) held.push({ r, cost });
+    }
+    expect(held.reduce((sum, h) => sum + h.cost, 0)).toBe(bounds.heldByReservations);
+    // Each used 10 more than it reserved: 160 over, 30 let through, 130 capped.
+    let capped = 0;
+    for (const { r, cost } of held) capped += (await r.settle(cost + 10)).cappedUnits;
+    expect(capped).toBe(16 * 10 - bounds.debtBound);
+    // 30 below empty, at one token per hour, and 1 for the request.
+    const denied = await limiter.check(acme, { cost: 1 });
+    expect(denied.retryAfterMs).toBe((bounds.debtBound + 1) * 3_600_000);
   });
 });
