@@ -25,7 +25,7 @@ describe('reserve and settle: exact accounting (memory store)', () => {
       });
       // The run reached both sides: plain settles, and the cap at the end.
       // About (burst + maxDebt) / the mean actual (twice the mean estimate of 25.5): ~100.
-      expect(r.admitted).toBeGreaterThan(50);
+      expect(r.admitted, JSON.stringify(r)).toBeGreaterThan(50);
       expect(r.capped).toBeGreaterThan(0);
     });
   }
