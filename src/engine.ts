@@ -3,7 +3,7 @@
 // the store, an algorithm's pure transitions and their registry, and the recorder the
 // limiter reports each check to. A library user needs only `sluice` (docs/design.md).
 // Algorithms
-export type { Algorithm, Quota, Transition } from './algorithms/algorithm.js';
+export type { Algorithm, Quota, Settlement, Transition } from './algorithms/algorithm.js';
 export { ALGORITHMS, algorithmOf, isAlgorithmKind } from './algorithms/index.js';
 export type { AlgorithmKind } from './algorithms/index.js';
 export type { AlgorithmCosts, Measured } from './algorithms/costs.js';
@@ -42,6 +42,9 @@ export type {
   StoreApplyOptions,
   StoreRequest,
   StoreResult,
+  StoreSettleOptions,
+  StoreSettleRequest,
+  StoreSettleResult,
 } from './stores/store.js';
 export { bucketKey } from './stores/key.js';
 

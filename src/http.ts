@@ -25,6 +25,7 @@ export {
   type EdgeEvent,
   type EdgeOptions,
   type EdgeOutcome,
+  type EdgeSettleEvent,
   type EdgeStats,
   type EdgeVerdict,
   type RouteLimitOptions,
@@ -35,6 +36,7 @@ export {
   type HttpMiddleware,
   type HttpRateLimitOptions,
   type HttpRouteOptions,
+  type SettledResponse,
 } from './http/node-middleware.js';
 export {
   RATELIMIT_HEADERS_DRAFT,

@@ -8,7 +8,14 @@ export type { Descriptor, DescriptorEntry, DescriptorInput } from './core/descri
 export { toDescriptor, DEFAULT_MAX_DESCRIPTOR_VALUE_LENGTH } from './core/descriptor.js';
 export type { DescriptorLimits } from './core/descriptor-limits.js';
 export { DEFAULT_DESCRIPTOR_LIMITS, descriptorLimits } from './core/descriptor-limits.js';
-export type { CostRule, FailureMode, MatchEntry, Policy, StaleSettings } from './core/policy.js';
+export type {
+  CostRule,
+  FailureMode,
+  MatchEntry,
+  Policy,
+  SettleSettings,
+  StaleSettings,
+} from './core/policy.js';
 export { ALGORITHM_KINDS, type AlgorithmKind } from './algorithms/index.js';
 export type { ErrorCode, ErrorCodeInfo, ErrorFamily } from './core/error-codes.js';
 export { ERROR_CODES } from './core/error-codes.js';
@@ -38,6 +45,10 @@ export {
   type DecisionListener,
   type LimiterOptions,
   type PlanSpec,
+  type Reservation,
+  type ReserveOptions,
+  type SettleOptions,
+  type SettleResult,
 } from './limiter/limiter.js';
 export { createLimiter } from './local/create-limiter.js';
 

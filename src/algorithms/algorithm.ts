@@ -88,6 +88,25 @@ export interface Algorithm<P, S> {
    * counted. Bounded: never above the maximum capacity, never below zero.
    */
   refund(state: S, nowMs: number, consumedAtMs: number, cost: number, params: P): S | undefined;
+  /**
+   * Settles a reservation of `estimate` units admitted at `reservedAtMs` whose call used
+   * `actual` units, at `nowMs` (docs/costs.md). Pure; `state` is never mutated, and
+   * `undefined` is a fresh bucket. Less than the estimate gives the difference back,
+   * bounded like `refund` (never above the maximum capacity; a window that has passed
+   * holds nothing to give back). More charges the excess now, and may take the bucket
+   * below empty by at most `maxDebt` units: the excess beyond that is not charged but
+   * reported (`cappedUnits`). A charge never gives anything back, even when a bucket is
+   * already deeper in debt than `maxDebt` (a policy whose cap was lowered).
+   */
+  settle(
+    state: S | undefined,
+    nowMs: number,
+    reservedAtMs: number,
+    estimate: number,
+    actual: number,
+    maxDebt: number,
+    params: P,
+  ): Settlement<S>;
   /** Whether its capacity is set apart from its rate (a `burst` or `capacity` param). */
   readonly hasBurst: boolean;
   /**
@@ -96,6 +115,21 @@ export interface Algorithm<P, S> {
    * rule's `requests_per_unit` and `unit` become.
    */
   paramsFor(units: number, periodMs: number, burst?: number): Record<string, number>;
+}
+
+/** What {@link Algorithm.settle} returns. */
+export interface Settlement<S> {
+  /** The state to write; `undefined` when there is nothing to write. */
+  readonly state: S | undefined;
+  /** Units of the excess that were not charged because the debt cap was reached. */
+  readonly cappedUnits: number;
+  /** Units the bucket is below empty after the settle: 0 up to `maxDebt`. */
+  readonly debt: number;
+  /**
+   * Milliseconds from `nowMs` until `state` decides like a fresh one (at least as long as
+   * `ttlMs` would keep it, longer while a debt is repaid): how long a store keeps it.
+   */
+  readonly lifeMs: number;
 }
 
 /**

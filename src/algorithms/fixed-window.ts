@@ -8,6 +8,7 @@ import {
   waitUntil,
   type Algorithm,
   type InPlaceStep,
+  type Settlement,
   type Writable,
 } from './algorithm.js';
 import { capacityUnits, durationMs } from './params.js';
@@ -73,7 +74,7 @@ function step(
 
   const charge = p.chargeDenied === true;
   if (cost > p.limit && !charge) {
-    unfittable(out, p.limit, p.limit - count, count > 0 ? untilEndMs : 0);
+    unfittable(out, p.limit, Math.max(0, p.limit - count), count > 0 ? untilEndMs : 0);
     return;
   }
   // Counts are whole units, so the comparison is exact: no FIT_EPSILON.
@@ -93,6 +94,53 @@ function step(
     return;
   }
   decide(out, 'OVER_LIMIT', p.limit, found, untilEndMs, count > 0 ? untilEndMs : 0);
+}
+
+/** The refund: only the window the units were taken in holds them; a later one never did. */
+function refund(
+  s: FixedWindowState,
+  consumedAtMs: number,
+  cost: number,
+  p: FixedWindowParams,
+): FixedWindowState | undefined {
+  return s.window === Math.floor(consumedAtMs / p.windowMs)
+    ? { window: s.window, count: Math.max(0, s.count - cost) }
+    : undefined;
+}
+
+/**
+ * Settle (see `Algorithm.settle`): `estimate - actual` comes back from the reservation's
+ * window while that window lasts (the refund); an excess is charged to the window of
+ * `nowMs`, up to `limit + maxDebt`. A count past the limit denies until its window ends,
+ * so a fixed window's debt is never carried into the next window.
+ */
+function settle(
+  s: FixedWindowState | undefined,
+  nowMs: number,
+  reservedAtMs: number,
+  estimate: number,
+  actual: number,
+  maxDebt: number,
+  p: FixedWindowParams,
+): Settlement<FixedWindowState> {
+  const delta = actual - estimate;
+  const nowWindow = Math.floor(nowMs / p.windowMs);
+  let next: FixedWindowState | undefined;
+  let cappedUnits = 0;
+  if (delta < 0) next = s === undefined ? undefined : refund(s, reservedAtMs, -delta, p);
+  else if (delta > 0) {
+    // As a transition reads it: a later window starts empty, an earlier one is the state's.
+    const window = s === undefined ? nowWindow : Math.max(s.window, nowWindow);
+    const count = s !== undefined && s.window === window ? s.count : 0;
+    const wanted = count + delta;
+    const charged = Math.max(count, Math.min(wanted, p.limit + maxDebt));
+    cappedUnits = wanted - charged;
+    next = { window, count: charged };
+  }
+  const held = next ?? s;
+  const lifeMs = held === undefined ? 0 : Math.max(0, (held.window + 1) * p.windowMs - nowMs);
+  const debt = next !== undefined && next.window >= nowWindow ? next.count - p.limit : 0;
+  return { state: next, cappedUnits, debt: Math.max(0, debt), lifeMs: Math.ceil(lifeMs) };
 }
 
 const inPlace: InPlaceStep<FixedWindowParams, FixedWindowState> = {
@@ -134,11 +182,8 @@ export const fixedWindow: Algorithm<FixedWindowParams, FixedWindowState> = {
     atOnce: 2 * p.limit,
     windowMs: p.windowMs,
   }),
-  // A later window never held those units.
-  refund: (s, _nowMs, consumedAtMs, cost, p) =>
-    s.window === Math.floor(consumedAtMs / p.windowMs)
-      ? { window: s.window, count: Math.max(0, s.count - cost) }
-      : undefined,
+  refund: (s, _nowMs, consumedAtMs, cost, p) => refund(s, consumedAtMs, cost, p),
+  settle,
   hasBurst: false,
   paramsFor: (units, periodMs) => ({ limit: units, window: periodMs }),
 };

@@ -8,6 +8,7 @@ import {
   unfittable,
   type Algorithm,
   type InPlaceStep,
+  type Settlement,
   type Writable,
 } from './algorithm.js';
 import { tokenBucket } from './token-bucket.js';
@@ -99,6 +100,46 @@ function step(
   decide(out, 'OVER_LIMIT', p.burst, freeUnits(aheadMs, p), overMs, aheadMs);
 }
 
+/** The refund: the TAT moves back by `cost` units, never before now (a full bucket). */
+function refund(s: GcraState, nowMs: number, cost: number, p: GcraParams): GcraState {
+  return { tatMs: Math.max(nowMs, s.tatMs - emissionMs(cost, p)) };
+}
+
+/**
+ * Settle (see `Algorithm.settle`): the TAT moves back by `estimate - actual` units (the
+ * refund), or forward by the excess, to at most `(burst + maxDebt) × T` past now. A TAT
+ * beyond the tolerance denies every cost until time has caught up with it.
+ */
+function settle(
+  s: GcraState | undefined,
+  nowMs: number,
+  _reservedAtMs: number,
+  estimate: number,
+  actual: number,
+  maxDebt: number,
+  p: GcraParams,
+): Settlement<GcraState> {
+  const tatMs = Math.max(s?.tatMs ?? nowMs, nowMs);
+  const delta = actual - estimate;
+  let next = tatMs;
+  let cappedUnits = 0;
+  if (delta < 0) next = refund({ tatMs }, nowMs, -delta, p).tatMs;
+  else if (delta > 0) {
+    const wantedMs = tatMs + emissionMs(delta, p);
+    // Never earlier than it was: a TAT already past the cap is not given anything.
+    next = Math.max(tatMs, Math.min(wantedMs, nowMs + emissionMs(p.burst + maxDebt, p)));
+    cappedUnits = ((wantedMs - next) * p.rate) / p.periodMs;
+  }
+  const aheadMs = next - nowMs;
+  return {
+    // Settled at the estimate: nothing to write.
+    state: delta === 0 ? undefined : { tatMs: next },
+    cappedUnits,
+    debt: Math.max(0, (aheadMs * p.rate) / p.periodMs - p.burst),
+    lifeMs: Math.ceil(aheadMs),
+  };
+}
+
 const inPlace: InPlaceStep<GcraParams, GcraState> = {
   step,
   blank: () => ({ tatMs: 0 }),
@@ -141,9 +182,8 @@ export const gcra: Algorithm<GcraParams, GcraState> = {
   refillPerMs: (p) => p.rate / p.periodMs,
   quota: (p) => ({ units: p.rate, windowMs: p.periodMs, burst: p.burst }),
   sustainedRate: (p) => ({ perSecond: (p.rate * 1_000) / p.periodMs, atOnce: p.burst }),
-  refund: (s, nowMs, _consumedAtMs, cost, p) => ({
-    tatMs: Math.max(nowMs, s.tatMs - (cost * p.periodMs) / p.rate),
-  }),
+  refund: (s, nowMs, _consumedAtMs, cost, p) => refund(s, nowMs, cost, p),
+  settle,
   hasBurst: true,
   paramsFor: (units, periodMs, burst) => ({ rate: units, period: periodMs, burst: burst ?? units }),
 };

@@ -8,6 +8,7 @@ import {
   unfittable,
   type Algorithm,
   type InPlaceStep,
+  type Settlement,
   type Writable,
 } from './algorithm.js';
 import { capacityUnits, durationMs, positiveRate } from './params.js';
@@ -90,7 +91,7 @@ function step(
   next.level = level;
   next.tsMs = tsMs;
   if (cost > p.capacity) {
-    unfittable(out, p.capacity, p.capacity - level, tsMs - nowMs + leakMs(level, p));
+    unfittable(out, p.capacity, Math.max(0, p.capacity - level), tsMs - nowMs + leakMs(level, p));
     return;
   }
   // Waits start from tsMs, which is later than nowMs when time went backwards.
@@ -105,14 +106,58 @@ function step(
     return;
   }
   // A denial gets no delayMs in either mode: it is not queued, and retryAfterMs is its wait.
+  // Above capacity only after a settle charged a debt (see `settle`): no space to report.
   decide(
     out,
     'OVER_LIMIT',
     p.capacity,
-    p.capacity - level,
+    Math.max(0, p.capacity - level),
     lagMs + leakMs(level + cost - p.capacity, p),
     lagMs + leakMs(level, p),
   );
+}
+
+/** The state leaked to `nowMs` (an empty queue when there is none). */
+function leaked(s: LeakyBucketState | undefined, nowMs: number, p: LeakyBucketParams) {
+  if (s === undefined) return { level: 0, tsMs: nowMs };
+  // Leak first, so a give-back never takes the level below zero.
+  const elapsedMs = Math.max(0, nowMs - s.tsMs);
+  const level = Math.max(0, s.level - (elapsedMs * p.rate) / p.periodMs);
+  return { level, tsMs: Math.max(s.tsMs, nowMs) };
+}
+
+/**
+ * Settle (see `Algorithm.settle`): leak to `nowMs`, then take `estimate - actual` out of
+ * the queue (floored at empty) or add the excess, up to `capacity + maxDebt`. A level
+ * above capacity denies every cost until it has leaked below.
+ */
+function settle(
+  s: LeakyBucketState | undefined,
+  nowMs: number,
+  _reservedAtMs: number,
+  estimate: number,
+  actual: number,
+  maxDebt: number,
+  p: LeakyBucketParams,
+): Settlement<LeakyBucketState> {
+  const at = leaked(s, nowMs, p);
+  const delta = actual - estimate;
+  let level = at.level;
+  let cappedUnits = 0;
+  if (delta < 0) level = Math.max(0, level + delta);
+  else if (delta > 0) {
+    const wanted = level + delta;
+    // Never below what it held: a queue already past the cap is not given anything.
+    level = Math.max(level, Math.min(wanted, p.capacity + maxDebt));
+    cappedUnits = wanted - level;
+  }
+  return {
+    // Settled at the estimate: nothing to write.
+    state: delta === 0 ? undefined : { level, tsMs: at.tsMs },
+    cappedUnits,
+    debt: Math.max(0, level - p.capacity),
+    lifeMs: Math.ceil(at.tsMs - nowMs + leakMs(level, p)),
+  };
 }
 
 const inPlace: InPlaceStep<LeakyBucketParams, LeakyBucketState> = {
@@ -157,11 +202,10 @@ export const leakyBucket: Algorithm<LeakyBucketParams, LeakyBucketState> = {
   sustainedRate: (p) => ({ perSecond: (p.rate * 1_000) / p.periodMs, atOnce: p.capacity }),
   answersWithDelay: (p) => p.mode === 'delay',
   refund: (s, nowMs, _consumedAtMs, cost, p) => {
-    // Leak to nowMs first, so the level never goes below zero.
-    const elapsedMs = Math.max(0, nowMs - s.tsMs);
-    const level = Math.max(0, s.level - (elapsedMs * p.rate) / p.periodMs);
-    return { level: Math.max(0, level - cost), tsMs: Math.max(s.tsMs, nowMs) };
+    const at = leaked(s, nowMs, p);
+    return { level: Math.max(0, at.level - cost), tsMs: at.tsMs };
   },
+  settle,
   hasBurst: true,
   paramsFor: (units, periodMs, burst) => ({
     rate: units,

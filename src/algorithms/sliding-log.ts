@@ -1,4 +1,10 @@
-import { unfittableDecision, type Algorithm, type Transition, waitUntil } from './algorithm.js';
+import {
+  unfittableDecision,
+  type Algorithm,
+  type Settlement,
+  type Transition,
+  waitUntil,
+} from './algorithm.js';
 import { MEMORY_TABLE, borrowedCpu, measuredBytes } from './costs.js';
 import { windowParamsSchema, type WindowParams } from './fixed-window.js';
 
@@ -44,7 +50,7 @@ function transition(
   if (cost > p.limit) {
     return {
       state: { entries },
-      decision: unfittableDecision(p.limit, p.limit - used, resetAfterMs(newest)),
+      decision: unfittableDecision(p.limit, Math.max(0, p.limit - used), resetAfterMs(newest)),
     };
   }
   // Costs are whole units, so the comparison is exact: no FIT_EPSILON.
@@ -76,10 +82,76 @@ function transition(
       status: 'OVER_LIMIT',
       allowed: false,
       limit: p.limit,
-      remaining: p.limit - used,
+      // Past the limit only after a settle charged a debt (see `settle`).
+      remaining: Math.max(0, p.limit - used),
       retryAfterMs: waitUntil(nowMs, expiresAtMs(entries[i - 1]!, p)),
       resetAfterMs: resetAfterMs(newest),
     },
+  };
+}
+
+/** The live entries at `nowMs` (the expired ones are a prefix, as in `transition`). */
+function live(state: SlidingLogState | undefined, nowMs: number, p: SlidingLogParams) {
+  const log = state?.entries ?? [];
+  let firstLive = 0;
+  while (firstLive < log.length && expiresAtMs(log[firstLive]!, p) <= nowMs) firstLive++;
+  return log.slice(firstLive);
+}
+
+/**
+ * The index of the entry a reservation of `cost` at `consumedAtMs` wrote: one of exactly
+ * `cost` units at the earliest instant `>= consumedAtMs` (entries at one instant with one
+ * cost are interchangeable); -1 when none is left.
+ */
+function entryOf(entries: readonly SlidingLogEntry[], consumedAtMs: number, cost: number): number {
+  let at = -1;
+  for (let i = 0; i < entries.length; i++) {
+    const [tMs, c] = entries[i]!;
+    if (tMs >= consumedAtMs && c === cost && (at < 0 || tMs < entries[at]![0])) at = i;
+  }
+  return at;
+}
+
+/**
+ * Settle (see `Algorithm.settle`): the reservation's entry keeps only `actual` units (it
+ * goes at 0), while it is still in the log; an excess is a new entry stamped now (as an
+ * admission is), as long as the log stays within `limit + maxDebt`. A log past the limit
+ * denies until enough entries have expired.
+ */
+function settle(
+  s: SlidingLogState | undefined,
+  nowMs: number,
+  reservedAtMs: number,
+  estimate: number,
+  actual: number,
+  maxDebt: number,
+  p: SlidingLogParams,
+): Settlement<SlidingLogState> {
+  const entries = live(s, nowMs, p);
+  const delta = actual - estimate;
+  let next: SlidingLogEntry[] | undefined;
+  let cappedUnits = 0;
+  if (delta < 0) {
+    const at = entryOf(entries, reservedAtMs, estimate);
+    if (at >= 0) {
+      next = entries.filter((_, i) => i !== at);
+      if (actual > 0) next.splice(at, 0, [entries[at]![0], actual]);
+    }
+  } else if (delta > 0) {
+    const used = entries.reduce((sum, [, c]) => sum + c, 0);
+    const charged = Math.max(0, Math.min(delta, p.limit + maxDebt - used));
+    cappedUnits = delta - charged;
+    next = [...entries];
+    if (charged > 0) next.push([Math.max(nowMs, entries.at(-1)?.[0] ?? nowMs), charged]);
+  }
+  const held = next ?? entries;
+  const used = held.reduce((sum, [, c]) => sum + c, 0);
+  const newest = held.at(-1);
+  return {
+    state: next === undefined ? undefined : { entries: next },
+    cappedUnits,
+    debt: Math.max(0, used - p.limit),
+    lifeMs: newest === undefined ? 0 : Math.ceil(Math.max(0, expiresAtMs(newest, p) - nowMs)),
   };
 }
 
@@ -124,18 +196,12 @@ export const slidingLog: Algorithm<SlidingLogParams, SlidingLogState> = {
     windowMs: p.windowMs,
   }),
   refund: (s, _nowMs, consumedAtMs, cost) => {
-    // One entry of exactly `cost` stamped at the earliest instant >= consumedAtMs (entries
-    // at one instant with one cost are interchangeable).
-    const entries = s.entries;
-    let at = -1;
-    for (let i = 0; i < entries.length; i++) {
-      const [tMs, c] = entries[i]!;
-      if (tMs >= consumedAtMs && c === cost && (at < 0 || tMs < entries[at]![0])) at = i;
-    }
+    const at = entryOf(s.entries, consumedAtMs, cost);
     if (at < 0) return undefined;
-    const next: SlidingLogEntry[] = entries.filter((_, i) => i !== at);
+    const next: SlidingLogEntry[] = s.entries.filter((_, i) => i !== at);
     return { entries: next };
   },
+  settle,
   hasBurst: false,
   paramsFor: (units, periodMs) => ({ limit: units, window: periodMs }),
 };

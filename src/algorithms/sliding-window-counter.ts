@@ -6,6 +6,7 @@ import {
   unfittable,
   type Algorithm,
   type InPlaceStep,
+  type Settlement,
   type Writable,
 } from './algorithm.js';
 import { benchedCpu, measuredBytes } from './costs.js';
@@ -171,6 +172,61 @@ function step(
   );
 }
 
+/** The refund: from the window of `consumedAtMs`, or the one after it (where it is `previous`). */
+function refund(
+  s: SlidingWindowCounterState,
+  consumedAtMs: number,
+  cost: number,
+  p: SlidingWindowCounterParams,
+): SlidingWindowCounterState | undefined {
+  const w = Math.floor(consumedAtMs / p.windowMs);
+  if (s.window === w) return { ...s, current: Math.max(0, s.current - cost) };
+  if (s.window === w + 1) return { ...s, previous: Math.max(0, s.previous - cost) };
+  return undefined;
+}
+
+/**
+ * Settle (see `Algorithm.settle`): `estimate - actual` comes back as the refund does; an
+ * excess is added to the current window of `nowMs` while the estimate stays within
+ * `limit + maxDebt`. An estimate past the limit denies until it has decayed below.
+ */
+function settle(
+  s: SlidingWindowCounterState | undefined,
+  nowMs: number,
+  reservedAtMs: number,
+  estimateUnits: number,
+  actual: number,
+  maxDebt: number,
+  p: SlidingWindowCounterParams,
+): Settlement<SlidingWindowCounterState> {
+  const delta = actual - estimateUnits;
+  let next: SlidingWindowCounterState | undefined;
+  let cappedUnits = 0;
+  if (delta < 0) next = s === undefined ? undefined : refund(s, reservedAtMs, -delta, p);
+  else if (delta > 0) {
+    const rolled = blank();
+    rollTo(s, Math.floor(nowMs / p.windowMs), rolled);
+    // Counts stay whole units: the room is floored (FIT_EPSILON against rounding).
+    const room = Math.max(
+      0,
+      Math.floor(p.limit + maxDebt - estimate(rolled, nowMs, p) + FIT_EPSILON),
+    );
+    const charged = Math.min(delta, room);
+    cappedUnits = delta - charged;
+    next = { ...rolled, current: rolled.current + charged };
+  }
+  const held = next ?? s;
+  if (held === undefined) return { state: undefined, cappedUnits, debt: 0, lifeMs: 0 };
+  const now = blank();
+  rollTo(held, Math.floor(nowMs / p.windowMs), now);
+  return {
+    state: next,
+    cappedUnits,
+    debt: Math.max(0, estimate(now, nowMs, p) - p.limit),
+    lifeMs: Math.ceil(Math.max(0, (held.window + 2) * p.windowMs - nowMs)),
+  };
+}
+
 const inPlace: InPlaceStep<SlidingWindowCounterParams, SlidingWindowCounterState> = {
   step,
   blank,
@@ -214,13 +270,8 @@ export const slidingWindowCounter: Algorithm<
     atOnce: p.limit,
     windowMs: p.windowMs,
   }),
-  // The window of consumedAtMs, or the one after it (where it is `previous`); not later.
-  refund: (s, _nowMs, consumedAtMs, cost, p) => {
-    const w = Math.floor(consumedAtMs / p.windowMs);
-    if (s.window === w) return { ...s, current: Math.max(0, s.current - cost) };
-    if (s.window === w + 1) return { ...s, previous: Math.max(0, s.previous - cost) };
-    return undefined;
-  },
+  refund: (s, _nowMs, consumedAtMs, cost, p) => refund(s, consumedAtMs, cost, p),
+  settle,
   hasBurst: false,
   paramsFor: (units, periodMs) => ({ limit: units, window: periodMs }),
 };

@@ -8,6 +8,7 @@ import {
   unfittable,
   type Algorithm,
   type InPlaceStep,
+  type Settlement,
   type Writable,
 } from './algorithm.js';
 import { capacityUnits, durationMs, positiveRate } from './params.js';
@@ -80,7 +81,7 @@ function step(
   next.tsMs = tsMs;
   if (cost > p.burst) {
     next.tokens = tokens;
-    unfittable(out, p.burst, tokens, tsMs - nowMs + refillMs(p.burst - tokens, p));
+    unfittable(out, p.burst, Math.max(0, tokens), tsMs - nowMs + refillMs(p.burst - tokens, p));
     return;
   }
   // The state is as of tsMs, which is later than nowMs when time went backwards: waits
@@ -93,14 +94,59 @@ function step(
     return;
   }
   next.tokens = tokens;
+  // Below zero only after a settle charged a debt (see `settle`): none is left to report.
   decide(
     out,
     'OVER_LIMIT',
     p.burst,
-    tokens,
+    Math.max(0, tokens),
     lagMs + refillMs(cost - tokens, p),
     lagMs + refillMs(p.burst - tokens, p),
   );
+}
+
+/** The state refilled to `nowMs` (a fresh bucket when there is none). */
+function refilled(s: TokenBucketState | undefined, nowMs: number, p: TokenBucketParams) {
+  if (s === undefined) return { tokens: p.burst, tsMs: nowMs };
+  // Refill first, so a give-back cannot push the bucket past its burst.
+  const elapsedMs = Math.max(0, nowMs - s.tsMs);
+  const tokens = Math.min(p.burst, s.tokens + (elapsedMs * p.rate) / p.periodMs);
+  return { tokens, tsMs: Math.max(s.tsMs, nowMs) };
+}
+
+/**
+ * Settle (see `Algorithm.settle`): refill to `nowMs`, then give back `estimate - actual`
+ * (capped at the burst) or take the excess, down to `-maxDebt` tokens at most. Negative
+ * tokens deny every cost until the refill has repaid them.
+ */
+function settle(
+  s: TokenBucketState | undefined,
+  nowMs: number,
+  _reservedAtMs: number,
+  estimate: number,
+  actual: number,
+  maxDebt: number,
+  p: TokenBucketParams,
+): Settlement<TokenBucketState> {
+  const at = refilled(s, nowMs, p);
+  const delta = actual - estimate;
+  let tokens = at.tokens;
+  let cappedUnits = 0;
+  if (delta < 0) tokens = Math.min(p.burst, tokens - delta);
+  else if (delta > 0) {
+    const wanted = tokens - delta;
+    // Never above what it had: a bucket already past the cap is not given anything.
+    tokens = Math.min(tokens, Math.max(-maxDebt, wanted));
+    cappedUnits = tokens - wanted;
+  }
+  const lagMs = at.tsMs - nowMs;
+  return {
+    // Settled at the estimate: nothing to write.
+    state: delta === 0 ? undefined : { tokens, tsMs: at.tsMs },
+    cappedUnits,
+    debt: Math.max(0, -tokens),
+    lifeMs: Math.ceil(lagMs + refillMs(p.burst - tokens, p)),
+  };
 }
 
 const inPlace: InPlaceStep<TokenBucketParams, TokenBucketState> = {
@@ -134,11 +180,10 @@ export const tokenBucket: Algorithm<TokenBucketParams, TokenBucketState> = {
   quota: (p) => ({ units: p.rate, windowMs: p.periodMs, burst: p.burst }),
   sustainedRate: (p) => ({ perSecond: (p.rate * 1_000) / p.periodMs, atOnce: p.burst }),
   refund: (s, nowMs, _consumedAtMs, cost, p) => {
-    // Refill to nowMs first, so the refund cannot push the bucket past its burst.
-    const elapsedMs = Math.max(0, nowMs - s.tsMs);
-    const tokens = Math.min(p.burst, s.tokens + (elapsedMs * p.rate) / p.periodMs);
-    return { tokens: Math.min(p.burst, tokens + cost), tsMs: Math.max(s.tsMs, nowMs) };
+    const at = refilled(s, nowMs, p);
+    return { tokens: Math.min(p.burst, at.tokens + cost), tsMs: at.tsMs };
   },
+  settle,
   hasBurst: true,
   paramsFor: (units, periodMs, burst) => ({ rate: units, period: periodMs, burst: burst ?? units }),
 };

@@ -1,5 +1,6 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { PolicyBounds } from '../local/bounds.js';
+import type { SettleBounds } from '../local/settle-bounds.js';
 import { positiveNumber, wholeNumber } from './option-values.js';
 
 /**
@@ -102,15 +103,22 @@ export function addExplainCommand(program: Command, fail: (error: unknown) => ne
             { formatBounds, policyBounds },
             { algorithmOf },
             { defaultElectionTtlMs, leaseFailureSections, partitionBoundSection },
+            { settleBounds, settleBoundsSection },
           ] = await Promise.all([
             import('../config/load.js'),
             import('../local/bounds.js'),
             import('../algorithms/index.js'),
             import('../quota/bounds.js'),
+            import('../local/settle-bounds.js'),
           ]);
+          // A policy with a settle block: what its reservations hold and let through.
+          const withSettle = (b: PolicyBounds, s: SettleBounds | undefined): PolicyBounds =>
+            s === undefined
+              ? b
+              : { ...b, settle: s, sections: [...b.sections, settleBoundsSection(s)] };
           const set = await loadPolicyFile(o.policies);
           const all = set.policies.map((p): PolicyBounds => {
-            const b = policyBounds(p, o.instances, o.rps);
+            const b = withSettle(policyBounds(p, o.instances, o.rps), settleBounds(p));
             const refreshMs = o.leaseRefresh;
             if (refreshMs === undefined) return b;
             // The budget is the policy's global rate; a static fallback is an equal share of it.

@@ -12,6 +12,7 @@ import {
   stageFieldCode,
   stageSettingsProblems,
 } from './stage-settings.js';
+import { settleSchema, settleSettings } from './settle-settings.js';
 
 /** A policy name: stable, public, safe inside storage keys and metric labels. */
 export const POLICY_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
@@ -67,6 +68,7 @@ const baseFields = {
   shadow: z.boolean().default(false),
   local: localSchema.optional(),
   batch: batchSchema.optional(),
+  settle: settleSchema.optional(),
 };
 const BASE_KEYS = new Set(Object.keys(baseFields));
 const baseSchema = z.object(baseFields);
@@ -101,7 +103,7 @@ function pathOf(prefix: readonly PropertyKey[], path: readonly PropertyKey[]): s
 
 function issuesOf(error: z.ZodError, prefix: readonly PropertyKey[], file?: string): PolicyIssue[] {
   return error.issues.map((i) => {
-    const code = stageFieldCode(i.path[0]);
+    const code = i.path[0] === 'settle' ? 'SLUICE_ERR_SETTLE_INVALID' : stageFieldCode(i.path[0]);
     const issue = {
       path: pathOf(prefix, i.path),
       message: i.message,
@@ -244,6 +246,7 @@ function parseOne(
     ...(b.description === undefined ? {} : { description: b.description }),
     ...(b.local === undefined ? {} : { local: b.local }),
     ...(b.batch === undefined ? {} : { batch: b.batch }),
+    ...(b.settle === undefined ? {} : { settle: settleSettings(b.settle)! }),
   };
   return deepFreeze(policy);
 }

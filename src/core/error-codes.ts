@@ -118,6 +118,34 @@ export const ERROR_CODES = Object.freeze({
     summary:
       "A policy's token batching (batch: size, ttl) is not allowed, e.g. a size above the policy's capacity, or batching on a shadow policy.",
   },
+  SLUICE_ERR_SETTLE_INVALID: {
+    family: 'policy',
+    httpStatus: 500,
+    grpcStatus: GRPC_FAILED_PRECONDITION,
+    summary:
+      "A policy's settle block (settle: maxDebt) is not allowed, e.g. a negative or fractional maxDebt.",
+  },
+  SLUICE_ERR_RESERVATION_INVALID: {
+    family: 'policy',
+    httpStatus: 400,
+    grpcStatus: GRPC_INVALID_ARGUMENT,
+    summary:
+      "A reserve's ttlMs is not allowed, or a settle's reservation id is not one Sluice made, or names a policy that is no longer loaded.",
+  },
+  SLUICE_ERR_RESERVATION_EXPIRED: {
+    family: 'policy',
+    httpStatus: 409,
+    grpcStatus: GRPC_FAILED_PRECONDITION,
+    summary:
+      "A settle came after its reservation's ttl: the reservation stays charged at its estimate and can no longer be settled.",
+  },
+  SLUICE_ERR_RESERVE_UNSUPPORTED: {
+    family: 'policy',
+    httpStatus: 500,
+    grpcStatus: GRPC_FAILED_PRECONDITION,
+    summary:
+      'A reserve or settle was asked of a limiter whose store cannot settle (it has no settle method).',
+  },
   SLUICE_ERR_STORE_UNAVAILABLE: {
     family: 'store',
     httpStatus: 503,

@@ -43,6 +43,16 @@ export interface BatchSettings {
 }
 
 /**
+ * Settling a reservation (`Limiter.reserve`): a settle whose actual cost is above the
+ * estimate charges the excess, and may take the bucket below empty by at most `maxDebt`
+ * units; later checks wait until that debt is repaid. See docs/costs.md.
+ */
+export interface SettleSettings {
+  /** Units a settle may charge beyond empty. @default the policy's capacity (burst, limit or queue size) */
+  readonly maxDebt?: number;
+}
+
+/**
  * One entry a descriptor must have for a policy to apply. With a `value`, the
  * descriptor's value must equal it (scope: "what is limited"). Without, any value
  * matches and each distinct value gets its own bucket (e.g. one bucket per tenant).
@@ -98,4 +108,9 @@ export interface Policy {
   readonly local?: LocalSettings;
   /** Token batching, when the policy has it. */
   readonly batch?: BatchSettings;
+  /**
+   * How reservations of this policy settle (`Limiter.reserve`, docs/costs.md), when the
+   * policy file has a `settle` block. Without one, the defaults apply.
+   */
+  readonly settle?: SettleSettings;
 }

@@ -13,6 +13,17 @@ import { releaseOnClose } from './permit-release.js';
 export interface SluiceRouteConfig extends RouteLimitOptions {
   /** @default `${request.method} ${routeOptions.url}` (Fastify's template, with prefixes) */
   readonly name?: string;
+  /**
+   * For a cost known only from the response (docs/costs.md): `cost` is then the estimate,
+   * reserved in the plugin's hook, and this reads the actual once the response has closed
+   * (a header the handler set, a usage it recorded on the request). As the node:http
+   * middleware's `settle`: a client gone away settles at what was reported so far,
+   * `undefined` or a bad value at the estimate. Needs `cost`. @default none
+   */
+  readonly settle?: (
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ) => number | undefined | Promise<number | undefined>;
 }
 
 declare module 'fastify' {
@@ -50,7 +61,16 @@ function validateRouteConfig(route: RouteOptions): void {
   const c = routeConfigOf(route.config);
   if (c === undefined || c === false) return;
   try {
-    validateRouteCost(c.cost);
+    const cost = validateRouteCost(c.cost);
+    if (c.settle !== undefined && typeof c.settle !== 'function') {
+      throw new PolicyError('SLUICE_ERR_HTTP_CONFIG_INVALID', 'settle must be a function');
+    }
+    if (c.settle !== undefined && cost === undefined) {
+      throw new PolicyError(
+        'SLUICE_ERR_HTTP_CONFIG_INVALID',
+        'a route with settle needs cost: the estimate reserved before the handler runs',
+      );
+    }
     if (c.name !== undefined && (typeof c.name !== 'string' || c.name === '')) {
       throw new PolicyError(
         'SLUICE_ERR_HTTP_CONFIG_INVALID',
@@ -98,15 +118,30 @@ export function createFastifyRateLimit(options: FastifyRateLimitOptions): Fastif
     const url = request.routeOptions.url;
     if (config === false || url === undefined || request.is404) return undefined;
     const label = config?.name ?? `${request.method} ${url}`;
+    const settle = config?.settle;
     const verdict = await edge.decide(
       request,
       request.raw,
       label,
       config?.cost === undefined ? {} : { cost: config.cost },
+      settle !== undefined,
     );
     if (verdict.pass) {
       reply.headers(verdict.headers);
       if (verdict.permit !== undefined) releaseOnClose(reply.raw, verdict.permit);
+      const reservation = verdict.reservation;
+      if (reservation !== undefined && settle !== undefined) {
+        // Settled once the response has closed: finished, or its client went away.
+        reply.raw.once('close', () => {
+          void edge.settle(
+            reservation,
+            label,
+            () => settle(request, reply),
+            reply.raw.writableFinished,
+            config?.cost,
+          );
+        });
+      }
       return undefined;
     }
     const r = verdict.response;

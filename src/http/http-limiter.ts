@@ -3,7 +3,7 @@ import type { DescriptorInput } from '../core/descriptor.js';
 import { PolicyError } from '../core/errors.js';
 import type { Policy } from '../core/policy.js';
 import type { CheckResult } from '../limiter/check-result.js';
-import type { CheckOptions, Limiter } from '../limiter/limiter.js';
+import type { CheckOptions, Limiter, Reservation, SettleResult } from '../limiter/limiter.js';
 import type { AdmissionBoundary, AdmissionPermit } from '../overload/admission-boundary.js';
 import type { Criticality } from '../core/criticality.js';
 import type { OverloadReason } from '../overload/overload-error.js';
@@ -49,6 +49,23 @@ export interface EdgeEvent {
   readonly overload?: OverloadReason;
 }
 
+/**
+ * How a reserved request was settled after its response (a route with `settle`), given to
+ * `onSettle`. Carries no identity.
+ */
+export interface EdgeSettleEvent {
+  /** The route label. */
+  readonly route: string;
+  /** The units settled: what the route's `settle` reported, else the estimate. */
+  readonly actual: number;
+  /** False when the client went away before the response finished. */
+  readonly finished: boolean;
+  /** What the settle did; absent when it failed (`error`). */
+  readonly result?: SettleResult;
+  /** Why the settle failed (also given to `onError`): the reservation stays at its estimate. */
+  readonly error?: unknown;
+}
+
 /** Counts of outcomes since the middleware was created. */
 export type EdgeStats = Record<EdgeOutcome, number>;
 
@@ -78,6 +95,11 @@ export interface EdgeOptions<Req> {
    * an invalid descriptor or cost. @default ignore (the 500 is still counted as `error`)
    */
   readonly onError?: (error: unknown, route: string) => void;
+  /**
+   * Called once per reserved request (a route with `settle`) after its settle, with what
+   * it did. Must not throw. @default none
+   */
+  readonly onSettle?: (event: EdgeSettleEvent) => void;
   /**
    * The admission boundary (`sluice/overload`) every request passes after the rate check
    * (skipped checks included): concurrency limit, queue, breaker. A refusal is a 503
@@ -115,6 +137,8 @@ export type EdgeVerdict =
       readonly headers: Readonly<Record<string, string>>;
       /** Held while the request runs; the adapters release it when the response closes. */
       readonly permit?: AdmissionPermit;
+      /** The route's reservation (a route with `settle`): the adapters settle it after the response. */
+      readonly reservation?: Reservation;
     }
   | { readonly pass: false; readonly response: EdgeResponse };
 
@@ -164,6 +188,7 @@ export class EdgeLimiter<Req> {
   readonly #timeoutMs: number | undefined;
   readonly #onEvent: ((event: EdgeEvent) => void) | undefined;
   readonly #onError: ((error: unknown, route: string) => void) | undefined;
+  readonly #onSettle: ((event: EdgeSettleEvent) => void) | undefined;
   readonly #overload: AdmissionBoundary | undefined;
   readonly #criticality: EdgeOptions<Req>['criticality'];
   readonly #deadlineMs: EdgeOptions<Req>['deadlineMs'];
@@ -205,6 +230,7 @@ export class EdgeLimiter<Req> {
     this.#timeoutMs = options.timeoutMs;
     this.#onEvent = options.onEvent;
     this.#onError = options.onError;
+    this.#onSettle = options.onSettle;
     if (options.criticality !== undefined && typeof options.criticality !== 'function') {
       throw httpConfigError('criticality must be a function returning a criticality');
     }
@@ -278,14 +304,18 @@ export class EdgeLimiter<Req> {
    * @param req the framework's request, given to the descriptor builder
    * @param raw the node:http request (socket address, headers)
    * @param route the route label, `METHOD template`
+   * @param reserve the route's cost is an estimate: reserve it (`Limiter.reserve`), and the
+   *   verdict carries the reservation for the adapter to settle ({@link EdgeLimiter.settle})
    */
   async decide(
     req: Req,
     raw: IncomingMessage,
     route: string,
     routeOptions: RouteLimitOptions = {},
+    reserve = false,
   ): Promise<EdgeVerdict> {
     let result: CheckResult;
+    let reservation: Reservation | undefined;
     const ctx: RequestContext = {
       route,
       headers: raw.headers,
@@ -303,7 +333,15 @@ export class EdgeLimiter<Req> {
         ...(routeOptions.cost === undefined ? {} : { cost: routeOptions.cost }),
         ...(this.#timeoutMs === undefined ? {} : { timeoutMs: this.#timeoutMs }),
       };
-      result = await this.#limiter.check(descriptor, options);
+      if (reserve) {
+        reservation = await this.#limiter.reserve(descriptor, {
+          ...options,
+          cost: routeOptions.cost!,
+        });
+        result = reservation;
+      } else {
+        result = await this.#limiter.check(descriptor, options);
+      }
     } catch (error) {
       return this.fail(error, route);
     }
@@ -327,14 +365,70 @@ export class EdgeLimiter<Req> {
       ? rateLimitHeaders(result, this.#policy, this.#headerOptions)
       : NO_HEADERS;
     if (this.#overload !== undefined) {
+      let verdict: EdgeVerdict;
       try {
-        return await this.#admit(req, ctx, route, headers, result, failOpen);
+        verdict = await this.#admit(req, ctx, route, headers, result, failOpen);
       } catch (error) {
-        return this.fail(error, route);
+        verdict = this.fail(error, route);
       }
+      // Refused after the reservation: the call does not happen, the estimate comes back.
+      if (!verdict.pass && reservation !== undefined)
+        void this.settle(reservation, route, 0, false);
+      return verdict.pass && reservation !== undefined ? { ...verdict, reservation } : verdict;
     }
     this.#emit(failOpen ? 'fail-open' : 'allowed', route, result);
-    return { pass: true, headers };
+    return reservation === undefined
+      ? { pass: true, headers }
+      : { pass: true, headers, reservation };
+  }
+
+  /**
+   * Settles a route's reservation after its response closed: at `actual`, what the route's
+   * `settle` read (a function, which may throw or return a bad number: then the estimate),
+   * or at the estimate when it reported nothing (`undefined`). Told to `onSettle`; a failed
+   * settle to `onError` as well (the reservation then stays at its estimate). Never rejects.
+   */
+  async settle(
+    reservation: Reservation,
+    route: string,
+    actual: number | undefined | (() => number | undefined | Promise<number | undefined>),
+    finished: boolean,
+    estimate?: number,
+  ): Promise<void> {
+    let units: number | undefined;
+    try {
+      units = typeof actual === 'function' ? await actual() : actual;
+      if (units !== undefined && (!Number.isSafeInteger(units) || units < 0)) {
+        throw httpConfigError(
+          `settle must return a non-negative safe integer or undefined, got ${String(units)}`,
+        );
+      }
+    } catch (error) {
+      this.#reportError(error, route);
+      units = undefined;
+    }
+    const settled = units ?? estimate ?? 0;
+    let event: EdgeSettleEvent;
+    try {
+      const result = await reservation.settle(settled);
+      event = { route, actual: settled, finished, result };
+    } catch (error) {
+      this.#reportError(error, route);
+      event = { route, actual: settled, finished, error };
+    }
+    try {
+      this.#onSettle?.(event);
+    } catch {
+      // An observer must never change the outcome.
+    }
+  }
+
+  #reportError(error: unknown, route: string): void {
+    try {
+      this.#onError?.(error, route);
+    } catch {
+      // A failing error hook must not become an unhandled rejection.
+    }
   }
 
   /** The admission boundary's step, after the rate check let the request through. */

@@ -8,6 +8,7 @@ import {
   type EdgeVerdict,
   type RouteLimitOptions,
 } from './http-limiter.js';
+import type { Reservation } from '../limiter/limiter.js';
 import { releaseOnClose } from './permit-release.js';
 import type { EdgeResponse } from './responses.js';
 
@@ -30,6 +31,43 @@ export interface HttpRouteOptions extends RouteLimitOptions {
    * @default `${req.method} ${prefix}${req.route.path}`
    */
   readonly name?: string;
+  /**
+   * For a cost known only after the response (docs/costs.md): `cost` is then the
+   * estimate, reserved before the handler runs, and this reads the actual once the
+   * response has closed: from a header the handler set (`res.getHeader`), `res.locals`,
+   * or a usage body it recorded. It is called when the client went away before the
+   * response finished too, with what the handler reported so far. `undefined` (nothing
+   * reported), a throw or a value that is not a non-negative safe integer settles at the
+   * estimate. Needs `cost`. @default none: the cost is charged before the handler, as is
+   */
+  readonly settle?: (
+    req: IncomingMessage,
+    res: SettledResponse,
+  ) => number | undefined | Promise<number | undefined>;
+}
+
+/** The response a route's `settle` reads: node:http's, with Express's `res.locals` when there. */
+export type SettledResponse = ServerResponse & { readonly locals?: Record<string, unknown> };
+
+/** A route's `settle`, validated where it is declared, and its estimate. */
+interface RouteSettle {
+  readonly read: NonNullable<HttpRouteOptions['settle']>;
+  readonly estimate: number;
+}
+
+function routeSettle(options: HttpRouteOptions, cost: number | undefined): RouteSettle | undefined {
+  const read = options.settle;
+  if (read === undefined) return undefined;
+  if (typeof read !== 'function') {
+    throw new PolicyError('SLUICE_ERR_HTTP_CONFIG_INVALID', 'settle must be a function');
+  }
+  if (cost === undefined) {
+    throw new PolicyError(
+      'SLUICE_ERR_HTTP_CONFIG_INVALID',
+      'a route with settle needs cost: the estimate reserved before the handler runs',
+    );
+  }
+  return { read, estimate: cost };
 }
 
 /** A Connect / Express (4 and 5) middleware. The promise never rejects. */
@@ -55,13 +93,18 @@ function sendEdgeResponse(res: ServerResponse, response: EdgeResponse): void {
   res.end(response.body);
 }
 
-function applyVerdict(res: ServerResponse, verdict: EdgeVerdict): boolean {
+function applyVerdict(
+  res: ServerResponse,
+  verdict: EdgeVerdict,
+  settleWith?: (reservation: Reservation) => void,
+): boolean {
   if (!verdict.pass) {
     sendEdgeResponse(res, verdict.response);
     return false;
   }
   for (const [name, value] of Object.entries(verdict.headers)) res.setHeader(name, value);
   if (verdict.permit !== undefined) releaseOnClose(res, verdict.permit);
+  if (verdict.reservation !== undefined) settleWith?.(verdict.reservation);
   return true;
 }
 
@@ -123,6 +166,7 @@ export class HttpRateLimit {
         'route name must be a non-empty string',
       );
     }
+    const settle = routeSettle(options, cost);
     const routeOptions: RouteLimitOptions = cost === undefined ? {} : { cost };
     return async (req, res, next) => {
       const label = name ?? this.#label(req as RoutedRequest);
@@ -135,9 +179,29 @@ export class HttpRateLimit {
               ),
               '(no route)',
             )
-          : await this.edge.decide(req, req, label, routeOptions);
-      if (applyVerdict(res, verdict)) next();
+          : await this.edge.decide(req, req, label, routeOptions, settle !== undefined);
+      const settleWith = (r: Reservation) => this.#settleOnClose(req, res, r, label!, settle!);
+      if (applyVerdict(res, verdict, settleWith)) next();
     };
+  }
+
+  /** Settles `reservation` once `res` has closed (finished, or its client went away). */
+  #settleOnClose(
+    req: IncomingMessage,
+    res: ServerResponse,
+    reservation: Reservation,
+    route: string,
+    settle: RouteSettle,
+  ): void {
+    res.once('close', () => {
+      void this.edge.settle(
+        reservation,
+        route,
+        () => settle.read(req, res),
+        res.writableFinished,
+        settle.estimate,
+      );
+    });
   }
 
   /**
@@ -156,13 +220,17 @@ export class HttpRateLimit {
     options: HttpRouteOptions & { readonly name: string },
   ): Promise<boolean> {
     const cost = validateRouteCost(options.cost);
+    const settle = routeSettle(options, cost);
     const verdict = await this.edge.decide(
       req,
       req,
       options.name,
       cost === undefined ? {} : { cost },
+      settle !== undefined,
     );
-    return applyVerdict(res, verdict);
+    return applyVerdict(res, verdict, (r) =>
+      this.#settleOnClose(req, res, r, options.name, settle!),
+    );
   }
 }
 

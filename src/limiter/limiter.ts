@@ -15,6 +15,13 @@ import type { CheckOptions, LimiterOptions } from './limiter-options.js';
 import { checkStages } from './pipeline.js';
 import { PolicyPlans } from './plan.js';
 import { QueryPlans, type PlanQuery } from './plan-query.js';
+import {
+  Reservations,
+  type Reservation,
+  type ReserveOptions,
+  type SettleOptions,
+  type SettleResult,
+} from './reservations.js';
 import { Resolver } from './resolve.js';
 import { Settle } from './settle.js';
 import type { Stage } from './stage.js';
@@ -23,6 +30,7 @@ import { StoreGateway } from './store-gateway.js';
 export type { CheckOptions, DecisionListener, LimiterOptions } from './limiter-options.js';
 export { PlanQuery, type PlanSpec } from './plan-query.js';
 export type { StoreCallEnd, StoreCallObserver } from './store-gateway.js';
+export type { Reservation, ReserveOptions, SettleOptions, SettleResult } from './reservations.js';
 
 function toPolicySet(p: PolicySet | readonly PolicyInput[]): PolicySet {
   return Array.isArray(p) ? parsePolicies(p) : (p as PolicySet);
@@ -46,6 +54,7 @@ export class Limiter {
   readonly #run: CheckRun;
   readonly #gateway: StoreGateway;
   readonly #metrics: CheckRecorder | undefined;
+  readonly #reservations: Reservations;
 
   constructor(options: LimiterOptions) {
     this.#store = options.store;
@@ -66,6 +75,14 @@ export class Limiter {
     );
     this.#run = new CheckRun(this.#gateway, new Settle(new FailurePolicy()), this.#metrics);
     this.#current = this.#accept(options.policies);
+    this.#reservations = new Reservations({
+      store: this.#store,
+      gateway: this.#gateway,
+      stages: this.#stages,
+      policy: (name) => this.#current.policies.find((p) => p.name === name),
+      checkAt: (nowMs, descriptor, o) => this.checkAt(nowMs, descriptor, o),
+      nowMs: () => this.#nowMs(),
+    });
   }
 
   #accept(policies: PolicySet | readonly PolicyInput[]): PolicyPlans {
@@ -106,6 +123,52 @@ export class Limiter {
    */
   async close(): Promise<void> {
     for (const stage of this.#stages) await stage.close?.();
+  }
+
+  /** {@link Limiter.reserveAt} at the limiter clock's current time. */
+  reserve(descriptor: DescriptorInput, options: ReserveOptions): Promise<Reservation> {
+    return this.#reservations.reserveAt(this.#nowMs(), descriptor, options);
+  }
+
+  /**
+   * Reserves `options.cost` units, an estimate, for a call whose cost is known only
+   * afterwards (docs/costs.md): a check at that cost through the same pipeline, whose
+   * answer can then be settled at the actual cost, once, by this process or another
+   * ({@link Limiter.settle} with the reservation's `id`). A reservation never settled
+   * stays charged at its estimate; after `ttlMs` it can no longer be settled. Rejects as
+   * `checkAt` does, and with a `PolicyError` for a bad `ttlMs`
+   * (`SLUICE_ERR_RESERVATION_INVALID`) or a store that cannot settle
+   * (`SLUICE_ERR_RESERVE_UNSUPPORTED`). Policy files only: a {@link PlanQuery} is not reserved.
+   */
+  reserveAt(
+    nowMs: number,
+    descriptor: DescriptorInput,
+    options: ReserveOptions,
+  ): Promise<Reservation> {
+    return this.#reservations.reserveAt(nowMs, descriptor, options);
+  }
+
+  /** {@link Limiter.settleAt} at the limiter clock's current time. */
+  settle(id: string, actual: number, options?: SettleOptions): Promise<SettleResult> {
+    return this.#reservations.settleAt(this.#nowMs(), id, actual, options);
+  }
+
+  /**
+   * Settles reservation `id` (from {@link Limiter.reserve}, in any process with the same
+   * policies and store) at `actual` units, at `nowMs`: below the estimate the difference
+   * comes back, above it the excess is charged, down to the policy's `settle.maxDebt`
+   * below empty. Once per id: a repeat, also after a timeout whose outcome was unknown,
+   * applies nothing more (`applied` false). Rejects with a `PolicyError` for a bad id or
+   * actual, or past the reservation's ttl (`SLUICE_ERR_RESERVATION_EXPIRED`), and with
+   * the `StoreError` of a store that failed or was late (then settle again with the id).
+   */
+  settleAt(
+    nowMs: number,
+    id: string,
+    actual: number,
+    options?: SettleOptions,
+  ): Promise<SettleResult> {
+    return this.#reservations.settleAt(nowMs, id, actual, options);
   }
 
   /** {@link Limiter.checkAt} at the limiter clock's current time. */

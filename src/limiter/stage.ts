@@ -141,6 +141,13 @@ export interface Stage {
    * a `TypeError`): then the check ended with nothing admitted. Never throws.
    */
   settle?(item: StageItem, verdict: StageVerdict, outcome: StageOutcome, ctx: StageContext): void;
+  /**
+   * Told that a settle (`Limiter.settle`, outside any check) changed the bucket `key` of
+   * `policy` at `nowMs`: `units` came back when positive (the actual was below the
+   * estimate), were charged when negative. A stage that remembers something of that
+   * bucket (a denial) updates it. Never throws.
+   */
+  reservationSettled?(policy: Policy, key: string, units: number, nowMs: number): void;
   /** Releases what the stage holds (e.g. returns unspent reserved units); idempotent. */
   close?(): Promise<void>;
 }

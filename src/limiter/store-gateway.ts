@@ -7,6 +7,9 @@ import type {
   StoreRefundOptions,
   StoreRequest,
   StoreResult,
+  StoreSettleOptions,
+  StoreSettleRequest,
+  StoreSettleResult,
 } from '../stores/store.js';
 import { inProcessCall } from './check-metrics.js';
 import { Deadlines, type Deadline } from './deadlines.js';
@@ -283,6 +286,29 @@ export class StoreGateway implements StageGateway {
   }
 
   /**
+   * A store call of `batch` that is not a check (`settleThrough`): `send` is given the
+   * call's abort signal and its promise is waited on like any other, under `timeoutMs`
+   * and `signal`, and told to the observer and the metrics. Never rejects.
+   */
+  waitFor(
+    batch: readonly StoreRequest[],
+    send: (signal: AbortSignal) => Promise<readonly StoreResult[] | readonly StoreSettleResult[]>,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<readonly StoreResult[]> {
+    const startedAt = this.#metrics === undefined ? 0 : performance.now();
+    const call = new StoreCall();
+    call.reset(0, undefined, false);
+    let pending: Promise<readonly StoreResult[]>;
+    try {
+      pending = send(call.signal) as Promise<readonly StoreResult[]>;
+    } catch (cause) {
+      return Promise.resolve(this.#told(failedResults(batch, cause), 'store', startedAt));
+    }
+    return this.#wait(pending, batch, call, timeoutMs, 'store', signal, undefined, startedAt);
+  }
+
+  /**
    * `Store.refund` through the gateway (see {@link StageGateway.refund}): waited on at
    * most `timeoutMs` and until `options.signal` aborts, told to the observer and the
    * metrics like an apply. `undefined` when the store cannot refund.
@@ -313,6 +339,28 @@ export class StoreGateway implements StageGateway {
       startedAt,
     );
   }
+}
+
+/**
+ * `Store.settle` through the gateway: waited on at most `timeoutMs`, told to the observer
+ * and the metrics like an apply. A late or failed answer is a failed result per bucket
+ * (its outcome unknown: the settle may have been applied, and a retry under the same id
+ * applies it at most once). `undefined` when the store cannot settle.
+ */
+export function settleThrough(
+  gateway: StoreGateway,
+  store: Store,
+  batch: readonly StoreSettleRequest[],
+  options: StoreSettleOptions,
+  timeoutMs: number,
+): Promise<readonly StoreSettleResult[]> | undefined {
+  if (store.settle === undefined) return undefined;
+  return gateway.waitFor(
+    batch,
+    (signal) => store.settle!(batch, { ...options, signal }),
+    timeoutMs,
+    options.signal,
+  ) as Promise<readonly StoreSettleResult[]>;
 }
 
 /**

@@ -56,6 +56,11 @@ export interface PolicyBounds {
   readonly remoteCallsPerSecond?: number;
   /** The report, as sections of lines (a section may be added by another stage). */
   readonly sections: readonly BoundsSection[];
+  /** For a policy with a `settle` block: what its reservations hold and let through. */
+  readonly settle?: {
+    readonly heldByReservations: number;
+    readonly debtBound: number;
+  };
 }
 
 /** One section of an explanation: a title and its lines. */

@@ -49,7 +49,8 @@ interface Denial {
  * it; other instances only take more. Every algorithm's retry time grows with the cost,
  * so any cost `≥ c` is denied until then too; a smaller cost may fit earlier and goes to
  * the store. (A refund, such as a batch given back on shutdown, can make room early: then
- * the cache may deny what the store would now admit, until the retry time.) Shadow
+ * the cache may deny what the store would now admit, until the retry time. A settle that
+ * gives back is told to it, and the bucket's entry goes.) Shadow
  * policies are not cached: their denials block nothing.
  *
  * Memory is bounded by bytes ({@link entryBytes} per entry); the oldest entries go first,
@@ -107,6 +108,16 @@ export class OverLimitCache implements Stage {
     if (decision.allowed || decision.status !== 'OVER_LIMIT') return;
     if (!Number.isFinite(decision.retryAfterMs) || decision.retryAfterMs <= 0) return;
     this.remember(item.key, item.cost, ctx.nowMs, decision);
+  }
+
+  /**
+   * A settle gave units back to `key`'s bucket: the denial remembered for it may no longer
+   * hold, so it is forgotten (the next check asks the store). A charge keeps it: the
+   * bucket only holds less.
+   */
+  reservationSettled(_policy: Policy, key: string, units: number): void {
+    const d = this.#entries.get(key);
+    if (d !== undefined && units > 0) this.#drop(key, d);
   }
 
   /**

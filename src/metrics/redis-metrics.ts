@@ -35,7 +35,7 @@ const ERRORS = 'sluice_redis_errors_total';
  * A RedisStore's calls per shard, for `RedisStoreOptions.observer`:
  *
  * - `sluice_redis_call_duration_seconds{shard, script}`: time of each script call on the
- *   wire (`applyBatches`, `refundBatch`), answered or failed: the script's execution time
+ *   wire (`applyBatches`, `refundBatch`, `settleBatch`), answered or failed: the script's execution time
  *   as the client sees it (Redis runs one script at a time, so it includes the queue on
  *   the node);
  * - `sluice_redis_errors_total{shard, reason}`: failed calls by reason (timeout,
@@ -70,7 +70,7 @@ export class RedisMetrics implements RedisCallObserver {
     this.#bucketSeries = buckets.length + 3;
     this.#duration = new Histogram({
       name: DURATION,
-      help: 'Time of each Redis script call on the wire (applyBatches, refundBatch), by shard (host:port).',
+      help: 'Time of each Redis script call on the wire (applyBatches, refundBatch, settleBatch), by shard (host:port).',
       labelNames: ['shard', 'script'] as const,
       buckets,
       registers: [registry],

@@ -81,6 +81,46 @@ export interface StoreRefundOptions {
   readonly signal?: AbortSignal;
 }
 
+/** One bucket of a reservation to settle: the request that reserved it, and the outcome. */
+export interface StoreSettleRequest extends StoreRequest {
+  /** Units the reservation took (its estimate); `cost` of the request that reserved. */
+  readonly cost: number;
+  /** Units the call used: a non-negative safe integer. */
+  readonly actual: number;
+  /** Units the settle may leave the bucket below empty (the policy's `settle.maxDebt`). */
+  readonly maxDebt: number;
+}
+
+/** Options of {@link Store.settle}. */
+export interface StoreSettleOptions {
+  /** The caller's clock reading; stores that use a server clock may ignore it. */
+  readonly nowMs: number;
+  /** When the reservation took its units (a window gives back only while it lasts). */
+  readonly reservedAtMs: number;
+  /**
+   * Makes the settle happen once per id and first key, however often it is repeated: the
+   * reservation's own id. Kept at least `keepMs`.
+   */
+  readonly requestId: string;
+  /** How long, from now, a settle under `requestId` must still be recognised, in ms. */
+  readonly keepMs: number;
+  /** Aborts waiting for the store; the outcome of an aborted call is unknown. */
+  readonly signal?: AbortSignal;
+}
+
+/** The outcome of one bucket of a settle, in request order. */
+export type StoreSettleResult =
+  | {
+      readonly ok: true;
+      /** The bucket as left (a cost-0 read). */
+      readonly decision: AlgorithmDecision;
+      /** Units of the excess not charged: the debt cap was reached (0 on a repeat). */
+      readonly cappedUnits: number;
+      /** True when a settle under the same id had already been applied: nothing was done. */
+      readonly repeated: boolean;
+    }
+  | { readonly ok: false; readonly error: StoreError };
+
 /**
  * What {@link Store.apply} answers: the results themselves (a store that decides in
  * process) or a promise of them (a remote store). Results are in request order.
@@ -131,6 +171,17 @@ export interface Store {
     batch: readonly StoreRequest[],
     options: StoreRefundOptions,
   ): Promise<readonly StoreResult[]>;
+  /**
+   * Settles a reservation (`Algorithm.settle` per bucket: the give-back when `actual` is
+   * below the estimate, the excess charged down to `maxDebt` when above), atomically per
+   * bucket, once per `requestId` and first key however often it is repeated (a repeat
+   * changes nothing and answers `repeated`). Results in request order. Stores without
+   * it cannot settle (`Limiter.reserve` then refuses).
+   */
+  settle?(
+    batch: readonly StoreSettleRequest[],
+    options: StoreSettleOptions,
+  ): Promise<readonly StoreSettleResult[]>;
   /**
    * Throws a `PolicyError` when this store cannot run the policy as configured. The
    * limiter calls it for every policy it is given, before using them.

@@ -13,7 +13,11 @@ import { describe, expect, it } from 'vitest';
 import { ALGORITHMS } from '../../src/algorithms/index.js';
 import { ALGORITHM_KINDS } from '../../src/algorithms/index.js';
 import { LUA_ALGORITHM_CODE } from '../../src/stores/redis/lua-args.js';
-import { APPLY_BATCH_LUA, REFUND_BATCH_LUA } from '../../src/stores/redis/scripts.js';
+import {
+  APPLY_BATCH_LUA,
+  REFUND_BATCH_LUA,
+  SETTLE_BATCH_LUA,
+} from '../../src/stores/redis/scripts.js';
 import { LUA_DIR, luaCodeName, luaConstants } from '../support/lua-constants.js';
 
 const ALGORITHMS_DIR = join(import.meta.dirname, '../../src/algorithms');
@@ -51,9 +55,17 @@ describe('algorithm registry, TypeScript and Lua agree', () => {
       const text = readFileSync(join(LUA_DIR, file), 'utf8');
       const defines = new RegExp(`^ALG\\[${luaCodeName(kind)}\\] = \\{`, 'm');
       expect(text).toMatch(defines);
+      // What settleBatch.lua calls: the refund and a charge, or a settle of its own.
+      const has = (fn: string) =>
+        new RegExp(`^ALG\\[${luaCodeName(kind)}\\]\\.${fn} = function`, 'm').test(text);
+      expect(
+        has('refund') && (has('charge') || has('settle')),
+        `${file}: refund and charge, or settle`,
+      ).toBe(true);
       for (const [entry, script] of [
         ['applyBatches', APPLY_BATCH_LUA],
         ['refundBatch', REFUND_BATCH_LUA],
+        ['settleBatch', SETTLE_BATCH_LUA],
       ] as const) {
         expect(script, `${entry} as assembled holds ${file}`).toContain(text);
         expect(script.match(new RegExp(defines, 'gm')), `${file} once in ${entry}`).toHaveLength(1);

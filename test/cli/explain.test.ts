@@ -80,6 +80,47 @@ describe('sluice explain (built dist/, spawned)', () => {
     ]);
   });
 
+  it('prints, for a policy that settles, what unsettled reservations hold and what under-estimates let through', async () => {
+    const r = await sluice(
+      'explain',
+      '--policies',
+      'test/cli/fixtures/settle.yaml',
+      '--instances',
+      '4',
+    );
+    expect(r.code).toBe(0);
+    const [settles, plain] = r.stdout.split('\n\n');
+    expect(settles).toContain(
+      [
+        '  reserve and settle',
+        '    held by unsettled reservations  1,000 at most  (their estimates, until settled; after their ttl they stay charged)',
+        '    let through by under-estimates  300 beyond capacity at most  (settle.maxDebt; later checks wait until it is repaid, an excess past it is reported as cappedUnits)',
+      ].join('\n'),
+    );
+    expect(plain).not.toContain('reserve and settle');
+    // docs/costs.md shows this section as printed.
+    const section = settles!.slice(settles!.indexOf('  reserve and settle'));
+    expect(readFileSync(join(root, 'docs/costs.md'), 'utf8')).toContain(
+      `\`\`\`text\n${section}\n\`\`\``,
+    );
+    const json = JSON.parse(
+      (
+        await sluice(
+          'explain',
+          '--policies',
+          'test/cli/fixtures/settle.yaml',
+          '--instances',
+          '4',
+          '--json',
+        )
+      ).stdout,
+    ) as PolicyBounds[];
+    expect(json.map((b) => b.settle)).toEqual([
+      { heldByReservations: 1_000, debtBound: 300 },
+      undefined,
+    ]);
+  });
+
   it('refuses a bad --instances and names it', async () => {
     const r = await sluice('explain', '--policies', 'examples/policies.yaml', '--instances', '0');
     expect(r.code).not.toBe(0);

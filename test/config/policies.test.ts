@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { loadPolicyFile } from '../../src/config/load.js';
 import { ENVOY_CONFIG_GIVEN, parsePolicies } from '../../src/config/policies.js';
 import { PolicyError } from '../../src/core/errors.js';
+import { maxDebtOf } from '../../src/config/settle-settings.js';
 
 const fixture = (name: string): string => join(import.meta.dirname, 'fixtures', name);
 
@@ -231,6 +232,37 @@ describe('policy validation: defaults and shapes', () => {
     expect((caught as PolicyError).issues.map((i) => [i.path, i.code])).toEqual([
       ['[0].local.rate', 'SLUICE_ERR_LOCAL_INVALID'],
       ['[0].batch.size', 'SLUICE_ERR_BATCH_INVALID'],
+    ]);
+  });
+
+  it('reads settle, keeps it absent when not given, and gives its issues SLUICE_ERR_SETTLE_INVALID', () => {
+    const [p, q] = parsePolicies([
+      { name: 'x', match: ['user'], rate: 100, settle: { maxDebt: 40 } },
+      { name: 'y', match: ['user'], rate: 100 },
+    ]).policies;
+    expect(p!.settle).toEqual({ maxDebt: 40 });
+    expect(maxDebtOf(p!)).toBe(40);
+    // Without a block the default is the capacity: burst ceil(100) = 100.
+    expect(q!.settle).toBeUndefined();
+    expect(maxDebtOf(q!)).toBe(100);
+    expect(
+      maxDebtOf(parsePolicies([{ name: 'z', match: ['u'], rate: 1, settle: {} }]).policies[0]!),
+    ).toBe(1);
+    let caught: unknown;
+    try {
+      parsePolicies([
+        { name: 'a', match: ['user'], rate: 100, settle: { maxDebt: -1 } },
+        { name: 'b', match: ['user'], rate: 100, settle: { maxDebt: 1.5 } },
+        { name: 'c', match: ['user'], rate: 100, settle: { debt: 1 } },
+      ]);
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toBeInstanceOf(PolicyError);
+    expect((caught as PolicyError).issues.map((i) => [i.path, i.code])).toEqual([
+      ['[0].settle.maxDebt', 'SLUICE_ERR_SETTLE_INVALID'],
+      ['[1].settle.maxDebt', 'SLUICE_ERR_SETTLE_INVALID'],
+      ['[2].settle', 'SLUICE_ERR_SETTLE_INVALID'],
     ]);
   });
 

@@ -1,9 +1,9 @@
 import { decisionCell, type Algorithm, type DecisionCell } from '../../algorithms/algorithm.js';
 import type { AlgorithmDecision } from '../../core/decision.js';
 import { StoreError } from '../../core/errors.js';
-import { refundState } from '../../algorithms/refund.js';
 import { decideBatch } from '../batch.js';
 import { dedupKey } from '../key.js';
+import { refundHeld, settleHeld, type HeldBuckets } from './give-back.js';
 import { RequestRecords } from './request-records.js';
 import { newBucket, newTable, type Bucket, type Table } from './bucket.js';
 import { indexable, placeOf, valueIndexId } from './bucket-place.js';
@@ -14,6 +14,9 @@ import type {
   StoreRefundOptions,
   StoreRequest,
   StoreResult,
+  StoreSettleOptions,
+  StoreSettleRequest,
+  StoreSettleResult,
 } from '../store.js';
 
 export interface MemoryStoreOptions {
@@ -48,6 +51,12 @@ const INITIAL_SLOTS = 1024;
 
 /** Ring slots checked for expired buckets per apply, to reclaim idle keys. */
 const SWEEP_PER_APPLY = 2;
+
+/** Every request of `batch` failed: the store is closed. */
+function closedResults(batch: readonly unknown[]): { ok: false; error: StoreError }[] {
+  const error = new StoreError('SLUICE_ERR_STORE_CLOSED', 'MemoryStore is closed');
+  return batch.map(() => ({ ok: false as const, error }));
+}
 
 /** The results of an empty batch. */
 const NO_RESULTS: readonly StoreResult[] = Object.freeze([]);
@@ -126,10 +135,7 @@ export class MemoryStore implements Store {
 
   /** Any batch, with fresh results (only apply's one-request path reuses them). */
   #apply(batch: readonly StoreRequest[], options: StoreApplyOptions): readonly StoreResult[] {
-    if (this.#closed) {
-      const error = new StoreError('SLUICE_ERR_STORE_CLOSED', 'MemoryStore is closed');
-      return batch.map(() => ({ ok: false as const, error }));
-    }
+    if (this.#closed) return closedResults(batch);
     const nowMs = options.nowMs;
     const rid =
       options.requestId === undefined || batch.length === 0
@@ -201,33 +207,39 @@ export class MemoryStore implements Store {
    * dedup TTL returns the first results and gives back nothing more.
    */
   refundSync(batch: readonly StoreRequest[], options: StoreRefundOptions): readonly StoreResult[] {
-    if (this.#closed) {
-      const error = new StoreError('SLUICE_ERR_STORE_CLOSED', 'MemoryStore is closed');
-      return batch.map(() => ({ ok: false as const, error }));
-    }
-    const { nowMs, consumedAtMs } = options;
-    const marker =
-      options.requestId === undefined || batch.length === 0
-        ? undefined
-        : `${dedupKey(batch[0]!.key, options.requestId)}:refund`;
-    if (marker !== undefined) {
-      const seen = this.#requests.seen(marker, nowMs);
-      if (seen !== undefined) return seen;
-    }
-    if (nowMs > this.#lastNowMs) this.#lastNowMs = nowMs;
-    const results: StoreResult[] = [];
-    for (const r of batch) {
+    if (this.#closed) return closedResults(batch);
+    if (options.nowMs > this.#lastNowMs) this.#lastNowMs = options.nowMs;
+    return refundHeld(this.#held, this.#requests, batch, options);
+  }
+
+  /**
+   * Settles a reservation's buckets (see `Store.settle`), in process: once per
+   * reservation id while its record is kept (at most `maxRequestIds` ids are).
+   */
+  settle(
+    batch: readonly StoreSettleRequest[],
+    options: StoreSettleOptions,
+  ): Promise<readonly StoreSettleResult[]> {
+    if (this.#closed) return Promise.resolve(closedResults(batch));
+    if (options.nowMs > this.#lastNowMs) this.#lastNowMs = options.nowMs;
+    return Promise.resolve(settleHeld(this.#held, this.#requests, batch, options));
+  }
+
+  /** The buckets as refunds and settles reach them (give-back.ts). */
+  readonly #held: HeldBuckets = {
+    read: (r, nowMs) => {
       const [table, key] = this.#placeOf(r);
       const state = this.#live(table, key, r, nowMs);
-      const next = refundState(r.algorithm.kind, state, nowMs, consumedAtMs, r.cost, r.params);
-      if (next !== undefined) this.#write(table, key, r, next, nowMs);
-      const read = r.algorithm.transition(next ?? state, nowMs, 0, r.params).decision;
       this.#release(table);
-      results.push({ ok: true, decision: read });
-    }
-    if (marker !== undefined) this.#requests.remember(marker, results, nowMs);
-    return results;
-  }
+      return state;
+    },
+    write: (r, state, nowMs, lifeMs) => {
+      const [table, key] = this.#placeOf(r);
+      const expiresAtMs = nowMs + Math.max(r.algorithm.ttlMs(r.params), lifeMs);
+      this.#commit(table, key, table.map.get(key), r.algorithm, state, expiresAtMs, false);
+      this.#release(table);
+    },
+  };
 
   /** Where request `r`'s bucket is held: its key space's value, else by its key text. */
   #placeOf(r: StoreRequest): [Table, string] {

@@ -24,12 +24,12 @@ export class RequestRecords {
     return undefined;
   }
 
-  /** Records `results` for `id` from `nowMs` for the TTL. */
-  remember(id: string, results: readonly StoreResult[], nowMs: number): void {
+  /** Records `results` for `id` from `nowMs` for the TTL, or `keepMs` when that is longer. */
+  remember(id: string, results: readonly StoreResult[], nowMs: number, keepMs = 0): void {
     if (this.#records.size >= this.#maxIds) {
       this.#records.delete(this.#records.keys().next().value as string);
     }
-    this.#records.set(id, { results, expiresAtMs: nowMs + this.#ttlMs });
+    this.#records.set(id, { results, expiresAtMs: nowMs + Math.max(this.#ttlMs, keepMs) });
   }
 
   clear(): void {

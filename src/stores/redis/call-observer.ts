@@ -1,7 +1,7 @@
 import type { StoreError } from '../../core/errors.js';
 
 /** The Lua scripts a RedisStore calls, as `RedisCallObserver` names them. */
-export type RedisScriptName = 'applyBatches' | 'refundBatch';
+export type RedisScriptName = 'applyBatches' | 'refundBatch' | 'settleBatch';
 
 /**
  * Told about every call a RedisStore makes to Redis (`RedisStoreOptions.observer`;

@@ -20,3 +20,11 @@ export function independentRequestId(rid: string, index: number): string {
 export function refundMarkerKey(prefix: string, bucketKey: string, rid: string): string {
   return `${dedupRedisKey(prefix, bucketKey, rid)}:refund`;
 }
+
+/**
+ * Redis key of the marker that makes a reservation's settle happen once per bucket slot,
+ * however often it is repeated (`rid` is the reservation's nonce).
+ */
+export function settleMarkerKey(prefix: string, bucketKey: string, rid: string): string {
+  return `${dedupRedisKey(prefix, bucketKey, rid)}:settle`;
+}

@@ -9,6 +9,9 @@ import type {
   Store,
   StoreApplyOptions,
   StoreRefundOptions,
+  StoreSettleOptions,
+  StoreSettleRequest,
+  StoreSettleResult,
   StoreRequest,
   StoreResult,
 } from '../store.js';
@@ -27,9 +30,10 @@ import { dedupRedisKey, independentRequestId, refundMarkerKey } from './dedup.js
 import { HotKeys, type HotKey } from './hot-keys.js';
 import { failed } from './redis-errors.js';
 import { RefundCall } from './refund-call.js';
+import { SettleCall } from './settle-call.js';
 import { ReplicatedAck, type ReplicatedAckStats } from './replicated-ack.js';
 import { scriptStats, type ScriptStats } from './script-stats.js';
-import { groupBySlot, type SlotGroup } from './slot-groups.js';
+import { groupBySlot, perGroup, slotGroupsOf, type SlotGroup } from './slot-groups.js';
 import { storeSettings, type RedisStoreOptions, type StoreSettings } from './store-options.js';
 import { MAX_BATCH_ITEMS, type WireBatch } from './wire.js';
 
@@ -76,6 +80,7 @@ export class RedisStore implements Store {
   readonly #cluster: boolean;
   readonly #apply: ScriptCoalescer<WireBatch, GroupOutcome>;
   readonly #refund: RefundCall;
+  readonly #settle: SettleCall;
   readonly #ack: ReplicatedAck;
   readonly #hotKeys: HotKeys | undefined;
   readonly #crossSlotStats: CrossSlotStats = newCrossSlotStats();
@@ -93,6 +98,7 @@ export class RedisStore implements Store {
     this.#cluster = this.#connection.client instanceof Cluster;
     this.#apply = coalescedApply(this.#connection, options.maxBatchesPerCall);
     this.#refund = new RefundCall(this.#connection);
+    this.#settle = new SettleCall(this.#connection);
     this.#ack = new ReplicatedAck(this.#connection.client, this.#settings.replicatedAck);
     const k = this.#settings.hotKeys;
     this.#hotKeys = k === 0 ? undefined : new HotKeys(k);
@@ -295,9 +301,7 @@ export class RedisStore implements Store {
     keys: readonly string[],
     options: StoreApplyOptions,
   ): Promise<readonly StoreResult[]> {
-    const groups: readonly SlotGroup[] = this.#cluster
-      ? groupBySlot(keys)
-      : [{ slot: 0, indices: batch.map((_, i) => i) }];
+    const groups = slotGroupsOf(keys, this.#cluster);
     const rid = options.requestId;
     const { prefix, clientClock, dedupTtlMs } = this.#settings;
     const results: StoreResult[] = new Array<StoreResult>(batch.length);
@@ -441,31 +445,33 @@ export class RedisStore implements Store {
    * marker key makes the refund happen once per id, however often it is repeated. Under
    * the server clock, `consumedAtMs` is compared with Redis's time.
    */
-  async refund(
+  refund(
     batch: readonly StoreRequest[],
     options: StoreRefundOptions,
   ): Promise<readonly StoreResult[]> {
-    if (this.#closed) {
-      return failAll(batch, new StoreError('SLUICE_ERR_STORE_CLOSED', 'RedisStore is closed'));
-    }
-    if (batch.length === 0) return [];
+    if (this.#closed) return Promise.resolve(failAll(batch, closedError()));
     const keys = batch.map((r) => this.redisKey(r.key));
-    const groups: readonly SlotGroup[] = this.#cluster
-      ? groupBySlot(keys)
-      : [{ slot: 0, indices: batch.map((_, i) => i) }];
-    const results: StoreResult[] = new Array<StoreResult>(batch.length);
-    await Promise.all(
-      groups.map(async (g) => {
-        const out = await this.#refundGroup(batch, keys, g, g.indices, options.consumedAtMs, {
-          nowMs: options.nowMs,
-          ...(options.requestId === undefined ? {} : { requestId: options.requestId }),
-        });
-        g.indices.forEach((i, j) => {
-          results[i] = out.ok ? { ok: true, decision: out.decisions[j]! } : out;
-        });
-      }),
-    );
-    return results;
+    const { nowMs, requestId } = options;
+    const call = requestId === undefined ? { nowMs } : { nowMs, requestId };
+    return perGroup(slotGroupsOf(keys, this.#cluster), batch.length, async (g) => {
+      const out = await this.#refundGroup(batch, keys, g, g.indices, options.consumedAtMs, call);
+      return g.indices.map((_, j) => (out.ok ? succeeded(out.decisions[j]!) : out));
+    });
+  }
+
+  /** settleBatch.lua over `batch` (Store.settle): one call per slot (settle-call.ts). */
+  settle(
+    batch: readonly StoreSettleRequest[],
+    options: StoreSettleOptions,
+  ): Promise<readonly StoreSettleResult[]> {
+    if (this.#closed) return Promise.resolve(failAll(batch, closedError()) as StoreSettleResult[]);
+    const { prefix, clientClock } = this.#settings;
+    const keys = batch.map((r) => this.redisKey(r.key));
+    return this.#settle.settle(batch, keys, options, {
+      prefix,
+      clientClock,
+      cluster: this.#cluster,
+    });
   }
 
   /** Whether the connection is up and ready for commands now. */
@@ -491,6 +497,10 @@ export class RedisStore implements Store {
 
 function succeeded(decision: AlgorithmDecision): StoreResult {
   return { ok: true, decision };
+}
+
+function closedError(): StoreError {
+  return new StoreError('SLUICE_ERR_STORE_CLOSED', 'RedisStore is closed');
 }
 
 function failAll(batch: readonly StoreRequest[], error: StoreError): StoreResult[] {

@@ -57,6 +57,9 @@ export const APPLY_BATCH_LUA = `${APPLY_BATCH_BODY}\nreturn applyBatches(KEYS, A
 /** The full source of refundBatch.lua, loaded once. */
 export const REFUND_BATCH_LUA = loadLua('refundBatch');
 
+/** The full source of settleBatch.lua, loaded once. */
+export const SETTLE_BATCH_LUA = loadLua('settleBatch');
+
 /** A script as RedisStore calls it: keys and args in, the raw reply out. */
 export type ScriptCall = (
   keys: readonly string[],
@@ -94,6 +97,11 @@ export function applyBatchScript(client: Redis | Cluster): ScriptCall {
 /** Registers refundBatch on the client (once), with the same NOSCRIPT recovery. */
 export function refundBatchScript(client: Redis | Cluster): ScriptCall {
   return script(client, 'sluiceRefundBatch', REFUND_BATCH_LUA, false);
+}
+
+/** Registers settleBatch on the client (once), with the same NOSCRIPT recovery. */
+export function settleBatchScript(client: Redis | Cluster): ScriptCall {
+  return script(client, 'sluiceSettleBatch', SETTLE_BATCH_LUA, false);
 }
 
 function script(

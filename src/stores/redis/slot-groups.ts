@@ -58,3 +58,29 @@ export function groupBySlot(keys: readonly string[]): SlotGroup[] {
   });
   return [...bySlot].map(([slot, indices]) => ({ slot, indices }));
 }
+
+/** The batch's groups: by slot on a Cluster, else one group of every index (one call). */
+export function slotGroupsOf(keys: readonly string[], cluster: boolean): readonly SlotGroup[] {
+  return cluster ? groupBySlot(keys) : [{ slot: 0, indices: keys.map((_, i) => i) }];
+}
+
+/**
+ * Runs `call` for every group at once and puts each group's results (one per index of
+ * the group, in its order) at the group's indices of the batch.
+ */
+export async function perGroup<R>(
+  groups: readonly SlotGroup[],
+  size: number,
+  call: (group: SlotGroup) => Promise<readonly R[]>,
+): Promise<R[]> {
+  const results = new Array<R>(size);
+  await Promise.all(
+    groups.map(async (g) => {
+      const out = await call(g);
+      g.indices.forEach((i, j) => {
+        results[i] = out[j]!;
+      });
+    }),
+  );
+  return results;
+}

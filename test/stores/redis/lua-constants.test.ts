@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { tokenBucket } from '../../../src/algorithms/token-bucket.js';
 import { LUA_ALGORITHM_CODE } from '../../../src/stores/redis/lua-args.js';
 import { refundArgs } from '../../../src/stores/redis/refund-call.js';
+import { settleArgs } from '../../../src/stores/redis/settle-call.js';
 import {
   DECIDED_AT_BYTES,
   DECISION_BYTES,
@@ -76,6 +77,24 @@ function expected(): Map<string, number | string> {
   e.set('REFUND_ITEM_ARGS', oneItem.length - 2);
   e.set('REFUND_REPLY_FIELDS', REFUND_REPLY_FIELDS);
   e.set('NOT_SLUICE_STATE', NOT_SLUICE_STATE);
+  // settleBatch's ARGV: what settleArgs builds for one item, after its three leading fields
+  const settleItem = settleArgs(
+    [
+      {
+        key: '{t}:a',
+        algorithm: tokenBucket,
+        params: { rate: 1, periodMs: 1, burst: 1 },
+        cost: 1,
+        enforce: true,
+        actual: 1,
+        maxDebt: 1,
+      },
+    ],
+    { keepMs: 1, reservedAtMs: 0 },
+    '',
+  );
+  e.set('SETTLE_FIRST_ARG', 4);
+  e.set('SETTLE_ITEM_ARGS', settleItem.length - 3);
   return e;
 }
 

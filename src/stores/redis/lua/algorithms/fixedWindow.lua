@@ -26,7 +26,7 @@ ALG[CODE_FIXED_WINDOW] = {
 
     local charged = charge == 1
     if cost > limit and not charged then
-      return { window = window, count = count }, STATUS_INVALID_POLICY, limit - count, 0, resetAfter(count)
+      return { window = window, count = count }, STATUS_INVALID_POLICY, max(0, limit - count), 0, resetAfter(count)
     end
     -- Counts are whole units, so the comparison is exact: no FIT_EPSILON.
     if count + cost <= limit then
@@ -66,4 +66,19 @@ ALG[CODE_FIXED_WINDOW].refund = function(key, s, now, at, cost, ttl, limit, wind
   -- already be over, so a later check on a clock behind still sees what the window held.
   setState(key, spack('<Bdd', CODE_FIXED_WINDOW, s.window, max(0, s.count - cost)),
     max(ttl, (s.window + 1) * windowMs - now))
+end
+
+-- The charge of a settle's excess (settle() of src/algorithms/fixed-window.ts): to the
+-- window of now (as a step reads it), up to limit + maxDebt. Returns the units not charged.
+ALG[CODE_FIXED_WINDOW].charge = function(key, s, now, units, maxDebt, ttl, limit, windowMs)
+  local nowWindow = floor(now / windowMs)
+  local window = nowWindow
+  if s ~= nil then window = max(s.window, nowWindow) end
+  local count = 0
+  if s ~= nil and s.window == window then count = s.count end
+  local wanted = count + units
+  local charged = max(count, min(wanted, limit + maxDebt))
+  setState(key, spack('<Bdd', CODE_FIXED_WINDOW, window, charged),
+    max(ttl, (window + 1) * windowMs - now))
+  return wanted - charged
 end

@@ -71,3 +71,14 @@ ALG[CODE_GCRA] = {
 ALG[CODE_GCRA].refund = function(key, s, now, at, cost, ttl, rate, periodMs)
   ALG[CODE_GCRA].save(key, { tat = max(now, s.tat - gcraEmissionMs(cost, rate, periodMs)) }, now, ttl)
 end
+
+-- The charge of a settle's excess (settle() of src/algorithms/gcra.ts): the TAT moves on by
+-- `units`, to at most (burst + maxDebt) x T past now, never back. Returns the units not
+-- charged.
+ALG[CODE_GCRA].charge = function(key, s, now, units, maxDebt, ttl, rate, periodMs, burst)
+  local tat = max(s ~= nil and s.tat or now, now)
+  local wanted = tat + gcraEmissionMs(units, rate, periodMs)
+  local nextTat = max(tat, min(wanted, now + gcraEmissionMs(burst + maxDebt, rate, periodMs)))
+  gcraSave(key, nextTat, now, ttl)
+  return ((wanted - nextTat) * rate) / periodMs
+end

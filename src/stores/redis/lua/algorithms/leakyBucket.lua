@@ -26,7 +26,7 @@ ALG[CODE_LEAKY_BUCKET] = {
       ts = max(s.ts, now)
     end
     if cost > capacity then
-      return { level = level, ts = ts }, STATUS_INVALID_POLICY, capacity - level, 0,
+      return { level = level, ts = ts }, STATUS_INVALID_POLICY, max(0, capacity - level), 0,
         ts - now + leakyBucketLeakMs(level, rate, periodMs)
     end
     local lag = ts - now
@@ -37,7 +37,7 @@ ALG[CODE_LEAKY_BUCKET] = {
       return { level = after, ts = ts }, STATUS_OK, capacity - after, 0,
         lag + leakyBucketLeakMs(after, rate, periodMs), delay
     end
-    return { level = level, ts = ts }, STATUS_OVER_LIMIT, capacity - level,
+    return { level = level, ts = ts }, STATUS_OVER_LIMIT, max(0, capacity - level),
       lag + leakyBucketLeakMs(level + cost - capacity, rate, periodMs),
       lag + leakyBucketLeakMs(level, rate, periodMs)
   end,
@@ -54,4 +54,20 @@ ALG[CODE_LEAKY_BUCKET].refund = function(key, s, now, at, cost, ttl, rate, perio
   local elapsed = max(0, now - s.ts)
   local level = max(0, s.level - (elapsed * rate) / periodMs)
   ALG[CODE_LEAKY_BUCKET].save(key, { level = max(0, level - cost), ts = max(s.ts, now) }, now, ttl)
+end
+
+-- The charge of a settle's excess (settle() of src/algorithms/leaky-bucket.ts): leak to
+-- now, then add `units`, up to capacity + maxDebt, never below what it held. Returns the
+-- units not charged. Kept until the level has leaked out.
+ALG[CODE_LEAKY_BUCKET].charge = function(key, s, now, units, maxDebt, ttl, rate, periodMs, capacity)
+  local level, ts = 0, now
+  if s ~= nil then
+    level = max(0, s.level - (max(0, now - s.ts) * rate) / periodMs)
+    ts = max(s.ts, now)
+  end
+  local wanted = level + units
+  local nextLevel = max(level, min(wanted, capacity + maxDebt))
+  setState(key, spack('<Bdd', CODE_LEAKY_BUCKET, nextLevel, ts),
+    max(ttl, leakyBucketLeakMs(nextLevel, rate, periodMs)) + max(0, ts - now))
+  return wanted - nextLevel
 end

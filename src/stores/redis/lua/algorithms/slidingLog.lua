@@ -60,7 +60,7 @@ ALG[CODE_SLIDING_LOG] = {
     end
 
     if cost > limit then
-      return { entries = entries }, STATUS_INVALID_POLICY, limit - used, 0, resetAfter(newest)
+      return { entries = entries }, STATUS_INVALID_POLICY, max(0, limit - used), 0, resetAfter(newest)
     end
     -- Costs are whole units, so the comparison is exact: no FIT_EPSILON.
     if used + cost <= limit then
@@ -82,7 +82,7 @@ ALG[CODE_SLIDING_LOG] = {
       i = i + 1
       freed = freed + entries[i][2]
     end
-    return { entries = entries }, STATUS_OVER_LIMIT, limit - used,
+    return { entries = entries }, STATUS_OVER_LIMIT, max(0, limit - used),
       waitUntil(now, slidingLogExpiresAt(entries[i], windowMs)), resetAfter(newest)
   end,
 
@@ -129,4 +129,58 @@ ALG[CODE_SLIDING_LOG].refund = function(key, s, now, at, cost)
       n = n + 1
     end
   end
+end
+
+-- settle() of src/algorithms/sliding-log.ts, whole (the log's give-back is not a refund):
+-- below the estimate, the reservation's live entry (as the refund picks it, among the
+-- entries still counting at now) keeps only `actual` units at its stamp (it goes at 0);
+-- above, the excess is a new entry stamped as an admission is, while the live log stays
+-- within limit + maxDebt. Returns the units not charged.
+ALG[CODE_SLIDING_LOG].settle = function(key, s, now, at, estimate, actual, maxDebt, ttl, limit, windowMs)
+  local entries = s ~= nil and s.entries or {}
+  local delta = actual - estimate
+  if delta < 0 then
+    local pick = nil
+    for i = 1, #entries do
+      local e = entries[i]
+      if slidingLogExpiresAt(e, windowMs) > now and e[1] >= at and e[2] == estimate
+        and (pick == nil or e[1] < entries[pick][1]) then pick = i end
+    end
+    if pick == nil then return 0 end
+    local t = entries[pick][1]
+    local ft = fmt(t)
+    rcall('ZREMRANGEBYSCORE', key, ft, ft)
+    local n = 0
+    for i = 1, #entries do
+      if entries[i][1] == t then
+        local c = entries[i][2]
+        if i == pick then c = actual end
+        if c > 0 then
+          rcall('ZADD', key, ft, ft .. ':' .. fmt(c) .. ':' .. n)
+          n = n + 1
+        end
+      end
+    end
+    return 0
+  end
+  if delta == 0 then return 0 end
+  local used, newest = 0, nil
+  for i = 1, #entries do
+    if slidingLogExpiresAt(entries[i], windowMs) > now then
+      used = used + entries[i][2]
+      newest = entries[i][1]
+    end
+  end
+  local charged = max(0, min(delta, limit + maxDebt - used))
+  if charged > 0 then
+    local t = max(now, newest or now)
+    local n = 0
+    for i = 1, #entries do
+      if entries[i][1] == t then n = n + 1 end
+    end
+    local ft = fmt(t)
+    rcall('ZADD', key, ft, ft .. ':' .. fmt(charged) .. ':' .. n)
+    rcall('PEXPIRE', key, max(1, ceil(t + windowMs - now)))
+  end
+  return delta - charged
 end

@@ -100,3 +100,15 @@ ALG[CODE_SLIDING_WINDOW_COUNTER].refund = function(key, s, now, at, cost, ttl, l
   setState(key, spack('<Bddd', CODE_SLIDING_WINDOW_COUNTER, r.window, r.current, r.previous),
     max(ttl, (r.window + 2) * windowMs - now))
 end
+
+-- The charge of a settle's excess (settle() of src/algorithms/sliding-window-counter.ts):
+-- whole units into the current window of now while the estimate stays within
+-- limit + maxDebt. Returns the units not charged.
+ALG[CODE_SLIDING_WINDOW_COUNTER].charge = function(key, s, now, units, maxDebt, ttl, limit, windowMs)
+  local r, estimate = swcObserve(s, now, windowMs)
+  local room = max(0, floor(limit + maxDebt - estimate + FIT_EPSILON))
+  local charged = min(units, room)
+  setState(key, spack('<Bddd', CODE_SLIDING_WINDOW_COUNTER, r.window, r.current + charged, r.previous),
+    max(ttl, (r.window + 2) * windowMs - now))
+  return units - charged
+end

@@ -18,14 +18,15 @@ local function tokenBucketStep(tokens0, ts0, now, cost, rate, periodMs, burst)
     ts = max(ts0, now)
   end
   if cost > burst then
-    return tokens, ts, STATUS_INVALID_POLICY, tokens, 0, ts - now + ((burst - tokens) * periodMs) / rate
+    return tokens, ts, STATUS_INVALID_POLICY, max(0, tokens), 0, ts - now + ((burst - tokens) * periodMs) / rate
   end
   local lag = ts - now
   if tokens + tokenBucketFitSlack(ts, rate, periodMs) >= cost then
     local left = max(0, tokens - cost)
     return left, ts, STATUS_OK, left, 0, lag + ((burst - left) * periodMs) / rate
   end
-  return tokens, ts, STATUS_OVER_LIMIT, tokens,
+  -- below zero only after a settle charged a debt: none is left to report
+  return tokens, ts, STATUS_OVER_LIMIT, max(0, tokens),
     lag + ((cost - tokens) * periodMs) / rate, lag + ((burst - tokens) * periodMs) / rate
 end
 
@@ -74,4 +75,19 @@ ALG[CODE_TOKEN_BUCKET].refund = function(key, s, now, at, cost, ttl, rate, perio
   local elapsed = max(0, now - s.ts)
   local tokens = min(burst, s.tokens + (elapsed * rate) / periodMs)
   ALG[CODE_TOKEN_BUCKET].save(key, { tokens = min(burst, tokens + cost), ts = max(s.ts, now) }, now, ttl)
+end
+
+-- The charge of a settle's excess (settle() of src/algorithms/token-bucket.ts): refill to
+-- now, then take `units`, down to -maxDebt tokens at most, never above what it had.
+-- Returns the units not charged. Kept until the debt is refilled too.
+ALG[CODE_TOKEN_BUCKET].charge = function(key, s, now, units, maxDebt, ttl, rate, periodMs, burst)
+  local tokens, ts = burst, now
+  if s ~= nil then
+    tokens = min(burst, s.tokens + (max(0, now - s.ts) * rate) / periodMs)
+    ts = max(s.ts, now)
+  end
+  local wanted = tokens - units
+  local left = min(tokens, max(-maxDebt, wanted))
+  tokenBucketSave(key, left, ts, now, ttl + (max(0, -left) * periodMs) / rate)
+  return left - wanted
 end

@@ -29,4 +29,8 @@ local REFUND_FIRST_ARG = 3
 local REFUND_ITEM_ARGS = 8
 local REFUND_REPLY_FIELDS = 5
 local NOT_SLUICE_STATE = -1
+-- settleBatch: first item argument and arguments per item (its reply is refundBatch's
+-- REFUND_REPLY_FIELDS per item, then one capped count per item, then the repeat flag).
+local SETTLE_FIRST_ARG = 4
+local SETTLE_ITEM_ARGS = 9
 -- END SHARED CONSTANTS
