@@ -39,6 +39,7 @@ describe('policyBounds fields', () => {
       50,
     );
     expect(b).toMatchObject({
+      global: { atOnce: 20, perSecond: 100 },
       rps: 50,
       local: { atOnce: 1, perSecond: 5 },
       batch: { size: 10, ttlMs: 500 },
