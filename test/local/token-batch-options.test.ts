@@ -72,7 +72,7 @@ describe('TokenBatchStage options and scope', () => {
       stage.settle(
         item,
         verdict,
-        { admitted: true, decision: { ...okOf(verdict), policy: 'rule-7' } },
+        { admitted: true, decision: { ...okOf(verdict), policy: 'rule-7', path: 'batch' } },
         ctx,
       );
     }
