@@ -117,6 +117,15 @@ describe('LocalStage', () => {
     for (let i = 0; i < 10; i++) expect(stage.enter(item, { nowMs: 0 })).toBeUndefined();
   });
 
+  it('passes every item on once closed: its buckets are gone', async () => {
+    const store = new MemoryStore();
+    const stage = new LocalStage();
+    expect(await run(stage, store, policy(), 5)).toEqual(Array<string>(5).fill('store:OK'));
+    await stage.close();
+    // The local burst (5) is spent, but only the store (20) limits now.
+    expect(await run(stage, store, policy(), 3)).toEqual(Array<string>(3).fill('store:OK'));
+  });
+
   it('refuses a bad key bound with SLUICE_ERR_LOCAL_INVALID', () => {
     expect(() => new LocalStage({ maxKeys: 0 })).toThrow(
       expect.objectContaining({

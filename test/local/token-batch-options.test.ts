@@ -54,6 +54,38 @@ describe('TokenBatchStage options and scope', () => {
     expect(seen).toEqual(['returned batch api 3']); // reserved 1 + 2 + 4, spent 4
   });
 
+  it('tells the recorder the units under the name the check knows the policy by', async () => {
+    const seen: string[] = [];
+    const metrics: StageRecorder = {
+      granted: (s, p, n) => seen.push(`granted ${s} ${p} ${n}`),
+      spent: (s, p, n) => seen.push(`spent ${s} ${p} ${n}`),
+      returned: (s, p, n) => seen.push(`returned ${s} ${p} ${n}`),
+      overshoot: (s, p, n) => seen.push(`overshoot ${s} ${p} ${n}`),
+    };
+    const stage = new TokenBatchStage({ clock: new ManualClock(0), metrics });
+    const store = new MemoryStore();
+    const ctx = { nowMs: 0, gateway: gatewayOf(store) };
+    // An envoy rule's public name for the policy it compiles to (StageItem.name).
+    const item = { policy: policy(), name: 'rule-7', key: KEY, capacity: 1_000, cost: 1 };
+    for (let i = 0; i < 2; i++) {
+      const verdict = await stage.enter(item, ctx);
+      stage.settle(
+        item,
+        verdict,
+        { admitted: true, decision: { ...okOf(verdict), policy: 'rule-7', path: 'batch' } },
+        ctx,
+      );
+    }
+    await stage.close();
+    expect(seen).toEqual([
+      'granted batch rule-7 1',
+      'spent batch rule-7 1',
+      'granted batch rule-7 2',
+      'spent batch rule-7 1',
+      'returned batch rule-7 1',
+    ]);
+  });
+
   it('after close, checks go to the store and nothing more is reserved', async () => {
     const stage = new TokenBatchStage({ clock: new ManualClock(0) });
     const store = new MemoryStore();
@@ -96,3 +128,8 @@ describe('TokenBatchStage options and scope', () => {
     expect(stage.unitsHeld).toBe(2);
   });
 });
+
+function okOf(verdict: StageVerdict) {
+  if (verdict?.kind !== 'answer') throw new Error('expected an answer from the reserve');
+  return verdict.decision;
+}
