@@ -138,6 +138,29 @@ export class CheckRun {
     ctx: StageContext | undefined,
   ): CheckResult | Promise<CheckResult> {
     const independent = items[0]!.plan.independent;
+    if (ctx === undefined && options.timeoutMs === undefined && options.signal === undefined) {
+      // No caller budget or signal (the usual check): nothing to work out before asking.
+      const answer = this.#gateway.ask(
+        batch,
+        nowMs,
+        requestId,
+        independent,
+        policyTimeoutMs,
+        releaseBatch,
+      );
+      if (isPending(answer)) {
+        return this.#whenAnswered(
+          nowMs,
+          items,
+          batch,
+          answer,
+          independent,
+          ctx,
+          options.onDecision,
+        );
+      }
+      return this.#settle.finish(nowMs, items, batch, answer, independent, ctx, options.onDecision);
+    }
     const policyMs = policyTimeoutMs(batch);
     const deadlineAtMs =
       ctx?.deadlineAtMs ??
@@ -184,10 +207,11 @@ export class CheckRun {
   }
 }
 
-/** The shortest timeout of the policies of `batch`. */
-function policyTimeoutMs(batch: readonly PreparedItem[]): number {
+/** The shortest timeout of the policies of `batch` (prepared items). */
+function policyTimeoutMs(batch: readonly StoreRequest[]): number {
   let ms = MAX_TIMER_MS;
-  for (let i = 0; i < batch.length; i++) ms = Math.min(ms, batch[i]!.policy.timeoutMs);
+  const items = batch as readonly PreparedItem[];
+  for (let i = 0; i < items.length; i++) ms = Math.min(ms, items[i]!.policy.timeoutMs);
   return ms;
 }
 

@@ -110,6 +110,36 @@ export class StoreGateway implements StageGateway {
       const refused = this.#notAsked(batch, timeoutMs, signal);
       if (refused !== undefined) return refused;
     }
+    return this.#ask(batch, nowMs, requestId, independent, timeoutMs, deadlineEnds, signal, ended);
+  }
+
+  /**
+   * {@link StoreGateway.call} for a call with no caller deadline or signal (the usual
+   * check): the store is asked at once, and the policies' timeout (`timeoutOf(batch)`) is
+   * worked out only if its answer is a promise to wait on.
+   */
+  ask(
+    batch: readonly StoreRequest[],
+    nowMs: number,
+    requestId: string | undefined,
+    independent: boolean,
+    timeoutOf: (batch: readonly StoreRequest[]) => number,
+    ended: (batch: readonly StoreRequest[]) => void,
+  ): StoreAnswer {
+    return this.#ask(batch, nowMs, requestId, independent, timeoutOf, 'store', undefined, ended);
+  }
+
+  /** Asks the store; `timeout` is the wait's length, or how to work it out from `batch`. */
+  #ask(
+    batch: readonly StoreRequest[],
+    nowMs: number,
+    requestId: string | undefined,
+    independent: boolean,
+    timeout: number | ((batch: readonly StoreRequest[]) => number),
+    deadlineEnds: 'store' | 'deadline',
+    signal: AbortSignal | undefined,
+    ended: ((batch: readonly StoreRequest[]) => void) | undefined,
+  ): StoreAnswer {
     const startedAt = this.#metrics === undefined ? 0 : performance.now();
     const call = this.#spare;
     let answer: StoreAnswer;
@@ -123,7 +153,7 @@ export class StoreGateway implements StageGateway {
         answer,
         batch,
         call,
-        timeoutMs,
+        typeof timeout === 'number' ? timeout : timeout(batch),
         deadlineEnds,
         signal,
         ended,
