@@ -135,6 +135,73 @@ describe('AdmissionBoundary wiring', () => {
     expect(s.boundary.stats()).toMatchObject({ inflight: 0, breaker: 'closed' });
   });
 
+  it('an open breaker refuses at once, before the limiter: a request that would be shed gets breaker-open', async () => {
+    const s = setup({
+      shares: {}, // defaults: SHEDDABLE may fill half the limit
+      queue: false,
+      breaker: { minimumCalls: 1, open: '1s' },
+    });
+    admitted(await s.boundary.admit()); // held: SHEDDABLE's ceiling (1 of 2) is reached
+    await hold(s, 1, 'failure');
+    expect(s.boundary.stats().breaker).toBe('open');
+    expect(await s.boundary.admit({ criticality: 'SHEDDABLE' })).toMatchObject({
+      reason: 'breaker-open',
+      retryAfterMs: 1_000,
+    });
+  });
+
+  it('a half-open breaker with its probe out does not refuse before queueing: a request that waits is admitted once the probe closes it', async () => {
+    const s = setup({
+      limit: { algorithm: 'fixed', limit: 1 },
+      queue: { size: 5, maxWait: 1_000, order: 'fifo' },
+      breaker: { minimumCalls: 1, open: '1s', probes: 1 },
+    });
+    await hold(s, 1, 'failure');
+    s.clock.advance(1_000);
+    const probe = admitted(await s.boundary.admit());
+    expect(s.boundary.stats().breaker).toBe('half-open');
+    const waiting = s.boundary.admit();
+    expect(s.boundary.stats().queued).toBe(1);
+    s.clock.advance(20);
+    probe.release('success');
+    expect(admitted(await waiting).waitedMs).toBe(20);
+    expect(s.boundary.stats().breaker).toBe('closed');
+  });
+
+  it('a deadline after the estimated turn (waiters ahead + 1) × mean hold ÷ ceiling waits, and gets a slot freed before it', async () => {
+    const s = setup({ limit: { algorithm: 'fixed', limit: 2 } });
+    await hold(s, 50, 'success'); // mean hold 50 ms
+    const a = admitted(await s.boundary.admit());
+    admitted(await s.boundary.admit());
+    // (0 + 1) × 50 / 2 = 25 ms < 30 ms: it waits.
+    const w = s.boundary.admit({ deadlineMs: s.clock.nowMs() + 30 });
+    expect(s.boundary.stats().queued).toBe(1);
+    s.timer.advance(10);
+    a.release('success');
+    expect(admitted(await w).waitedMs).toBe(10);
+  });
+
+  it('waits and hold times are measured from when the request came, on a clock that does not start at 0', async () => {
+    const waits: string[] = [];
+    const s = setup({ recorder: { admission: (o, _c, ms) => waits.push(`${o} ${ms}`) } });
+    s.clock.set(10_000);
+    const completions: number[] = [];
+    const t = setup({
+      recorder: { admission: () => undefined, completion: (_o, _c, ms) => completions.push(ms) },
+    });
+    t.clock.set(10_000);
+    admitted(await s.boundary.admit());
+    admitted(await s.boundary.admit());
+    const w = s.boundary.admit();
+    s.timer.advance(100);
+    expect(await w).toMatchObject({ reason: 'queue-timeout' });
+    expect(waits).toEqual(['admitted 0', 'admitted 0', 'queue-timeout 100']);
+    const p = admitted(await t.boundary.admit());
+    t.clock.advance(30);
+    p.release('success');
+    expect(completions).toEqual([30]);
+  });
+
   it('release reports to the recorder once, with the outcome, the criticality and the time held', async () => {
     const s = setup();
     const p = admitted(await s.boundary.admit({ criticality: 'SHEDDABLE' }));

@@ -108,14 +108,15 @@ describe('GradientLimit windows', () => {
 describe('GradientLimit no-load RTT', () => {
   it('is re-measured at each period end from samples with at most half the limit in flight', () => {
     const g = new GradientLimit({ initial: 20, max: 20, tolerance: 10, minRttPeriodMs: 100 });
-    sample(g, 0, 10, 20); // the lowest seen: 10; the period runs from 0
-    sample(g, 50, 30, 10); // 10 × 2 ≤ 20: unloaded
-    sample(g, 60, 25, 11); // 22 > 20: loaded, not a no-load sample
-    sample(g, 99, 10, 20);
+    const t0 = 10_000; // the period runs from the first sample, not from 0
+    sample(g, t0, 10, 20); // the lowest seen: 10
+    sample(g, t0 + 50, 30, 10); // 10 × 2 ≤ 20: unloaded
+    sample(g, t0 + 60, 25, 11); // 22 > 20: loaded, not a no-load sample
+    sample(g, t0 + 99, 10, 20);
     expect(g.minRttMs).toBe(10);
-    sample(g, 100, 10, 20); // the period ends: its lowest unloaded sample, 30 ms
+    sample(g, t0 + 100, 10, 20); // the period ends: its lowest unloaded sample, 30 ms
     expect(g.minRttMs).toBe(30);
-    sample(g, 150, 5, 20); // a lower RTT is taken at once, loaded or not
+    sample(g, t0 + 150, 5, 20); // a lower RTT is taken at once, loaded or not
     expect(g.minRttMs).toBe(5);
   });
 
