@@ -188,7 +188,19 @@ describe('CircuitBreaker probes', () => {
     expect(s.breaker.retryAfterMs()).toBe(100); // the second lease, now the first to expire
   });
 
-  it('closed, retry-after is 0', () => {
-    expect(setup().breaker.retryAfterMs()).toBe(0);
+  it('half-open, successes and leases together fill the probes: retry-after is the time until a lease expires', () => {
+    const s = setup({ minimumCalls: 1, probes: 2, openMs: 1_000, probeLeaseMs: 300 });
+    openThenWait(s, 1, 1_000);
+    s.breaker.tryAcquire()?.record('success'); // 1 success of 2
+    s.breaker.tryAcquire(); // the second probe, lease to +300
+    s.clock.advance(120);
+    expect(s.breaker.tryAcquire()).toBeUndefined();
+    expect(s.breaker.retryAfterMs()).toBe(180);
+  });
+
+  it('closed, retry-after is 0, and a permit is not a probe', () => {
+    const s = setup();
+    expect(s.breaker.retryAfterMs()).toBe(0);
+    expect(s.breaker.tryAcquire()?.probe).toBe(false);
   });
 });
