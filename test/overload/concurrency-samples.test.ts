@@ -45,6 +45,13 @@ describe('ConcurrencyLimiter samples', () => {
     ]);
   });
 
+  it('a fresh limiter has refused nothing: its first sample is not limited', () => {
+    const algorithm = recording(2);
+    const limiter = new ConcurrencyLimiter({ algorithm, clock: new ManualClock(0) });
+    limiter.tryAcquire()?.release('success');
+    expect(algorithm.samples).toMatchObject([{ limited: false }]);
+  });
+
   it('keeps the mean hold time as an EMA of successes and failures (weight 0.1); drops and ignores leave it', () => {
     const clock = new ManualClock(0);
     const limiter = new ConcurrencyLimiter({ algorithm: new FixedLimit(10), clock });
