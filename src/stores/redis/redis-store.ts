@@ -34,32 +34,16 @@ import { SettleCall } from './settle-call.js';
 import { ReplicatedAck, type ReplicatedAckStats } from './replicated-ack.js';
 import { scriptStats, type ScriptStats } from './script-stats.js';
 import { groupBySlot, perGroup, slotGroupsOf, type SlotGroup } from './slot-groups.js';
-import { storeSettings, type RedisStoreOptions, type StoreSettings } from './store-options.js';
+import {
+  storeSettings,
+  type ClusterNode,
+  type RedisStoreOptions,
+  type SentinelTarget,
+  type StoreSettings,
+} from './store-options.js';
 import { MAX_BATCH_ITEMS, type WireBatch } from './wire.js';
 
-export type { RedisStoreOptions } from './store-options.js';
-
-/** `host:port` of a Redis Cluster node, as in `--redis-cluster` and `REDIS_URL`. */
-export interface ClusterNode {
-  readonly host: string;
-  readonly port: number;
-}
-
-/** A primary found through Redis Sentinel (see {@link RedisStore.connectSentinel}). */
-export interface SentinelTarget {
-  /** The master name the Sentinels monitor (`sentinel monitor <name> …`). */
-  readonly name: string;
-  /** Sentinels to ask, in order (`host:port`, usually port 26379). */
-  readonly sentinels: readonly ClusterNode[];
-  /** ACL user and password for the Sentinels (upstream's `REDIS_SENTINEL_AUTH`). */
-  readonly sentinelUsername?: string;
-  readonly sentinelPassword?: string;
-  /** ACL user and password for the primary (upstream's `REDIS_AUTH`). */
-  readonly username?: string;
-  readonly password?: string;
-  /** TLS to the primary and the Sentinels (node:tls options); absent: plain TCP. */
-  readonly tls?: ConnectionOptions;
-}
+export type { ClusterNode, RedisStoreOptions, SentinelTarget } from './store-options.js';
 
 /**
  * Runs every algorithm in Redis as one atomic Lua step per batch (applyBatches.lua):

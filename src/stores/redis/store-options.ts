@@ -1,7 +1,30 @@
+import type { ConnectionOptions } from 'node:tls';
 import type { Cluster, Redis } from 'ioredis';
 import type { RedisCallObserver } from './call-observer.js';
 import type { CrossSlotStrategy } from './cross-slot.js';
 import { validateReplicatedAck, type ReplicatedAckOptions } from './replicated-ack.js';
+
+/** `host:port` of a Redis Cluster node, as in `--redis-cluster` and `REDIS_URL`. */
+export interface ClusterNode {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** A primary found through Redis Sentinel (see {@link RedisStore.connectSentinel}). */
+export interface SentinelTarget {
+  /** The master name the Sentinels monitor (`sentinel monitor <name> …`). */
+  readonly name: string;
+  /** Sentinels to ask, in order (`host:port`, usually port 26379). */
+  readonly sentinels: readonly ClusterNode[];
+  /** ACL user and password for the Sentinels (upstream's `REDIS_SENTINEL_AUTH`). */
+  readonly sentinelUsername?: string;
+  readonly sentinelPassword?: string;
+  /** ACL user and password for the primary (upstream's `REDIS_AUTH`). */
+  readonly username?: string;
+  readonly password?: string;
+  /** TLS to the primary and the Sentinels (node:tls options); absent: plain TCP. */
+  readonly tls?: ConnectionOptions;
+}
 
 export interface RedisStoreOptions {
   /**
