@@ -24,13 +24,7 @@ local ALG = {}
 
 bindApi()
 
-local now
-if ARGV[1] == '' then
-  local t = rcall('TIME')
-  now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-else
-  now = tonumber(ARGV[1])
-end
+local now = ARGV[1] == '' and serverNowMs() or tonumber(ARGV[1])
 
 local n = (#ARGV - REFUND_FIRST_ARG + 1) / REFUND_ITEM_ARGS
 local marker = KEYS[n + 1]

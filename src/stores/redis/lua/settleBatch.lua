@@ -25,13 +25,7 @@ local ALG = {}
 
 bindApi()
 
-local now
-if ARGV[1] == '' then
-  local t = rcall('TIME')
-  now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-else
-  now = tonumber(ARGV[1])
-end
+local now = ARGV[1] == '' and serverNowMs() or tonumber(ARGV[1])
 local at = tonumber(ARGV[3])
 
 local n = (#ARGV - SETTLE_FIRST_ARG + 1) / SETTLE_ITEM_ARGS
