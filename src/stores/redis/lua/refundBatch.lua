@@ -52,17 +52,7 @@ for i = 1, n do
     if s ~= nil then it.alg.refund(it.key, s, now, it.at, it.cost, it.ttl, it.p1, it.p2, it.p3, it.p4) end
   end
 end
-for i = 1, n do
-  local it = items[i]
-  local s = it.alg.load(it.key)
-  local _, status, remaining, retry, reset, delay = it.alg.step(s, now, 0, it.p1, it.p2, it.p3, it.p4)
-  local j = (i - 1) * REFUND_REPLY_FIELDS
-  reply[j + 1] = status
-  reply[j + 2] = fmt(remaining)
-  reply[j + 3] = fmt(retry)
-  reply[j + 4] = fmt(reset)
-  reply[j + 5] = delay == nil and '' or fmt(delay)
-end
+readBack(items, n, now, reply)
 flushStates()
 if marker ~= nil and not done then rcall('SET', marker, '1', 'PX', ARGV[2]) end
 return reply

@@ -70,17 +70,7 @@ for i = 1, n do
   if done then capped[i] = 0 else capped[i] = settleOne(items[i]) end
 end
 local reply = {}
-for i = 1, n do
-  local it = items[i]
-  local s = it.alg.load(it.key)
-  local _, status, remaining, retry, reset, delay = it.alg.step(s, now, 0, it.p1, it.p2, it.p3, it.p4)
-  local j = (i - 1) * REFUND_REPLY_FIELDS
-  reply[j + 1] = status
-  reply[j + 2] = fmt(remaining)
-  reply[j + 3] = fmt(retry)
-  reply[j + 4] = fmt(reset)
-  reply[j + 5] = delay == nil and '' or fmt(delay)
-end
+readBack(items, n, now, reply)
 for i = 1, n do reply[n * REFUND_REPLY_FIELDS + i] = fmt(capped[i]) end
 reply[n * REFUND_REPLY_FIELDS + n + 1] = done and 1 or 0
 flushStates()

@@ -32,6 +32,23 @@ local function fmt(x)
   return string.format('%.17g', x)
 end
 
+-- A cost-0 read of each of the n items' buckets at now, written into reply as refundBatch
+-- and settleBatch answer: REFUND_REPLY_FIELDS per item (status, remaining, retry, reset,
+-- delay or '').
+local function readBack(items, n, now, reply)
+  for i = 1, n do
+    local it = items[i]
+    local s = it.alg.load(it.key)
+    local _, status, remaining, retry, reset, delay = it.alg.step(s, now, 0, it.p1, it.p2, it.p3, it.p4)
+    local j = (i - 1) * REFUND_REPLY_FIELDS
+    reply[j + 1] = status
+    reply[j + 2] = fmt(remaining)
+    reply[j + 3] = fmt(retry)
+    reply[j + 4] = fmt(reset)
+    reply[j + 5] = delay == nil and '' or fmt(delay)
+  end
+end
+
 -- States written during this call, by key, sent to Redis once at its end (flushStates):
 -- a key decided several times in one call (a hot key's coalesced checks) costs one GET and
 -- one SET, not a pair per decision. Reads see the call's own writes first. Reset at the
